@@ -1,0 +1,184 @@
+/**
+ * The admin service (DECISIONS.md O6): organizations, API keys, agents and
+ * organization settings, used by the admin API and the `parley` CLI; and the
+ * API-key check behind every conversations and assistants request.
+ */
+import * as crypto from "node:crypto"
+import { Context, Effect, Layer } from "effect"
+import { v7 as uuidv7 } from "uuid"
+import type { Agent } from "../Domain/Agent.ts"
+import { AgentNotFound, NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
+import { AdminRepo } from "./Repo.ts"
+
+/** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */
+export const TOKEN_PREFIX = "prl_"
+
+/** A new random API token: the prefix and 32 random bytes in base64url (O6). */
+export const generateToken = (): string => `${TOKEN_PREFIX}${crypto.randomBytes(32).toString("base64url")}`
+
+/** SHA-256 of a token, as stored (tokens themselves are never stored). */
+export const hashToken = (token: string): Uint8Array => crypto.createHash("sha256").update(token, "utf8").digest()
+
+/** Body of POST /organizations/{id}/agents (O6). */
+export interface CreateAgent {
+  readonly name: string
+  readonly type: "ai" | "human"
+  readonly assistant_id?: string | undefined
+  readonly profile_id?: string | undefined
+}
+
+/** Body of PATCH /organizations/{id}/settings: members present are changed. */
+export interface SettingsPatch {
+  readonly reply_debounce_seconds?: number | undefined
+  readonly session_idle_timeout_seconds?: number | null | undefined
+  readonly default_agent_id?: string | null | undefined
+}
+
+const organizationNotFound = () => new NotFound({ detail: "Organization not found" })
+
+/** The admin service. Unknown organizations fail with NotFound `Organization not found`. */
+export class Admin extends Context.Service<
+  Admin,
+  {
+    createOrganization(name: string): Effect.Effect<Organization>
+    getOrganization(organizationId: string): Effect.Effect<Organization, NotFound>
+    /** A new key; the token appears only in this answer. `expiresAt` null = never. */
+    createApiKey(
+      organizationId: string,
+      options: { readonly name?: string | undefined; readonly expiresAt?: Date | null | undefined }
+    ): Effect.Effect<ApiKeyCreated, NotFound>
+    /** Revokes a key at once. Fails with NotFound `API key not found`. */
+    revokeApiKey(organizationId: string, keyId: string): Effect.Effect<void, NotFound>
+    /** The organization of a live token, or undefined (missing, unknown, revoked, expired). */
+    authenticate(token: string): Effect.Effect<string | undefined>
+    /** Fails with ValidationFailed when the id of its type is missing (422). */
+    createAgent(organizationId: string, input: CreateAgent): Effect.Effect<Agent, NotFound | ValidationFailed>
+    listAgents(organizationId: string): Effect.Effect<ReadonlyArray<Agent>, NotFound>
+    getSettings(organizationId: string): Effect.Effect<Settings, NotFound>
+    /** Fails with AgentNotFound (400) for a default agent of another organization. */
+    updateSettings(organizationId: string, patch: SettingsPatch): Effect.Effect<Settings, NotFound | AgentNotFound>
+  }
+>()("parley/Admin") {
+  static readonly layer = Layer.effect(
+    Admin,
+    Effect.gen(function* () {
+      const repo = yield* AdminRepo
+
+      const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
+        const organization = yield* repo.findOrganization(organizationId)
+        if (organization === undefined) return yield* organizationNotFound()
+        return organization
+      })
+
+      const createOrganization = Effect.fn("Admin.createOrganization")((name: string) =>
+        repo.insertOrganization(uuidv7(), name).pipe(Effect.orDie)
+      )
+
+      const getOrganization = Effect.fn("Admin.getOrganization")(requireOrganization, Effect.catchTag("SqlError", Effect.die))
+
+      const createApiKey = Effect.fn("Admin.createApiKey")(
+        function* (
+          organizationId: string,
+          options: { readonly name?: string | undefined; readonly expiresAt?: Date | null | undefined }
+        ) {
+          yield* requireOrganization(organizationId)
+          const id = uuidv7()
+          const token = generateToken()
+          const row = yield* repo.insertApiKey({
+            id,
+            organizationId,
+            name: options.name ?? null,
+            tokenHash: hashToken(token),
+            expiresAt: options.expiresAt ?? null
+          })
+          return { id, name: options.name ?? null, token, created_at: row.created_at, expires_at: row.expires_at }
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const revokeApiKey = Effect.fn("Admin.revokeApiKey")(
+        function* (organizationId: string, keyId: string) {
+          yield* requireOrganization(organizationId)
+          if (!(yield* repo.revokeApiKey(organizationId, keyId))) {
+            return yield* new NotFound({ detail: "API key not found" })
+          }
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const authenticate = (token: string) =>
+        token.length === 0 || token.length > 512
+          ? Effect.succeed(undefined)
+          : repo.organizationOfToken(hashToken(token)).pipe(Effect.orDie)
+
+      const createAgent = Effect.fn("Admin.createAgent")(
+        function* (organizationId: string, input: CreateAgent) {
+          yield* requireOrganization(organizationId)
+          const reference = input.type === "ai" ? input.assistant_id : input.profile_id
+          if (reference === undefined) {
+            const field = input.type === "ai" ? "assistant_id" : "profile_id"
+            return yield* ValidationFailed.one(["body", field], "Field required", "missing")
+          }
+          return yield* repo.insertAgent({
+            id: uuidv7(),
+            organizationId,
+            name: input.name,
+            type: input.type,
+            assistantId: input.type === "ai" ? reference : null,
+            profileId: input.type === "human" ? reference : null
+          })
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const listAgents = Effect.fn("Admin.listAgents")(
+        function* (organizationId: string) {
+          yield* requireOrganization(organizationId)
+          return yield* repo.listAgents(organizationId)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const getSettings = Effect.fn("Admin.getSettings")(
+        function* (organizationId: string) {
+          yield* requireOrganization(organizationId)
+          return yield* repo.getSettings(organizationId)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const updateSettings = Effect.fn("Admin.updateSettings")(
+        function* (organizationId: string, patch: SettingsPatch) {
+          yield* requireOrganization(organizationId)
+          const current = yield* repo.getSettings(organizationId)
+          const next: Settings = {
+            reply_debounce_seconds: patch.reply_debounce_seconds ?? current.reply_debounce_seconds,
+            session_idle_timeout_seconds:
+              patch.session_idle_timeout_seconds !== undefined
+                ? patch.session_idle_timeout_seconds
+                : current.session_idle_timeout_seconds,
+            default_agent_id: patch.default_agent_id !== undefined ? patch.default_agent_id : current.default_agent_id
+          }
+          if (next.default_agent_id !== null && !(yield* repo.agentExists(organizationId, next.default_agent_id))) {
+            return yield* new AgentNotFound()
+          }
+          return yield* repo.upsertSettings(organizationId, next)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Admin.of({
+        createOrganization,
+        getOrganization,
+        createApiKey,
+        revokeApiKey,
+        authenticate,
+        createAgent,
+        listAgents,
+        getSettings,
+        updateSettings
+      })
+    })
+  )
+}

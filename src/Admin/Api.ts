@@ -1,0 +1,94 @@
+/**
+ * The admin API (DECISIONS.md O6): organizations, API keys, agents and
+ * settings under `/admin/v1`, authenticated with `ADMIN_TOKEN`.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Agent } from "../Domain/Agent.ts"
+import { DateTimeInput, Identifier, ShortText } from "../Domain/Common.ts"
+import { AgentNotFound, NotFound } from "../Domain/Errors.ts"
+import { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
+import { AdminAuthorization } from "../Domain/Security.ts"
+
+/** Base path of the admin API (O4). */
+export const adminBasePath = "/admin/v1"
+
+const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255)))
+
+/** POST /organizations body. */
+export const CreateOrganizationPayload = Schema.Struct({ name: NonEmptyName })
+
+/** POST /organizations/{id}/api-keys body: optional name and expiry (ISO 8601; null = never). */
+export const CreateApiKeyPayload = Schema.Struct({
+  name: Schema.optionalKey(Schema.NullOr(ShortText)),
+  expires_at: Schema.optionalKey(Schema.NullOr(DateTimeInput))
+})
+
+/** POST /organizations/{id}/agents body: `assistant_id` for `ai`, `profile_id` for `human`. */
+export const CreateAgentPayload = Schema.Struct({
+  name: NonEmptyName,
+  type: Schema.Literals(["ai", "human"]),
+  assistant_id: Schema.optionalKey(Identifier),
+  profile_id: Schema.optionalKey(Identifier)
+})
+
+/** PATCH /organizations/{id}/settings body: members present are changed. */
+export const UpdateSettingsPayload = Schema.Struct({
+  reply_debounce_seconds: Schema.optionalKey(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 0, maximum: 60 })))),
+  session_idle_timeout_seconds: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(1))))
+  ),
+  default_agent_id: Schema.optionalKey(Schema.NullOr(Identifier))
+})
+
+const organizationPath = { org_id: Identifier }
+
+/** The admin group. */
+export class AdminApi extends HttpApiGroup.make("admin")
+  .add(
+    HttpApiEndpoint.post("createOrganization", "/organizations", {
+      payload: CreateOrganizationPayload,
+      success: Organization.pipe(HttpApiSchema.status(201))
+    }),
+    HttpApiEndpoint.get("getOrganization", "/organizations/:org_id", {
+      params: organizationPath,
+      success: Organization,
+      error: NotFound.Wire
+    }),
+    HttpApiEndpoint.post("createApiKey", "/organizations/:org_id/api-keys", {
+      params: organizationPath,
+      payload: CreateApiKeyPayload,
+      success: ApiKeyCreated.pipe(HttpApiSchema.status(201)),
+      error: NotFound.Wire
+    }),
+    HttpApiEndpoint.delete("revokeApiKey", "/organizations/:org_id/api-keys/:key_id", {
+      params: { org_id: Identifier, key_id: Identifier },
+      success: HttpApiSchema.NoContent,
+      error: NotFound.Wire
+    }),
+    HttpApiEndpoint.post("createAgent", "/organizations/:org_id/agents", {
+      params: organizationPath,
+      payload: CreateAgentPayload,
+      success: Agent.pipe(HttpApiSchema.status(201)),
+      error: NotFound.Wire
+    }),
+    HttpApiEndpoint.get("listAgents", "/organizations/:org_id/agents", {
+      params: organizationPath,
+      success: Schema.Array(Agent),
+      error: NotFound.Wire
+    }),
+    HttpApiEndpoint.get("getSettings", "/organizations/:org_id/settings", {
+      params: organizationPath,
+      success: Settings,
+      error: NotFound.Wire
+    }),
+    HttpApiEndpoint.patch("updateSettings", "/organizations/:org_id/settings", {
+      params: organizationPath,
+      payload: UpdateSettingsPayload,
+      success: Settings,
+      error: [NotFound.Wire, AgentNotFound.Wire]
+    })
+  )
+  .middleware(AdminAuthorization)
+  .prefix(adminBasePath)
+  .annotateMerge(OpenApi.annotations({ title: "Admin" })) {}

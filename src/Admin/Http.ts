@@ -1,0 +1,30 @@
+/**
+ * Handlers of the admin group (O6).
+ */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { ParleyApi } from "../Api.ts"
+import { Admin } from "./Admin.ts"
+
+/** The admin handlers; require `Admin`. */
+export const AdminHttp = HttpApiBuilder.group(
+  ParleyApi,
+  "admin",
+  Effect.fn(function* (handlers) {
+    const admin = yield* Admin
+    return handlers.handleAll({
+      createOrganization: ({ payload }) => admin.createOrganization(payload.name),
+      getOrganization: ({ params }) => admin.getOrganization(params.org_id),
+      createApiKey: ({ params, payload }) =>
+        admin.createApiKey(params.org_id, {
+          name: payload.name ?? undefined,
+          expiresAt: payload.expires_at == null ? null : new Date(payload.expires_at)
+        }),
+      revokeApiKey: ({ params }) => admin.revokeApiKey(params.org_id, params.key_id),
+      createAgent: ({ params, payload }) => admin.createAgent(params.org_id, payload),
+      listAgents: ({ params }) => admin.listAgents(params.org_id),
+      getSettings: ({ params }) => admin.getSettings(params.org_id),
+      updateSettings: ({ params, payload }) => admin.updateSettings(params.org_id, payload)
+    })
+  })
+)

@@ -1,0 +1,27 @@
+/**
+ * The whole HTTP contract of Parley in one place (O4): the conversations API
+ * (sessions, messages), and the admin API. Imports only `effect` and the
+ * contract files, so it can be handed to integrations as a typed client
+ * (`HttpApiClient.make(ParleyApi)`).
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { AdminApi } from "./Admin/Api.ts"
+import { ValidationErrors } from "./Domain/Security.ts"
+import { MessagesApi } from "./Messages/Api.ts"
+import { SessionsApi } from "./Sessions/Api.ts"
+
+/** The Parley API. Every request failing its schemas answers 422 with all problems. */
+export class ParleyApi extends HttpApi.make("parley")
+  .add(SessionsApi)
+  .add(MessagesApi)
+  .add(AdminApi)
+  .middleware(ValidationErrors)
+  .annotate(HttpApi.ParseOptions, { errors: "all" })
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Parley",
+      version: "0.1.0",
+      description:
+        "Conversations between contacts and agents, AI replies, signed webhooks, bulk export and assistant version control."
+    })
+  ) {}

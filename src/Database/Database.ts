@@ -1,0 +1,102 @@
+/**
+ * The database (DECISIONS.md O2): one code path, `@effect/sql-pg`, against the
+ * server at `DATABASE_URL`, or the embedded server under `DATA_DIR` when it is
+ * unset. Migrations from `migrations/` run with {@link migrate}.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
+import { AppConfig } from "../Config.ts"
+import * as Embedded from "./Embedded.ts"
+
+/** The folder of numbered migrations (`0001_name.ts`, each exporting an Effect). */
+export const migrationsDirectory = path.resolve(import.meta.dirname, "../../migrations")
+
+/** The table where applied migrations are recorded. */
+export const migrationsTable = "parley_migrations"
+
+/** How many migrations `migrations/` holds. */
+const migrationCount = fs.readdirSync(migrationsDirectory).filter((file) => /^\d+_[^.]+\.ts$/.test(file)).length
+
+/** Connections per process in the pool. */
+const POOL_SIZE = 20
+
+/** A `PgClient` (and `SqlClient`) layer for `url`. */
+export const clientLayer = (url: Redacted.Redacted<string>) =>
+  PgClient.layer({
+    url,
+    applicationName: "parley",
+    maxConnections: POOL_SIZE,
+    minConnections: 0,
+    idleTimeout: "60 seconds",
+    connectTimeout: "10 seconds",
+    transformJson: false
+  })
+
+/** Where the database is: its URL, and whether it is the embedded server. */
+export class DatabaseLocation extends Context.Service<
+  DatabaseLocation,
+  { readonly url: Redacted.Redacted<string>; readonly embedded: boolean }
+>()("parley/Database/DatabaseLocation") {
+  /** `DATABASE_URL`, or the embedded server under `DATA_DIR` (started or attached to). */
+  static readonly layer = Layer.unwrap(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      if (config.databaseUrl !== undefined) {
+        return Layer.succeed(DatabaseLocation, { url: config.databaseUrl, embedded: false })
+      }
+      return Layer.effect(
+        DatabaseLocation,
+        Effect.gen(function* () {
+          const { url } = yield* Embedded.EmbeddedDatabase
+          return { url, embedded: true }
+        })
+      ).pipe(Layer.provide(Embedded.layer({ dataDir: config.dataDir })))
+    })
+  )
+}
+
+/**
+ * `SqlClient` and `PgClient` for the configured database. Requires `AppConfig`.
+ * Fails with `EmbeddedPostgresError` or `SqlError` when no connection can be made.
+ */
+export const layer = Layer.unwrap(
+  Effect.gen(function* () {
+    const { url } = yield* DatabaseLocation
+    return clientLayer(url)
+  })
+).pipe(Layer.provideMerge(DatabaseLocation.layer))
+
+/**
+ * Applies pending migrations, serialized across processes by the migrator's
+ * table lock. Returns the `[id, name]` pairs applied.
+ */
+export const migrate = PgMigrator.run({
+  loader: MigratorFileSystem.fromFileSystem(migrationsDirectory),
+  table: migrationsTable
+}).pipe(Effect.provide(NodeServices.layer), Effect.withSpan("Database.migrate"))
+
+/** Applies pending migrations when the layer is built. */
+export const migrateLayer = Layer.effectDiscard(
+  migrate.pipe(
+    Effect.tap((applied) =>
+      applied.length > 0
+        ? Effect.logInfo(`Applied migrations: ${applied.map(([id, name]) => `${id}_${name}`).join(", ")}`)
+        : Effect.void
+    )
+  )
+)
+
+/** Whether the database answers and every migration in `migrations/` is applied (O4 `/readyz`). */
+export const isReady = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ applied: number }>`SELECT count(*)::int AS applied FROM ${sql(migrationsTable)}`
+  return (rows[0]?.applied ?? 0) >= migrationCount
+}).pipe(
+  Effect.timeout("2 seconds"),
+  Effect.catchCause(() => Effect.succeed(false))
+)

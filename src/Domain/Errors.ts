@@ -1,0 +1,139 @@
+/**
+ * Errors shared by every API, with the wire bodies of DECISIONS.md "Errors":
+ * `{"detail": "<text>"}` for domain errors and
+ * `{"detail": [{loc, msg, type}]}` for validation failures (422).
+ *
+ * Each error is a `Schema.TaggedError` with its `httpApiStatus`; `*.Wire` is the
+ * schema to list in an endpoint's `error`, encoding the error as `{detail}` with
+ * no `_tag` on the wire.
+ */
+import { Effect, Schema, SchemaTransformation } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+
+/**
+ * Re-encodes an error class whose only field is `detail` as `{detail}` (the
+ * same construction as `HttpApiSchema.asProblem`); the class's `httpApiStatus`
+ * is kept.
+ */
+export const asDetail =
+  <S extends Schema.Top & { new (props: { readonly detail: D["Type"] }): S["Type"] }, D extends Schema.Top>(
+    detail: D
+  ) =>
+  (self: S) =>
+    Schema.Struct({ detail }).pipe(
+      Schema.decodeTo(
+        Schema.toType(self),
+        SchemaTransformation.transform({
+          decode: (encoded) => new self({ detail: (encoded as { readonly detail: D["Type"] }).detail }),
+          encode: (error) => ({ detail: (error as { readonly detail: D["Type"] }).detail })
+        })
+      )
+    )
+
+/** A `detail` field defaulting to `text`, so `new Error()` needs no argument. */
+const detailDefault = (text: string) => Schema.String.pipe(Schema.withConstructorDefault(Effect.succeed(text)))
+
+/** One validation problem: `loc` starts with `body`, `query` or `path` (Errors). */
+export const ValidationIssue = Schema.Struct({
+  loc: Schema.Array(Schema.Union([Schema.String, Schema.Int])),
+  msg: Schema.String,
+  type: Schema.String
+}).annotate({ identifier: "ValidationIssue" })
+export type ValidationIssue = typeof ValidationIssue.Type
+
+/** 422 `{"detail": [{loc, msg, type}, ...]}`: every problem of the request (Errors). */
+export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()(
+  "ValidationFailed",
+  { detail: Schema.Array(ValidationIssue) },
+  { httpApiStatus: 422 }
+) {
+  static readonly Wire = ValidationFailed.pipe(asDetail(Schema.Array(ValidationIssue)))
+  /** A single problem at `loc`. */
+  static readonly one = (loc: ReadonlyArray<string | number>, msg: string, type = "value_error") =>
+    new ValidationFailed({ detail: [{ loc, msg, type }] })
+}
+
+/** 401 `Invalid or expired token` with `WWW-Authenticate: Bearer` (Errors). */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  { detail: detailDefault("Invalid or expired token") },
+  { httpApiStatus: 401 }
+) {
+  static readonly Wire = Unauthorized.pipe(
+    HttpApiSchema.encodeToWithHeaders(
+      {
+        body: Schema.Struct({ detail: Schema.String }).pipe(HttpApiSchema.status(401)),
+        headers: { "www-authenticate": Schema.String }
+      },
+      {
+        decode: ({ body }) => new Unauthorized({ detail: body.detail }),
+        encode: (error) => ({ body: { detail: error.detail }, headers: { "www-authenticate": "Bearer" } })
+      }
+    )
+  )
+}
+
+/** 404 `Session not found` (D1). */
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()(
+  "SessionNotFound",
+  { detail: detailDefault("Session not found") },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = SessionNotFound.pipe(asDetail(Schema.String))
+}
+
+/** 400 `Session is not open` (D5), or `Session is closed and cannot be reopened` (D4). */
+export class SessionNotOpen extends Schema.TaggedError<SessionNotOpen>()(
+  "SessionNotOpen",
+  { detail: detailDefault("Session is not open") },
+  { httpApiStatus: 400 }
+) {
+  static readonly Wire = SessionNotOpen.pipe(asDetail(Schema.String))
+  static readonly cannotReopen = () => new SessionNotOpen({ detail: "Session is closed and cannot be reopened" })
+}
+
+/** 400 `Agent not found`: an agent_id that is not an agent of the organization (D6). */
+export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()(
+  "AgentNotFound",
+  { detail: detailDefault("Agent not found") },
+  { httpApiStatus: 400 }
+) {
+  static readonly Wire = AgentNotFound.pipe(asDetail(Schema.String))
+}
+
+/** 400 `Invalid content type` (D12). */
+export class InvalidContentType extends Schema.TaggedError<InvalidContentType>()(
+  "InvalidContentType",
+  { detail: detailDefault("Invalid content type") },
+  { httpApiStatus: 400 }
+) {
+  static readonly Wire = InvalidContentType.pipe(asDetail(Schema.String))
+}
+
+/** 404 `Message not found` (D1). */
+export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()(
+  "MessageNotFound",
+  { detail: detailDefault("Message not found") },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = MessageNotFound.pipe(asDetail(Schema.String))
+}
+
+/** 403 `Forbidden`: a message of another organization (D1). */
+export class Forbidden extends Schema.TaggedError<Forbidden>()(
+  "Forbidden",
+  { detail: detailDefault("Forbidden") },
+  { httpApiStatus: 403 }
+) {
+  static readonly Wire = Forbidden.pipe(asDetail(Schema.String))
+}
+
+/** 404 `<Thing> not found` on the admin API (O6): Organization, API key, Agent. */
+export class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  { detail: Schema.String },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = NotFound.pipe(asDetail(Schema.String))
+}
+

@@ -1,0 +1,175 @@
+/**
+ * The HTTP server (O4, "Errors"): the `ParleyApi` routes with their handlers and
+ * middleware, `/healthz`, `/readyz`, `/openapi.json`, `/docs`, and one
+ * router-level middleware that gives every failure outside the handlers the
+ * `{"detail": ...}` form: 413 over `MAX_BODY_BYTES` (checked before reading),
+ * 415 for bodies that are not JSON, 404 for unknown routes, 500 for defects
+ * (cause logged, never sent).
+ */
+import * as crypto from "node:crypto"
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { ByteSize, Cause, Effect, Layer, Redacted } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
+import { Admin } from "./Admin/Admin.ts"
+import { AdminHttp } from "./Admin/Http.ts"
+import { ParleyApi } from "./Api.ts"
+import { AppConfig } from "./Config.ts"
+import * as Database from "./Database/Database.ts"
+import { Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
+import { CurrentOrganization } from "./Domain/Organization.ts"
+import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
+import { validationIssues } from "./Domain/Validation.ts"
+import { MessagesHttp } from "./Messages/Http.ts"
+import { SessionsHttp } from "./Sessions/Http.ts"
+
+/** Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked or expired token. */
+export const AuthorizationLive = Layer.effect(
+  Authorization,
+  Effect.gen(function* () {
+    const admin = yield* Admin
+    return Authorization.of({
+      bearer: Effect.fnUntraced(function* (httpEffect, { credential }) {
+        const organizationId = yield* admin.authenticate(Redacted.value(credential))
+        if (organizationId === undefined) return yield* new Unauthorized()
+        return yield* Effect.provideService(httpEffect, CurrentOrganization, { id: organizationId })
+      })
+    })
+  })
+)
+
+const sameSecret = (given: string, expected: string): boolean => {
+  const a = crypto.createHash("sha256").update(given).digest()
+  const b = crypto.createHash("sha256").update(expected).digest()
+  return crypto.timingSafeEqual(a, b)
+}
+
+/** Bearer `ADMIN_TOKEN`, compared in constant time; 401 for everything when it is unset (O6). */
+export const AdminAuthorizationLive = Layer.effect(
+  AdminAuthorization,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const expected = config.adminToken === undefined ? undefined : Redacted.value(config.adminToken)
+    return AdminAuthorization.of({
+      adminBearer: Effect.fnUntraced(function* (httpEffect, { credential }) {
+        if (expected === undefined || expected.length === 0 || !sameSecret(Redacted.value(credential), expected)) {
+          return yield* new Unauthorized()
+        }
+        return yield* httpEffect
+      })
+    })
+  })
+)
+
+const locationOf = { Payload: "body", Params: "path", Query: "query", Headers: "header" } as const
+
+/** Request decoding failures -> 422 with every problem (Errors); an empty body is `["body"]` missing. */
+export const ValidationErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(ValidationErrors, (error) => {
+  if (error.kind === "Body" || error.kind === "ResponseHeaders") return Effect.fail(error)
+  const issues: Array<ValidationIssue> = validationIssues(error.cause.issue, [locationOf[error.kind]])
+  if (error.kind !== "Payload" || issues.length !== 1 || issues[0]!.loc.length !== 1) {
+    return Effect.fail(new ValidationFailed({ detail: issues }))
+  }
+  return Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const text = yield* Effect.orElseSucceed(request.text, () => "")
+    return yield* new ValidationFailed({
+      detail: text.trim() === "" ? [{ loc: ["body"], msg: "Field required", type: "missing" }] : issues
+    })
+  })
+})
+
+const detail = (status: number, text: string, headers?: Record<string, string>) =>
+  HttpServerResponse.jsonUnsafe({ detail: text }, { status, ...(headers ? { headers } : {}) })
+
+const isBodyTooLarge = (error: unknown) =>
+  HttpServerError.isHttpServerError(error) &&
+  error.reason._tag === "RequestParseError" &&
+  error.reason.reason === "BodyTooLarge"
+
+/** The router-level error shaping described in the module docs. */
+export const ErrorShaping = HttpRouter.middleware(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const maxBytes = ByteSize.bytes(config.maxBodyBytes)
+    return (httpEffect) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const length = Number(request.headers["content-length"] ?? "0")
+        if (length > config.maxBodyBytes) {
+          return detail(413, "Request body too large", { connection: "close" })
+        }
+        const response = yield* Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes)
+        if (response.status === 415) return detail(415, "Content-Type must be application/json")
+        return response
+      }).pipe(
+        Effect.catchCause((cause) => {
+          const failure = Cause.findErrorOption(cause)
+          if (failure._tag === "Some" && HttpServerError.isHttpServerError(failure.value)) {
+            if (failure.value.reason._tag === "RouteNotFound") return Effect.succeed(detail(404, "Not Found"))
+            if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, "Request body too large"))
+          }
+          const defect = Cause.findDefect(cause)
+          if (defect._tag === "Success" && isBodyTooLarge(defect.success)) {
+            return Effect.succeed(detail(413, "Request body too large"))
+          }
+          if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+          return Effect.logError("Unhandled error in request", cause).pipe(
+            Effect.as(detail(500, "Internal server error"))
+          )
+        })
+      )
+  }),
+  { global: true }
+)
+
+/** `/healthz` (process alive) and `/readyz` (database reachable, migrations applied) (O4). */
+export const HealthRoutes = HttpRouter.use(
+  Effect.fnUntraced(function* (router) {
+    yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+    yield* router.add(
+      "GET",
+      "/readyz",
+      Effect.map(Database.isReady, (ready) =>
+        ready
+          ? HttpServerResponse.jsonUnsafe({ status: "ready" })
+          : HttpServerResponse.jsonUnsafe({ detail: "Database unavailable or migrations pending" }, { status: 503 })
+      )
+    )
+  })
+)
+
+/** Every route of the API with its middleware; requires the domain services and `AppConfig`. */
+export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp]),
+  Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
+)
+
+/** All routes: the API, health, docs and the error shaping. */
+export const AllRoutes = Layer.mergeAll(
+  ApiRoutes,
+  HealthRoutes,
+  HttpApiScalar.layer(ParleyApi, { path: "/docs" }),
+  ErrorShaping
+)
+
+/**
+ * The listening server on `HOST:PORT`, without the built-in per-request logger
+ * (it halves light-endpoint throughput); in-flight requests get up to 10 s on
+ * shutdown (O5).
+ */
+export const ServerLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    return HttpRouter.serve(AllRoutes, { disableLogger: true }).pipe(
+      Layer.provide(
+        NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), {
+          port: config.port,
+          host: config.host,
+          gracefulShutdownTimeout: "10 seconds"
+        })
+      )
+    )
+  })
+)

@@ -1,0 +1,192 @@
+/**
+ * The messages service: create, get, update (delivery tracking) and search
+ * (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, W1).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { JsonText } from "../Domain/Common.ts"
+import { type ContentInput, clientContentSchemas, type Content } from "../Domain/Content.ts"
+import {
+  Forbidden,
+  InvalidContentType,
+  MessageNotFound,
+  SessionNotFound,
+  SessionNotOpen,
+  ValidationFailed
+} from "../Domain/Errors.ts"
+import type { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
+import { validationIssues } from "../Domain/Validation.ts"
+import { type DeliveryFields, type MessageSearch, MessagesRepo } from "./Repo.ts"
+
+/** Body of POST /sessions/{id}/messages. */
+export interface CreateMessage {
+  readonly content: ContentInput
+  readonly role: MessageRole
+  readonly provider_message_id?: string | undefined
+  readonly replied_provider_message_id?: string | undefined
+  readonly run_id?: string | undefined
+}
+
+/** Body of PATCH /sessions/{id}/messages/{message_id}: delivery tracking only. */
+export interface UpdateMessage {
+  readonly provider_message_id?: string | undefined
+  readonly replied_provider_message_id?: string | undefined
+  readonly delivery_status?: DeliveryStatus | undefined
+  readonly delivery_error_code?: number | null | undefined
+  readonly delivery_error_message?: string | null | undefined
+  readonly delivered_at?: Date | null | undefined
+}
+
+const progress: Record<DeliveryStatus, number> = { pending: 0, sent: 1, delivered: 2, read: 3, failed: 4, rejected: 4 }
+const isFinal = (status: DeliveryStatus) => status === "failed" || status === "rejected"
+
+/**
+ * The delivery status after a PATCH asks for `requested` (D13): never backwards
+ * along pending < sent < delivered < read, and failed/rejected are final.
+ */
+export const nextDeliveryStatus = (current: DeliveryStatus, requested: DeliveryStatus): DeliveryStatus => {
+  if (isFinal(current)) return current
+  if (isFinal(requested)) return requested
+  return progress[requested] > progress[current] ? requested : current
+}
+
+const decoders = Object.fromEntries(
+  Object.entries(clientContentSchemas).map(([type, schema]) => [
+    type,
+    Schema.decodeUnknownExit(schema as Schema.Codec<Content>, { errors: "all" })
+  ])
+) as Record<string, (input: unknown) => ReturnType<ReturnType<typeof Schema.decodeUnknownExit<Schema.Codec<Content>>>>>
+
+/**
+ * Checks client content (D12): an unknown or internal `type` fails with
+ * InvalidContentType (400), bad fields of a known type with ValidationFailed
+ * (422, `loc` under `prefix`). Returns the content with unknown members dropped.
+ */
+export const validateContent = (
+  content: ContentInput,
+  prefix: ReadonlyArray<string | number>
+): Effect.Effect<Content, InvalidContentType | ValidationFailed> => {
+  const decode = Object.hasOwn(decoders, content.type) ? decoders[content.type] : undefined
+  if (decode === undefined) return Effect.fail(new InvalidContentType())
+  const exit = decode(content)
+  if (exit._tag === "Success") return Effect.succeed(exit.value)
+  const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  if (error?._tag === "Fail" && Schema.isSchemaError(error.error)) {
+    return Effect.fail(new ValidationFailed({ detail: validationIssues(error.error.issue, prefix) }))
+  }
+  return Effect.die(exit.cause)
+}
+
+/** The messages service; every method returns wire JSON. */
+export class Messages extends Context.Service<
+  Messages,
+  {
+    /** POST: 201 Message, pending; emits message.created (W1). Fails per D1, D5, D12. */
+    create(
+      organizationId: string,
+      sessionId: string,
+      input: CreateMessage
+    ): Effect.Effect<JsonText<Message>, SessionNotFound | SessionNotOpen | InvalidContentType | ValidationFailed>
+    /** GET one. Fails with SessionNotFound, MessageNotFound, Forbidden (D1). */
+    get(
+      organizationId: string,
+      sessionId: string,
+      messageId: string
+    ): Effect.Effect<JsonText<Message>, SessionNotFound | MessageNotFound | Forbidden>
+    /** PATCH delivery tracking (D13); emits message.updated when a delivery field changed (W1). */
+    update(
+      organizationId: string,
+      sessionId: string,
+      messageId: string,
+      input: UpdateMessage
+    ): Effect.Effect<JsonText<Message>, SessionNotFound | MessageNotFound | Forbidden>
+    /** Search oldest first (D3). Fails with SessionNotFound. */
+    search(
+      organizationId: string,
+      sessionId: string,
+      search: MessageSearch
+    ): Effect.Effect<JsonText<ReadonlyArray<Message>>, SessionNotFound>
+  }
+>()("parley/Messages") {
+  static readonly layer = Layer.effect(
+    Messages,
+    Effect.gen(function* () {
+      const sql = yield* PgClient.PgClient
+      const repo = yield* MessagesRepo
+
+      const create = Effect.fn("Messages.create")(
+        function* (organizationId: string, sessionId: string, input: CreateMessage) {
+          const content = yield* validateContent(input.content, ["body", "content"])
+          const result = yield* repo.insert(organizationId, sessionId, {
+            role: input.role,
+            content,
+            provider_message_id: input.provider_message_id ?? null,
+            replied_provider_message_id: input.replied_provider_message_id ?? null,
+            run_id: input.run_id ?? null
+          })
+          if (result.status === undefined) return yield* new SessionNotFound()
+          if (result.body === undefined) return yield* new SessionNotOpen()
+          return result.body as JsonText<Message>
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      /** The message at the session path, or the D1 failure. */
+      const locate = Effect.fnUntraced(function* (organizationId: string, sessionId: string, messageId: string) {
+        const found = yield* repo.find(organizationId, sessionId, messageId)
+        if (!found.sessionFound) return yield* new SessionNotFound()
+        if (found.message === undefined) return yield* new MessageNotFound()
+        if (found.message.organizationId !== organizationId) return yield* new Forbidden()
+        if (found.message.sessionId !== sessionId) return yield* new MessageNotFound()
+        return found.message
+      })
+
+      const get = Effect.fn("Messages.get")(
+        function* (organizationId: string, sessionId: string, messageId: string) {
+          return (yield* locate(organizationId, sessionId, messageId)).body as JsonText<Message>
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const update = Effect.fn("Messages.update")(
+        function* (organizationId: string, sessionId: string, messageId: string, input: UpdateMessage) {
+          yield* locate(organizationId, sessionId, messageId)
+          const body = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const state = yield* repo.lockDelivery(messageId)
+              const fields: { -readonly [K in keyof DeliveryFields]: DeliveryFields[K] } = {}
+              if (input.provider_message_id !== undefined) fields.provider_message_id = input.provider_message_id
+              if (input.replied_provider_message_id !== undefined)
+                fields.replied_provider_message_id = input.replied_provider_message_id
+              if (input.delivery_error_code !== undefined) fields.delivery_error_code = input.delivery_error_code
+              if (input.delivery_error_message !== undefined) fields.delivery_error_message = input.delivery_error_message
+              if (input.delivered_at !== undefined) fields.delivered_at = input.delivered_at
+              if (input.delivery_status !== undefined) {
+                const next = nextDeliveryStatus(state.delivery_status, input.delivery_status)
+                if (next !== state.delivery_status) {
+                  fields.delivery_status = next
+                  if ((next === "delivered" || next === "read") && state.delivered_at === null && !fields.delivered_at) {
+                    fields.delivered_at = new Date()
+                  }
+                }
+              }
+              return yield* repo.updateDelivery(messageId, fields)
+            })
+          )
+          return body as JsonText<Message>
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const search = Effect.fn("Messages.search")(
+        function* (organizationId: string, sessionId: string, search: MessageSearch) {
+          if (!(yield* repo.sessionExists(organizationId, sessionId))) return yield* new SessionNotFound()
+          return (yield* repo.search(sessionId, search)) as JsonText<ReadonlyArray<Message>>
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Messages.of({ create, get, update, search })
+    })
+  )
+}

@@ -1,0 +1,186 @@
+/**
+ * SQL of the messages domain. Rows come back as wire JSON text built by
+ * PostgreSQL (`Database/Json.ts`); message.created and message.updated events
+ * are written by the same statement as the change (W2).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer } from "effect"
+import { v7 as uuidv7 } from "uuid"
+import { envelopeText, messageJson } from "../Database/Json.ts"
+import { isUuid } from "../Domain/Common.ts"
+import type { JsonObject } from "../Domain/Common.ts"
+import type { Content } from "../Domain/Content.ts"
+import type { DeliveryStatus, MessageRole } from "../Domain/Message.ts"
+
+/** A message to insert: everything but the columns with defaults. */
+export interface NewMessage {
+  readonly role: MessageRole
+  readonly content: Content
+  readonly provider_message_id: string | null
+  readonly replied_provider_message_id: string | null
+  readonly run_id: string | null
+  readonly metadata?: JsonObject | undefined
+}
+
+/** The delivery columns of a message, as PATCH changes them (D13). */
+export interface DeliveryFields {
+  readonly provider_message_id?: string
+  readonly replied_provider_message_id?: string
+  readonly delivery_status?: DeliveryStatus
+  readonly delivery_error_code?: number | null
+  readonly delivery_error_message?: string | null
+  readonly delivered_at?: Date | null
+}
+
+/** The delivery state of a locked message. */
+export interface DeliveryState {
+  readonly id: string
+  readonly delivery_status: DeliveryStatus
+  readonly delivered_at: Date | null
+}
+
+/** Filters of POST /sessions/{id}/messages/search (D3). */
+export interface MessageSearch {
+  readonly provider_message_id?: string | undefined
+  readonly replied_provider_message_id?: string | undefined
+  readonly role?: MessageRole | undefined
+  readonly offset: number
+  readonly limit: number
+}
+
+const MESSAGE_JSON = messageJson("m")
+
+const makeRepo = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+  const messageJsonFragment = sql.literal(MESSAGE_JSON)
+  const createdEvent = sql.literal(
+    envelopeText("ev.id", "'message.created'", "m.organization_id", "m.created_at", MESSAGE_JSON)
+  )
+  const updatedEvent = sql.literal(envelopeText("ev.id", "'message.updated'", "m.organization_id", "now()", MESSAGE_JSON))
+
+  /**
+   * Inserts a message into an open session of the organization and writes its
+   * message.created event, in one statement. Answers the session's status
+   * (undefined when the session does not exist) and, when inserted, the
+   * message's wire JSON.
+   */
+  const insert = (organizationId: string, sessionId: string, message: NewMessage) => {
+    if (!isUuid(sessionId)) return Effect.succeed({ status: undefined, body: undefined })
+    const id = uuidv7()
+    const eventId = uuidv7()
+    return sql<{ status: string; body: string | null }>`
+      WITH s AS (
+        SELECT id, conversation_id, status FROM sessions
+        WHERE id = ${sessionId} AND organization_id = ${organizationId} FOR SHARE
+      ), m AS (
+        INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, provider_message_id,
+          replied_provider_message_id, run_id, metadata, created_at)
+        SELECT ${id}, ${organizationId}, s.id, s.conversation_id, ${message.role}, ${sql.json(message.content)},
+          ${message.provider_message_id}, ${message.replied_provider_message_id}, ${message.run_id},
+          ${sql.json(message.metadata ?? {})}, now()
+        FROM s WHERE s.status = 'open'
+        RETURNING *
+      ), e AS (
+        INSERT INTO events (id, organization_id, type, body, created_at)
+        SELECT ev.id, m.organization_id, 'message.created', ${createdEvent}, m.created_at
+        FROM m CROSS JOIN (SELECT ${eventId}::uuid AS id) ev
+      )
+      SELECT s.status, (SELECT ${messageJsonFragment}::text FROM m) AS body FROM s`.pipe(
+      Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined }))
+    )
+  }
+
+  /**
+   * Looks a message up for the session path (D1): whether the session is in the
+   * organization, and the message's organization, session and wire JSON.
+   */
+  const find = (organizationId: string, sessionId: string, messageId: string) => {
+    if (!isUuid(sessionId)) return Effect.succeed({ sessionFound: false, message: undefined })
+    return sql<{
+      session_found: boolean
+      organization_id: string | null
+      session_id: string | null
+      body: string | null
+    }>`
+      SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId}) AS session_found,
+        m.organization_id, m.session_id, ${messageJsonFragment}::text AS body
+      FROM (SELECT 1) AS one
+      LEFT JOIN messages m ON m.id = ${isUuid(messageId) ? messageId : null}::uuid`.pipe(
+      Effect.map((rows) => {
+        const row = rows[0]!
+        return {
+          sessionFound: row.session_found,
+          message:
+            row.organization_id === null
+              ? undefined
+              : {
+                  organizationId: row.organization_id,
+                  sessionId: row.session_id!,
+                  body: row.body!
+                }
+        }
+      })
+    )
+  }
+
+  /** Locks a message (inside a transaction) and reads its delivery state. */
+  const lockDelivery = (messageId: string) =>
+    sql<DeliveryState>`SELECT id, delivery_status, delivered_at FROM messages WHERE id = ${messageId} FOR UPDATE`.pipe(
+      Effect.map((rows) => rows[0]!)
+    )
+
+  /**
+   * Updates delivery columns, stamps `updated_at`, writes message.updated
+   * (W1) when a delivery field changed, and answers the wire JSON.
+   */
+  const updateDelivery = (messageId: string, fields: DeliveryFields) => {
+    const set: Record<string, unknown> = { ...fields }
+    const eventId = uuidv7()
+    return sql<{ body: string }>`
+      WITH before AS (
+        SELECT * FROM messages WHERE id = ${messageId}
+      ), m AS (
+        UPDATE messages SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} updated_at = now()
+        WHERE id = ${messageId} RETURNING *
+      ), e AS (
+        INSERT INTO events (id, organization_id, type, body, created_at)
+        SELECT ev.id, m.organization_id, 'message.updated', ${updatedEvent}, now()
+        FROM m CROSS JOIN before b CROSS JOIN (SELECT ${eventId}::uuid AS id) ev
+        WHERE (m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
+               m.provider_message_id, m.replied_provider_message_id)
+          IS DISTINCT FROM (b.delivery_status, b.delivery_error_code, b.delivery_error_message, b.delivered_at,
+               b.provider_message_id, b.replied_provider_message_id)
+      )
+      SELECT ${messageJsonFragment}::text AS body FROM m`.pipe(Effect.map((rows) => rows[0]!.body))
+  }
+
+  /** Messages of a session matching `search`, oldest first (D3), as a JSON array text. */
+  const search = (sessionId: string, search: MessageSearch) => {
+    const conditions = [sql`m.session_id = ${sessionId}`]
+    if (search.provider_message_id !== undefined)
+      conditions.push(sql`m.provider_message_id = ${search.provider_message_id}`)
+    if (search.replied_provider_message_id !== undefined)
+      conditions.push(sql`m.replied_provider_message_id = ${search.replied_provider_message_id}`)
+    if (search.role !== undefined) conditions.push(sql`m.role = ${search.role}`)
+    return sql<{ body: string }>`SELECT ${messageJsonFragment}::text AS body FROM messages m
+      WHERE ${sql.and(conditions)}
+      ORDER BY m.created_at, m.id
+      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`))
+  }
+
+  /** Whether the session exists in the organization (D1). */
+  const sessionExists = (organizationId: string, sessionId: string) =>
+    isUuid(sessionId)
+      ? sql<{ found: boolean }>`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId}
+          AND organization_id = ${organizationId}) AS found`.pipe(Effect.map((rows) => rows[0]!.found))
+      : Effect.succeed(false)
+
+  return { insert, find, lockDelivery, updateDelivery, search, sessionExists }
+})
+
+/** The messages repository (SQL only). Requires `PgClient`. */
+export class MessagesRepo extends Context.Service<MessagesRepo, Effect.Success<typeof makeRepo>>()(
+  "parley/Messages/MessagesRepo"
+) {
+  static readonly layer = Layer.effect(MessagesRepo, makeRepo)
+}

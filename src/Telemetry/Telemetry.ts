@@ -1,0 +1,40 @@
+/**
+ * Traces and logs. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans (every
+ * `Effect.fn` service method, SQL statements, HTTP requests) are exported by
+ * OTLP over HTTP to `<endpoint>/v1/traces`, sampled by the standard
+ * `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG` variables; without it,
+ * nothing is installed and spans cost next to nothing.
+ *
+ * Logs are JSON lines (`LOG_FORMAT=json`) or pretty (`pretty`, the default on a
+ * TTY), filtered by `LOG_LEVEL`.
+ */
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { Effect, Layer, Logger, References } from "effect"
+import { AppConfig } from "../Config.ts"
+
+/** OTLP trace export when configured, else nothing. Requires `AppConfig`. */
+export const TracingLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    if (config.otlpEndpoint === undefined) return Layer.empty
+    const url = `${config.otlpEndpoint.replace(/\/+$/, "")}/v1/traces`
+    return NodeSdk.layer(() => ({
+      resource: { serviceName: config.serviceName, serviceVersion: "0.1.0" },
+      spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url }))
+    }))
+  })
+)
+
+/** The structured logger of `LOG_FORMAT` at `LOG_LEVEL`. Requires `AppConfig`. */
+export const LoggingLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const logger = config.logFormat === "json" ? Logger.consoleJson : Logger.consolePretty()
+    return Layer.merge(Logger.layer([logger]), Layer.succeed(References.MinimumLogLevel, config.logLevel))
+  })
+)
+
+/** Logging and tracing together. */
+export const layer = Layer.merge(LoggingLive, TracingLive)

@@ -1,0 +1,156 @@
+/**
+ * The `parley` command (`npx parley ...`, `npm run parley -- ...`; O6): the
+ * admin operations on the database directly, for humans, plus `migrate` and
+ * `serve`. It uses `DATABASE_URL`, or attaches to the embedded server of
+ * `DATA_DIR` (starting it for the command when no server runs).
+ *
+ * Output is shell-friendly: `eval "$(npx parley bootstrap)"` sets
+ * `PARLEY_ORG_ID` and `PARLEY_TOKEN`.
+ */
+import * as crypto from "node:crypto"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { ConfigProvider, Console, Effect, Layer, Logger, Option, References } from "effect"
+import { Command, Flag } from "effect/cli"
+import { Admin } from "./Admin/Admin.ts"
+import { AdminRepo } from "./Admin/Repo.ts"
+import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
+import * as Database from "./Database/Database.ts"
+import { AppLive, DatabaseLive } from "./Server.ts"
+
+const AdminLive = Admin.layer.pipe(Layer.provide(AdminRepo.layer), Layer.provide(DatabaseLive))
+
+/** Quiet logs on stderr for one-shot commands, so stdout stays machine-readable. */
+const QuietLogging = Layer.merge(
+  Logger.layer([Logger.withConsoleError(Logger.formatSimple)]),
+  Layer.succeed(References.MinimumLogLevel, "Warn")
+)
+
+const shellQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`
+
+const show = (record: Record<string, unknown>) =>
+  Console.log(
+    Object.entries(record)
+      .map(([key, value]) => `${key}=${value === null || value === undefined ? "" : String(value)}`)
+      .join("\n")
+  )
+
+const orgFlag = Flag.String("org").pipe(Flag.withDescription("Organization id"))
+
+const bootstrap = Command.make(
+  "bootstrap",
+  { name: Flag.String("name").pipe(Flag.withDescription("Organization name"), Flag.withDefault("Default")) },
+  Effect.fn(function* ({ name }) {
+    const admin = yield* Admin
+    const config = yield* AppConfig
+    const organization = yield* admin.createOrganization(name)
+    const key = yield* admin.createApiKey(organization.id, { name: "bootstrap" })
+    yield* Console.log(`export PARLEY_ORG_ID=${shellQuote(organization.id)}`)
+    yield* Console.log(`export PARLEY_TOKEN=${shellQuote(key.token)}`)
+    yield* Console.log("# The token is shown only once. Send it as: Authorization: Bearer $PARLEY_TOKEN")
+    if (config.adminToken === undefined) {
+      yield* Console.log(
+        `# Admin API (/admin/v1) is off: start the server with ADMIN_TOKEN set, for example ADMIN_TOKEN=${crypto.randomBytes(24).toString("base64url")}`
+      )
+    } else {
+      yield* Console.log("# Admin API (/admin/v1): Authorization: Bearer $ADMIN_TOKEN")
+    }
+  })
+).pipe(Command.withDescription("Create an organization and an API key; print them as shell exports"))
+
+const orgCreate = Command.make(
+  "create",
+  { name: Flag.String("name").pipe(Flag.withDescription("Organization name")) },
+  Effect.fn(function* ({ name }) {
+    const organization = yield* (yield* Admin).createOrganization(name)
+    yield* show(organization)
+  })
+).pipe(Command.withDescription("Create an organization"))
+
+const keyCreate = Command.make(
+  "create",
+  {
+    org: orgFlag,
+    name: Flag.String("name").pipe(Flag.optional),
+    expiresAt: Flag.Date("expires-at").pipe(Flag.withDescription("Expiry (ISO 8601)"), Flag.optional)
+  },
+  Effect.fn(function* ({ org, name, expiresAt }) {
+    const key = yield* (yield* Admin).createApiKey(org, {
+      name: Option.getOrUndefined(name),
+      expiresAt: Option.getOrNull(expiresAt)
+    })
+    yield* show(key)
+  })
+).pipe(Command.withDescription("Create an API key; the token is printed only now"))
+
+const keyRevoke = Command.make(
+  "revoke",
+  { org: orgFlag, key: Flag.String("key").pipe(Flag.withDescription("API key id")) },
+  Effect.fn(function* ({ org, key }) {
+    yield* (yield* Admin).revokeApiKey(org, key)
+    yield* Console.log(`revoked=${key}`)
+  })
+).pipe(Command.withDescription("Revoke an API key at once"))
+
+const agentCreate = Command.make(
+  "create",
+  {
+    org: orgFlag,
+    name: Flag.String("name"),
+    type: Flag.Literals("type", ["ai", "human"]),
+    assistantId: Flag.String("assistant-id").pipe(Flag.optional),
+    profileId: Flag.String("profile-id").pipe(Flag.optional)
+  },
+  Effect.fn(function* ({ org, name, type, assistantId, profileId }) {
+    const agent = yield* (yield* Admin).createAgent(org, {
+      name,
+      type,
+      assistant_id: Option.getOrUndefined(assistantId),
+      profile_id: Option.getOrUndefined(profileId)
+    })
+    yield* show(agent)
+  })
+).pipe(Command.withDescription("Create an agent (ai needs --assistant-id, human --profile-id)"))
+
+const migrate = Command.make(
+  "migrate",
+  {},
+  Effect.fn(function* () {
+    const applied = yield* Database.migrate
+    yield* Console.log(
+      applied.length === 0 ? "No pending migrations" : applied.map(([id, name]) => `applied=${id}_${name}`).join("\n")
+    )
+  }, Effect.provide(Database.layer))
+).pipe(Command.withDescription("Apply pending migrations"))
+
+const serve = Command.make("serve", {}, () => Layer.launch(AppLive)).pipe(
+  Command.withDescription("Run the server (same as npm start)")
+)
+
+const parley = Command.make("parley").pipe(
+  Command.withDescription("Parley administration"),
+  Command.withSubcommands([
+    bootstrap.pipe(Command.provide(AdminLive)),
+    Command.make("org").pipe(Command.withDescription("Organizations"), Command.withSubcommands([orgCreate.pipe(Command.provide(AdminLive))])),
+    Command.make("key").pipe(Command.withDescription("API keys"), Command.withSubcommands([keyCreate.pipe(Command.provide(AdminLive)), keyRevoke.pipe(Command.provide(AdminLive))])),
+    Command.make("agent").pipe(Command.withDescription("Agents"), Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])),
+    migrate.pipe(Command.provide(QuietLogging)),
+    serve
+  ])
+)
+
+const program = Effect.gen(function* () {
+  const config = yield* Effect.result(AppConfigSpec.parse(ConfigProvider.fromEnv()))
+  if (config._tag === "Failure") {
+    process.stderr.write(`${formatConfigError(config.failure.message)}\n`)
+    process.exitCode = 1
+    return
+  }
+  const quiet = process.argv[2] !== "serve"
+  yield* Command.run(parley, { version: "0.1.0" }).pipe(
+    Effect.provideService(AppConfig, config.success),
+    quiet ? Effect.provide(QuietLogging) : (self) => self
+  )
+})
+
+program.pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain)

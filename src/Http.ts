@@ -155,14 +155,20 @@ export const AllRoutes = Layer.mergeAll(
 )
 
 /**
- * The listening server on `HOST:PORT`, without the built-in per-request logger
- * (it halves light-endpoint throughput); in-flight requests get up to 10 s on
- * shutdown (O5).
+ * Options of `HttpRouter.serve`: no built-in per-request logger (it halves
+ * light-endpoint throughput), and path parameters up to 1024 characters so an
+ * overlong id reaches validation (422) instead of missing the route.
+ */
+export const serveOptions = { disableLogger: true, routerConfig: { maxParamLength: 1024 } } as const
+
+/**
+ * The listening server on `HOST:PORT` with {@link serveOptions}; in-flight
+ * requests get up to 10 s on shutdown (O5).
  */
 export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    return HttpRouter.serve(AllRoutes, { disableLogger: true }).pipe(
+    return HttpRouter.serve(AllRoutes, serveOptions).pipe(
       Layer.provide(
         NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), {
           port: config.port,

@@ -6,6 +6,7 @@
  */
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
+import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -13,7 +14,7 @@ import { layer } from "@effect/vitest"
 import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
-import { AllRoutes } from "../../src/Http.ts"
+import { AllRoutes, serveOptions } from "../../src/Http.ts"
 import { ServicesLive } from "../../src/Server.ts"
 
 /** The admin token of test servers. */
@@ -149,14 +150,17 @@ const TestApiLive = Layer.effect(
  * The whole application on a random port over the test database, plus
  * `TestApi` and `SqlClient` for assertions. `overrides` change the configuration.
  */
-export const TestApp = (overrides: Partial<AppConfigShape> = {}) =>
+export const TestApp = (
+  overrides: Partial<AppConfigShape> = {},
+  services: Layer.Layer<Layer.Success<typeof ServicesLive>, never, SqlClient.SqlClient | PgClient.PgClient> = ServicesLive
+) =>
   TestApiLive.pipe(
     Layer.provideMerge(
-      HttpRouter.serve(AllRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+      HttpRouter.serve(AllRoutes, { ...serveOptions, disableListenLog: true }).pipe(
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
       )
     ),
-    Layer.provide(ServicesLive),
+    Layer.provide(services),
     Layer.provideMerge(TestDatabase),
     Layer.provideMerge(testConfig(overrides))
   )
@@ -165,5 +169,5 @@ export const TestApp = (overrides: Partial<AppConfigShape> = {}) =>
  * `layer(...)` of @effect/vitest over `TestApp(overrides)`, with live services
  * (real clock): the app talks to a real database and real sockets.
  */
-export const withApp = (overrides: Partial<AppConfigShape> = {}) =>
-  layer(TestApp(overrides), { excludeTestServices: true, timeout: "120 seconds" })
+export const withApp = (overrides: Partial<AppConfigShape> = {}, services?: Parameters<typeof TestApp>[1]) =>
+  layer(TestApp(overrides, services), { excludeTestServices: true, timeout: "120 seconds" })

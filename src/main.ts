@@ -4,7 +4,7 @@
  * (O1), until SIGTERM/SIGINT (O5).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
 import { AppLive } from "./Server.ts"
 
@@ -18,4 +18,7 @@ const program = Effect.gen(function* () {
   yield* Layer.launch(AppLive.pipe(Layer.provide(Layer.succeed(AppConfig, config.success))))
 })
 
-NodeRuntime.runMain(program)
+/** O5: a shutdown by SIGTERM/SIGINT (an interruption) exits 0; a failure exits 1. */
+NodeRuntime.runMain(program, {
+  teardown: (exit, onExit) => onExit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : 0)
+})

@@ -1,0 +1,84 @@
+/**
+ * Parley as child processes, for tests of start-up, shutdown, the CLI and
+ * several servers on one database.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as net from "node:net"
+import * as path from "node:path"
+
+/** The project's root folder. */
+export const root = path.resolve(import.meta.dirname, "../..")
+
+/** A free loopback port. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.on("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+/** `process.env` with `env` applied; `undefined` removes a variable. */
+const environment = (env: Record<string, string | undefined>) => {
+  const merged: Record<string, string> = {}
+  for (const [key, value] of Object.entries({ ...process.env, ...env })) if (value !== undefined) merged[key] = value
+  return merged
+}
+
+/** The outcome of a finished command. */
+export interface Finished {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `node <script> ...args` from the project root with `env` added; resolves when it exits. */
+export const runNode = (script: string, args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>
+  new Promise<Finished>((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { cwd: root, env: environment(env) })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => (stdout += chunk))
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.on("error", reject)
+    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+  })
+
+/** A running server process. */
+export interface ServerProcess {
+  readonly child: ChildProcess
+  readonly baseUrl: string
+  readonly output: () => string
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Promise<number | null>
+}
+
+/** Starts `node src/main.ts` with `env` on a free port and waits until /readyz answers 200. */
+export const startServer = async (env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServerProcess> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["src/main.ts"], {
+    cwd: root,
+    env: environment({ LOG_FORMAT: "json", HOST: "127.0.0.1", PORT: String(port), ...env })
+  })
+  let output = ""
+  child.stdout.on("data", (chunk) => (output += chunk))
+  child.stderr.on("data", (chunk) => (output += chunk))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const baseUrl = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output}`)
+    try {
+      const response = await fetch(`${baseUrl}/readyz`)
+      if (response.status === 200) break
+    } catch {}
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`server not ready in ${timeoutMs} ms:\n${output}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return { child, baseUrl, output: () => output, exited }
+}

@@ -6,7 +6,7 @@
  */
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { Unauthorized, ValidationFailed } from "./Errors.ts"
-import { CurrentOrganization } from "./Organization.ts"
+import type { CurrentOrganization } from "./Organization.ts"
 
 /** `Authorization: Bearer <API key>`; provides the key's organization; 401 otherwise. */
 export class Authorization extends HttpApiMiddleware.Service<Authorization, { provides: CurrentOrganization }>()(

@@ -103,12 +103,14 @@ const walk = (
 ): void => {
   switch (issue._tag) {
     case "Pointer":
-      return walk(issue.issue, [...loc, ...issue.path.map(segment)], out)
+      walk(issue.issue, [...loc, ...issue.path.map(segment)], out)
+      return
     case "Composite":
       for (const inner of issue.issues) walk(inner, loc, out, issue.ast, encodedTo)
       return
     case "Encoding":
-      return walk(issue.issue, loc, out, issue.ast, issue.ast)
+      walk(issue.issue, loc, out, issue.ast, issue.ast)
+      return
     case "AnyOf":
       if (issue.issues.length > 0) {
         for (const inner of issue.issues) walk(inner, loc, out, target, encodedTo)

@@ -20,7 +20,7 @@ describe("configuration", () => {
     ["MAX_BODY_BYTES", "1MB"],
     ["AI_PROVIDER", "skynet"],
     ["ALLOW_PRIVATE_NETWORK_TARGETS", "perhaps"]
-  ])("%s=%s stops start-up with one line naming it and exit code 1", ([name, value]) =>
+  ] as const)("%s=%s stops start-up with one line naming it and exit code 1", ([name, value]) =>
     Effect.gen(function* () {
       const result = yield* Effect.promise(() =>
         runNode("src/main.ts", [], { [name]: value, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })

@@ -52,7 +52,7 @@ describe("embedded PostgreSQL", () => {
 
           const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
           const base = `${server.baseUrl}/conversations/v2/api/v1`
-          const session = await (
+          const session: any = await (
             await fetch(`${base}/sessions`, {
               method: "POST",
               headers,

@@ -38,12 +38,12 @@ export const UpdateSessionPayload = Schema.Struct({
   })
 })
 
-/** POST /sessions/{id}/transfer body: `agent_id` null (or omitted) removes the agent. */
+/** POST /sessions/{id}/transfer body: `agent_id` null (or omitted, or no body) removes the agent. */
 export const TransferSessionPayload = Schema.Struct({
   agent_id: Schema.optionalKey(Schema.NullOr(Identifier))
 })
 
-/** POST /sessions/{id}/finish body, possibly `{}`. */
+/** POST /sessions/{id}/finish body, possibly `{}` or no body at all. */
 export const FinishSessionPayload = Schema.Struct({
   ending_survey_id: Schema.optionalKey(Schema.NullOr(Identifier))
 })
@@ -75,13 +75,13 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
     }),
     HttpApiEndpoint.post("transfer", "/sessions/:session_id/transfer", {
       params: sessionPath,
-      payload: TransferSessionPayload,
+      payload: [TransferSessionPayload, Schema.Null],
       success: Session,
       error: [SessionNotFound.Wire, SessionNotOpen.Wire, AgentNotFound.Wire]
     }),
     HttpApiEndpoint.post("finish", "/sessions/:session_id/finish", {
       params: sessionPath,
-      payload: FinishSessionPayload,
+      payload: [FinishSessionPayload, Schema.Null],
       success: Session,
       error: [SessionNotFound.Wire, SessionNotOpen.Wire]
     })

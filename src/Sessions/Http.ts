@@ -42,12 +42,12 @@ export const SessionsHttp = HttpApiBuilder.group(
       }),
       transfer: Effect.fn(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
-        return jsonText(yield* sessions.transfer(organization.id, params.session_id, payload.agent_id ?? null))
+        return jsonText(yield* sessions.transfer(organization.id, params.session_id, payload?.agent_id ?? null))
       }),
       finish: Effect.fn(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         return jsonText(
-          yield* sessions.finish(organization.id, params.session_id, payload.ending_survey_id ?? undefined)
+          yield* sessions.finish(organization.id, params.session_id, payload?.ending_survey_id ?? undefined)
         )
       })
     })

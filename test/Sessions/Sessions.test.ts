@@ -358,3 +358,25 @@ withApp()("sessions", (it) => {
       assert.strictEqual(lastTransfer.data.object.agent.id, final.body.agent.id)
     }))
 })
+
+withApp()("sessions without a body", (it) => {
+  it.effect("finish and transfer accept no body at all (the body may be empty)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const ai = yield* org.agent("ai")
+      const session = yield* org.session({ agent_id: ai })
+      const transfer = yield* api.request("POST", `/conversations/v2/api/v1/sessions/${session.id}/transfer`, {
+        token: org.token
+      })
+      assert.strictEqual(transfer.status, 200)
+      assert.strictEqual(transfer.body.agent, null)
+      const finish = yield* api.request("POST", `/conversations/v2/api/v1/sessions/${session.id}/finish`, {
+        token: org.token
+      })
+      assert.strictEqual(finish.status, 200)
+      assert.strictEqual(finish.body.status, "closed")
+      const bad = yield* org.call("POST", `/sessions/${session.id}/finish`, { ending_survey_id: 5 })
+      assert.strictEqual(bad.status, 422)
+    }))
+})

@@ -2,6 +2,11 @@
  * SQL of the messages domain. Rows come back as wire JSON text built by
  * PostgreSQL (`Database/Json.ts`); message.created and message.updated events
  * are written by the same statement as the change (W2).
+ *
+ * Times are `statement_timestamp()`, not `now()`: a statement that waited for a
+ * row lock is stamped after the change it waited for, so timestamps follow the
+ * order in which changes took effect (a session's close is later than every
+ * message committed before it).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -56,7 +61,7 @@ const makeRepo = Effect.gen(function* () {
   const createdEvent = sql.literal(
     envelopeText("ev.id", "'message.created'", "m.organization_id", "m.created_at", MESSAGE_JSON)
   )
-  const updatedEvent = sql.literal(envelopeText("ev.id", "'message.updated'", "m.organization_id", "now()", MESSAGE_JSON))
+  const updatedEvent = sql.literal(envelopeText("ev.id", "'message.updated'", "m.organization_id", "statement_timestamp()", MESSAGE_JSON))
 
   /**
    * Inserts a message into an open session of the organization and writes its
@@ -77,7 +82,7 @@ const makeRepo = Effect.gen(function* () {
           replied_provider_message_id, run_id, metadata, created_at)
         SELECT ${id}, ${organizationId}, s.id, s.conversation_id, ${message.role}, ${sql.json(message.content)},
           ${message.provider_message_id}, ${message.replied_provider_message_id}, ${message.run_id},
-          ${sql.json(message.metadata ?? {})}, now()
+          ${sql.json(message.metadata ?? {})}, statement_timestamp()
         FROM s WHERE s.status = 'open'
         RETURNING *
       ), e AS (
@@ -140,11 +145,11 @@ const makeRepo = Effect.gen(function* () {
       WITH before AS (
         SELECT * FROM messages WHERE id = ${messageId}
       ), m AS (
-        UPDATE messages SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} updated_at = now()
+        UPDATE messages SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} updated_at = statement_timestamp()
         WHERE id = ${messageId} RETURNING *
       ), e AS (
         INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT ev.id, m.organization_id, 'message.updated', ${updatedEvent}, now()
+        SELECT ev.id, m.organization_id, 'message.updated', ${updatedEvent}, statement_timestamp()
         FROM m CROSS JOIN before b CROSS JOIN (SELECT ${eventId}::uuid AS id) ev
         WHERE (m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
                m.provider_message_id, m.replied_provider_message_id)

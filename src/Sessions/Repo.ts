@@ -2,6 +2,11 @@
  * SQL of the sessions domain: contacts, conversations, sessions and their
  * outbox events. Rows come back as wire JSON text built by PostgreSQL
  * (`Database/Json.ts`). Every query filters by organization.
+ *
+ * Times are `statement_timestamp()`, not `now()`: a statement that waited for a
+ * row lock is stamped after the change it waited for, so timestamps follow the
+ * order in which changes took effect (a session's close is later than every
+ * message committed before it).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -52,7 +57,7 @@ const makeRepo = Effect.gen(function* () {
       "e.id",
       "e.type",
       "s.organization_id",
-      "now()",
+      "statement_timestamp()",
       `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${SESSION_JSON_WITH_ACTION} ELSE ${SESSION_JSON} END`
     )
   )
@@ -61,7 +66,7 @@ const makeRepo = Effect.gen(function* () {
       "e.id",
       "'conversation.created'",
       "c.organization_id",
-      "now()",
+      "statement_timestamp()",
       conversationJson("c")
     )
   )
@@ -77,12 +82,12 @@ const makeRepo = Effect.gen(function* () {
   /** Creates the contact or updates its name and phone when given (D8). */
   const upsertContact = (organizationId: string, contactId: string, name: string | null, phone: string | null) =>
     sql`INSERT INTO contacts (organization_id, contact_id, name, phone, created_at)
-        VALUES (${organizationId}, ${contactId}, ${name}, ${phone}, now())
+        VALUES (${organizationId}, ${contactId}, ${name}, ${phone}, statement_timestamp())
         ON CONFLICT (organization_id, contact_id) DO UPDATE
           SET name = coalesce(EXCLUDED.name, contacts.name), phone = coalesce(EXCLUDED.phone, contacts.phone),
               updated_at = CASE WHEN (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM contacts.name)
                                   OR (EXCLUDED.phone IS NOT NULL AND EXCLUDED.phone IS DISTINCT FROM contacts.phone)
-                                THEN now() ELSE contacts.updated_at END`.pipe(Effect.asVoid)
+                                THEN statement_timestamp() ELSE contacts.updated_at END`.pipe(Effect.asVoid)
 
   /**
    * The conversation of (organization, contact, channel), created with its
@@ -98,12 +103,12 @@ const makeRepo = Effect.gen(function* () {
     const id = uuidv7()
     const inserted = yield* sql<{ id: string }>`
       INSERT INTO conversations (id, organization_id, contact_id, channel_type, channel_to, created_at)
-      VALUES (${id}, ${organizationId}, ${contactId}, ${channelType}, ${channelTo}, now())
+      VALUES (${id}, ${organizationId}, ${contactId}, ${channelType}, ${channelTo}, statement_timestamp())
       ON CONFLICT (organization_id, contact_id, channel_type, channel_to) DO NOTHING
       RETURNING id`
     if (inserted.length > 0) {
       yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT e.id, c.organization_id, 'conversation.created', ${conversationEventBody}, now()
+        SELECT e.id, c.organization_id, 'conversation.created', ${conversationEventBody}, statement_timestamp()
         FROM conversations c CROSS JOIN (SELECT ${uuidv7()}::uuid AS id) e WHERE c.id = ${id}`
       return { id, created: true }
     }
@@ -128,7 +133,7 @@ const makeRepo = Effect.gen(function* () {
     sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, contact_name, thread_id, status,
           agent_id, metadata, created_at)
         VALUES (${row.id}, ${row.organizationId}, ${row.conversationId}, ${row.contactId}, ${row.contactName},
-          ${row.threadId}, ${row.status}, ${row.agentId}, ${sql.json(row.metadata)}, now())`.pipe(Effect.asVoid)
+          ${row.threadId}, ${row.status}, ${row.agentId}, ${sql.json(row.metadata)}, statement_timestamp())`.pipe(Effect.asVoid)
 
   /** The session's wire JSON, if it exists in the organization (D1). */
   const getJson = (organizationId: string, sessionId: string) =>
@@ -162,7 +167,7 @@ const makeRepo = Effect.gen(function* () {
     if (fields.threadId !== undefined) set.thread_id = fields.threadId
     if (fields.metadata !== undefined) set.metadata = sql.json(fields.metadata)
     if (fields.endingSurveySubmissionId !== undefined) set.ending_survey_submission_id = fields.endingSurveySubmissionId
-    return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = now() WHERE id = ${sessionId}`.pipe(Effect.asVoid)
+    return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = statement_timestamp() WHERE id = ${sessionId}`.pipe(Effect.asVoid)
   }
 
   /**
@@ -173,7 +178,7 @@ const makeRepo = Effect.gen(function* () {
     if (events.length > 0) {
       const ids = events.map(() => uuidv7())
       yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT e.id, s.organization_id, e.type, ${eventBody}, now()
+        SELECT e.id, s.organization_id, e.type, ${eventBody}, statement_timestamp()
         FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
         CROSS JOIN LATERAL (SELECT u.*, nullif(u.action_text, '') AS action FROM unnest(${ids}::uuid[], ${events.map((event) => event.type)}::text[],
           ${events.map((event) => event.action ?? "")}::text[]) WITH ORDINALITY AS u(id, type, action_text, ordinal)) e

@@ -88,38 +88,39 @@ const isBodyTooLarge = (error: unknown) =>
   error.reason._tag === "RequestParseError" &&
   error.reason.reason === "BodyTooLarge"
 
-/** The router-level error shaping described in the module docs. */
+/** Maps a failure that escaped the handlers to its `{detail}` response (see module docs). */
+const shapeFailure = (cause: Cause.Cause<unknown>) => {
+  const failure = Cause.findErrorOption(cause)
+  if (failure._tag === "Some" && HttpServerError.isHttpServerError(failure.value)) {
+    if (failure.value.reason._tag === "RouteNotFound") return Effect.succeed(detail(404, "Not Found"))
+    if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, "Request body too large"))
+  }
+  const defect = Cause.findDefect(cause)
+  if (defect._tag === "Success" && isBodyTooLarge(defect.success)) {
+    return Effect.succeed(detail(413, "Request body too large"))
+  }
+  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+  return Effect.logError("Unhandled error in request", cause).pipe(Effect.as(detail(500, "Internal server error")))
+}
+
+const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
+  response.status === 415 ? detail(415, "Content-Type must be application/json") : response
+
+/** The router-level error shaping described in the module docs (on every request: kept lean). */
 export const ErrorShaping = HttpRouter.middleware(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
+    const tooLarge = Effect.succeed(detail(413, "Request body too large", { connection: "close" }))
     return (httpEffect) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const length = Number(request.headers["content-length"] ?? "0")
-        if (length > config.maxBodyBytes) {
-          return detail(413, "Request body too large", { connection: "close" })
-        }
-        const response = yield* Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes)
-        if (response.status === 415) return detail(415, "Content-Type must be application/json")
-        return response
-      }).pipe(
-        Effect.catchCause((cause) => {
-          const failure = Cause.findErrorOption(cause)
-          if (failure._tag === "Some" && HttpServerError.isHttpServerError(failure.value)) {
-            if (failure.value.reason._tag === "RouteNotFound") return Effect.succeed(detail(404, "Not Found"))
-            if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, "Request body too large"))
-          }
-          const defect = Cause.findDefect(cause)
-          if (defect._tag === "Success" && isBodyTooLarge(defect.success)) {
-            return Effect.succeed(detail(413, "Request body too large"))
-          }
-          if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-          return Effect.logError("Unhandled error in request", cause).pipe(
-            Effect.as(detail(500, "Internal server error"))
-          )
-        })
-      )
+      Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
+        const length = request.headers["content-length"]
+        if (length !== undefined && Number(length) > config.maxBodyBytes) return tooLarge
+        return Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes).pipe(
+          Effect.map(unsupportedMediaType),
+          Effect.catchCause(shapeFailure)
+        )
+      })
   }),
   { global: true }
 )

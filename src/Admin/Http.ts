@@ -10,7 +10,7 @@ import { Admin } from "./Admin.ts"
 export const AdminHttp = HttpApiBuilder.group(
   ParleyApi,
   "admin",
-  Effect.fn(function* (handlers) {
+  Effect.fnUntraced(function* (handlers) {
     const admin = yield* Admin
     return handlers.handleAll({
       createOrganization: ({ payload }) => admin.createOrganization(payload.name),

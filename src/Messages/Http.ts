@@ -13,10 +13,10 @@ import { Messages } from "./Messages.ts"
 export const MessagesHttp = HttpApiBuilder.group(
   ParleyApi,
   "messages",
-  Effect.fn(function* (handlers) {
+  Effect.fnUntraced(function* (handlers) {
     const messages = yield* Messages
     return handlers.handleAll({
-      create: Effect.fn(function* ({ params, payload }) {
+      create: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         const body = yield* messages.create(organization.id, params.session_id, {
           content: payload.content,
@@ -27,7 +27,7 @@ export const MessagesHttp = HttpApiBuilder.group(
         })
         return jsonText(body, 201)
       }),
-      search: Effect.fn(function* ({ params, payload }) {
+      search: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         if (payload.session_id !== params.session_id) {
           return yield* ValidationFailed.one(
@@ -46,11 +46,11 @@ export const MessagesHttp = HttpApiBuilder.group(
           })
         )
       }),
-      get: Effect.fn(function* ({ params }) {
+      get: Effect.fnUntraced(function* ({ params }) {
         const organization = yield* CurrentOrganization
         return jsonText(yield* messages.get(organization.id, params.session_id, params.message_id))
       }),
-      update: Effect.fn(function* ({ params, payload }) {
+      update: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         const { delivered_at, ...rest } = payload
         return jsonText(

@@ -55,44 +55,61 @@ export interface MessageSearch {
 
 const MESSAGE_JSON = messageJson("m")
 
+/**
+ * POST message in one statement (the hot path, kept as fixed text so it is
+ * prepared once and never recompiled): lock the session for share, insert the
+ * message if the session is open, build its JSON once, write message.created
+ * with that JSON (W2, W3), answer the session's status and the JSON.
+ * Parameters: $1 session id, $2 organization id, $3 message id, $4 role,
+ * $5 content (JSON text), $6 provider_message_id, $7 replied_provider_message_id,
+ * $8 run_id, $9 metadata (JSON text), $10 event id. The benchmark's baseline
+ * executes this same text.
+ */
+export const insertMessageSql = `WITH s AS (
+  SELECT id, conversation_id, status FROM sessions WHERE id = $1 AND organization_id = $2 FOR SHARE
+), m AS (
+  INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, provider_message_id,
+    replied_provider_message_id, run_id, metadata, created_at)
+  SELECT $3, $2, s.id, s.conversation_id, $4, $5::jsonb, $6, $7, $8, $9::jsonb, statement_timestamp()
+  FROM s WHERE s.status = 'open'
+  RETURNING *
+), j AS (
+  SELECT m.organization_id, m.created_at, ${MESSAGE_JSON} AS body FROM m
+), e AS (
+  INSERT INTO events (id, organization_id, type, body, created_at)
+  SELECT ev.id, j.organization_id, 'message.created',
+    ${envelopeText("ev.id", "'message.created'", "j.organization_id", "j.created_at", "j.body")}, j.created_at
+  FROM j CROSS JOIN (SELECT $10::uuid AS id) ev
+)
+SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
+
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
-  const createdEvent = sql.literal(
-    envelopeText("ev.id", "'message.created'", "m.organization_id", "m.created_at", MESSAGE_JSON)
-  )
   const updatedEvent = sql.literal(envelopeText("ev.id", "'message.updated'", "m.organization_id", "statement_timestamp()", MESSAGE_JSON))
 
   /**
    * Inserts a message into an open session of the organization and writes its
-   * message.created event, in one statement. Answers the session's status
-   * (undefined when the session does not exist) and, when inserted, the
-   * message's wire JSON.
+   * message.created event, in one statement ({@link insertMessageSql}). Answers
+   * the session's status (undefined when the session does not exist) and, when
+   * inserted, the message's wire JSON.
    */
   const insert = (organizationId: string, sessionId: string, message: NewMessage) => {
     if (!isUuid(sessionId)) return Effect.succeed({ status: undefined, body: undefined })
-    const id = uuidv7()
-    const eventId = uuidv7()
-    return sql<{ status: string; body: string | null }>`
-      WITH s AS (
-        SELECT id, conversation_id, status FROM sessions
-        WHERE id = ${sessionId} AND organization_id = ${organizationId} FOR SHARE
-      ), m AS (
-        INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, provider_message_id,
-          replied_provider_message_id, run_id, metadata, created_at)
-        SELECT ${id}, ${organizationId}, s.id, s.conversation_id, ${message.role}, ${sql.json(message.content)},
-          ${message.provider_message_id}, ${message.replied_provider_message_id}, ${message.run_id},
-          ${sql.json(message.metadata ?? {})}, statement_timestamp()
-        FROM s WHERE s.status = 'open'
-        RETURNING *
-      ), e AS (
-        INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT ev.id, m.organization_id, 'message.created', ${createdEvent}, m.created_at
-        FROM m CROSS JOIN (SELECT ${eventId}::uuid AS id) ev
-      )
-      SELECT s.status, (SELECT ${messageJsonFragment}::text FROM m) AS body FROM s`.pipe(
-      Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined }))
-    )
+    return sql
+      .unsafe<{ status: string; body: string | null }>(insertMessageSql, [
+        sessionId,
+        organizationId,
+        uuidv7(),
+        message.role,
+        JSON.stringify(message.content),
+        message.provider_message_id,
+        message.replied_provider_message_id,
+        message.run_id,
+        JSON.stringify(message.metadata ?? {}),
+        uuidv7()
+      ])
+      .pipe(Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined })))
   }
 
   /**

@@ -12,15 +12,15 @@ import { Sessions } from "./Sessions.ts"
 export const SessionsHttp = HttpApiBuilder.group(
   ParleyApi,
   "sessions",
-  Effect.fn(function* (handlers) {
+  Effect.fnUntraced(function* (handlers) {
     const sessions = yield* Sessions
     return handlers.handleAll({
-      create: Effect.fn(function* ({ payload }) {
+      create: Effect.fnUntraced(function* ({ payload }) {
         const organization = yield* CurrentOrganization
         const { agent_id, ...rest } = payload
         return jsonText(yield* sessions.create(organization.id, { ...rest, agent_id: agent_id ?? undefined }), 201)
       }),
-      search: Effect.fn(function* ({ payload }) {
+      search: Effect.fnUntraced(function* ({ payload }) {
         const organization = yield* CurrentOrganization
         return jsonText(
           yield* sessions.search(organization.id, {
@@ -32,19 +32,19 @@ export const SessionsHttp = HttpApiBuilder.group(
           })
         )
       }),
-      get: Effect.fn(function* ({ params }) {
+      get: Effect.fnUntraced(function* ({ params }) {
         const organization = yield* CurrentOrganization
         return jsonText(yield* sessions.get(organization.id, params.session_id))
       }),
-      update: Effect.fn(function* ({ params, payload }) {
+      update: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         return jsonText(yield* sessions.update(organization.id, params.session_id, payload.fields))
       }),
-      transfer: Effect.fn(function* ({ params, payload }) {
+      transfer: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         return jsonText(yield* sessions.transfer(organization.id, params.session_id, payload?.agent_id ?? null))
       }),
-      finish: Effect.fn(function* ({ params, payload }) {
+      finish: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         return jsonText(
           yield* sessions.finish(organization.id, params.session_id, payload?.ending_survey_id ?? undefined)

@@ -1,0 +1,45 @@
+/**
+ * `npm run bench [-- <benchmark>] [flags]`: runs one benchmark of bench/suites/.
+ * Without a name (or with only flags) it runs `messages`.
+ */
+const benchmarks: Record<
+  string,
+  {
+    readonly description: string
+    readonly load: () => Promise<{ run: (args: ReadonlyArray<string>) => Promise<void> }>
+  }
+> = {
+  messages: {
+    description: "POST message: Parley vs the Fastify + postgres.js baseline (default)",
+    load: () => import("./suites/messages.ts")
+  }
+}
+
+const args = process.argv.slice(2)
+const first = args[0]
+if (first === "--help" || first === "-h" || first === "help") {
+  process.stdout.write(
+    `usage: npm run bench [-- <benchmark>] [--cpu-prof] [--cpu-prof-baseline]\n\n${Object.entries(benchmarks)
+      .map(([name, { description }]) => `  ${name.padEnd(12)} ${description}`)
+      .join("\n")}\n`
+  )
+} else {
+  const name = first === undefined || first.startsWith("-") ? "messages" : first
+  const benchmark = benchmarks[name]
+  if (benchmark === undefined) {
+    process.stderr.write(`Unknown benchmark "${name}"; known: ${Object.keys(benchmarks).join(", ")}\n`)
+    process.exitCode = 2
+  } else {
+    const rest = name === first ? args.slice(1) : args
+    try {
+      await (await benchmark.load()).run(rest)
+    } catch (error) {
+      const describe = (value: unknown): string =>
+        value instanceof Error
+          ? `${value.stack ?? value.message}${value.cause !== undefined ? `\ncaused by: ${describe(value.cause)}` : ""}`
+          : String(value)
+      process.stderr.write(`[bench] ${name} failed: ${describe(error)}\n`)
+      process.exitCode = 1
+    }
+  }
+}

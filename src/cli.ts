@@ -16,6 +16,7 @@ import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
+import type { ValidationIssue } from "./Domain/Errors.ts"
 import { AppLive, DatabaseLive } from "./Server.ts"
 
 const AdminLive = Admin.layer.pipe(Layer.provide(AdminRepo.layer), Layer.provide(DatabaseLive))
@@ -149,7 +150,18 @@ const program = Effect.gen(function* () {
   const quiet = process.argv[2] !== "serve"
   yield* Command.run(parley, { version: "0.1.0" }).pipe(
     Effect.provideService(AppConfig, config.success),
-    quiet ? Effect.provide(QuietLogging) : (self) => self
+    quiet ? Effect.provide(QuietLogging) : (self) => self,
+    // Domain failures (`{detail}` errors) are the user's to read: one line on stderr, exit 1.
+    Effect.catch((error) => {
+      const detail = (error as { readonly detail?: unknown }).detail
+      if (detail === undefined) return Effect.fail(error)
+      const text = Array.isArray(detail)
+        ? detail.map((issue: ValidationIssue) => `${issue.loc.slice(1).join(".")}: ${issue.msg}`).join("; ")
+        : String(detail)
+      process.stderr.write(`Error: ${text}\n`)
+      process.exitCode = 1
+      return Effect.void
+    })
   )
 })
 

@@ -1,0 +1,47 @@
+/**
+ * The `parley` CLI (DECISIONS.md O6) on the test database: organizations, API
+ * keys (created, then revoked), agents; errors are reported, not thrown.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { inject } from "vitest"
+import { runNode } from "../support/Processes.ts"
+
+const parse = (stdout: string): Record<string, string> =>
+  Object.fromEntries(
+    stdout
+      .trim()
+      .split("\n")
+      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
+  )
+
+describe("parley CLI", () => {
+  it.live(
+    "org create, key create, agent create, key revoke; unknown ids fail with a message and exit 1",
+    () =>
+      Effect.promise(async () => {
+        const env = { DATABASE_URL: inject("databaseUrl") }
+        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
+        const org = parse((await cli("org", "create", "--name", "From CLI")).stdout) as { id: string; name: string }
+        assert.strictEqual(org.name, "From CLI")
+        const key = await cli("key", "create", "--org", org.id, "--name", "ops", "--expires-at", "2099-01-01T00:00:00Z")
+        assert.strictEqual(key.code, 0, key.stderr)
+        const created = parse(key.stdout) as { id: string; token: string; expires_at: string }
+        assert.match(created.token, /^prl_[A-Za-z0-9_-]{43}$/)
+        assert.strictEqual(created.expires_at, "2099-01-01T00:00:00.000000Z")
+        const agent = await cli("agent", "create", "--org", org.id, "--name", "Bot", "--type", "ai", "--assistant-id", "a1")
+        assert.strictEqual(agent.code, 0, agent.stderr)
+        assert.strictEqual(parse(agent.stdout).type, "ai")
+        const revoke = await cli("key", "revoke", "--org", org.id, "--key", created.id)
+        assert.strictEqual(revoke.code, 0, revoke.stderr)
+        assert.strictEqual(revoke.stdout.trim(), `revoked=${created.id}`)
+        const unknown = await cli("key", "revoke", "--org", org.id, "--key", "01a20254-e46f-73c4-a817-d7a14c37efe6")
+        assert.strictEqual(unknown.code, 1)
+        assert.include(unknown.stderr, "API key not found")
+        const noAssistant = await cli("agent", "create", "--org", org.id, "--name", "Bot", "--type", "ai")
+        assert.strictEqual(noAssistant.code, 1)
+        assert.strictEqual(noAssistant.stderr.trim(), "Error: assistant_id: Field required")
+      }),
+    60_000
+  )
+})

@@ -34,7 +34,9 @@ export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE
     minConnections: 0,
     idleTimeout: "60 seconds",
     connectTimeout: "10 seconds",
-    transformJson: false
+    transformJson: false,
+    // Statements of different requests share connections and go out in one write.
+    multiplex: true
   })
 
 /** Where the database is: its URL, and whether it is the embedded server. */

@@ -6,6 +6,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "./Admin/Api.ts"
+import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
 import { MessagesApi } from "./Messages/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
@@ -15,6 +16,8 @@ export class ParleyApi extends HttpApi.make("parley")
   .add(SessionsApi)
   .add(MessagesApi)
   .add(AdminApi)
+  .add(AssistantsApi)
+  .add(AssistantsAdminApi)
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(

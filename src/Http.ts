@@ -15,6 +15,7 @@ import { HttpApiBuilder, HttpApiMiddleware, HttpApiScalar } from "effect/http-ap
 import { Admin } from "./Admin/Admin.ts"
 import { AdminHttp } from "./Admin/Http.ts"
 import { ParleyApi } from "./Api.ts"
+import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
@@ -143,7 +144,7 @@ export const HealthRoutes = HttpRouter.use(
 
 /** Every route of the API with its middleware; requires the domain services and `AppConfig`. */
 export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp]),
+  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp, AssistantsHttp, AssistantsAdminHttp]),
   Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
 )
 

@@ -6,6 +6,7 @@
 import { Layer } from "effect"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
+import { Assistants } from "./Assistants/Assistants.ts"
 import * as Database from "./Database/Database.ts"
 import { ServerLive } from "./Http.ts"
 import { Messages } from "./Messages/Messages.ts"
@@ -18,7 +19,8 @@ import * as Telemetry from "./Telemetry/Telemetry.ts"
 export const ServicesLive = Layer.mergeAll(
   Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
   Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
-  Admin.layer.pipe(Layer.provide(AdminRepo.layer))
+  Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
+  Assistants.layer
 )
 
 /** Database connection with migrations applied; requires `AppConfig`. */

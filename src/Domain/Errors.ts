@@ -137,3 +137,28 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
   static readonly Wire = NotFound.pipe(asDetail(Schema.String))
 }
 
+
+/**
+ * 400 with a specific `detail` (assistants: `The main branch cannot be deleted` A3,
+ * `No changes to publish` A4, `Commit is not in the history of this branch` A7).
+ */
+export class BadRequest extends Schema.TaggedError<BadRequest>()(
+  "BadRequest",
+  { detail: Schema.String },
+  { httpApiStatus: 400 }
+) {
+  static readonly Wire = BadRequest.pipe(asDetail(Schema.String))
+}
+
+/**
+ * 409 with a specific `detail` (assistants: `Assistant is not versioned` A1,
+ * `Branch already exists` A3, `Merge conflict on paths: a, b` A6,
+ * `Assistant is already versioned` A11).
+ */
+export class Conflict extends Schema.TaggedError<Conflict>()(
+  "Conflict",
+  { detail: Schema.String },
+  { httpApiStatus: 409 }
+) {
+  static readonly Wire = Conflict.pipe(asDetail(Schema.String))
+}

@@ -1,0 +1,313 @@
+/**
+ * The assistants API (assistants.md, DECISIONS.md A1-A11) under
+ * `/assistants/api/v2`, and the admin API's assistant row (O6).
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import {
+  Assistant,
+  Branch,
+  Commit,
+  CommitFile,
+  Config,
+  Context,
+  DiffEntry,
+  ItemId,
+  Node,
+  NodeInput,
+  NodeType,
+  Position,
+  Snapshot,
+  SnapshotInput,
+  Tool,
+  ToolInput,
+  ToolRequest,
+  Variable
+} from "../Domain/Assistant.ts"
+import { Identifier, JsonObject, Limit, Offset } from "../Domain/Common.ts"
+import { BadRequest, Conflict, NotFound } from "../Domain/Errors.ts"
+import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
+
+/** Base path of the assistants API (O4). */
+export const assistantsBasePath = "/assistants/api/v2"
+
+/**
+ * A branch name (A3): 1-100 of `A-Za-z0-9._/-`, no leading or trailing `/`,
+ * no `..`; in URLs a `/` is sent as `%2F`.
+ */
+export const BranchName = Schema.String.pipe(
+  Schema.check(
+    Schema.isPattern(/^(?!\/)(?!.*\/$)(?!.*\.\.)[A-Za-z0-9._/-]{1,100}$/, {
+      message: "Branch names are 1-100 of A-Za-z0-9._/-, without a leading or trailing '/' and without '..'"
+    })
+  )
+)
+
+const items = <S extends Schema.Top>(item: S) =>
+  Schema.Struct({
+    upsert: Schema.optionalKey(Schema.Array(item)),
+    delete: Schema.optionalKey(Schema.Array(ItemId))
+  })
+
+/** PATCH {draft_base} body: RFC 7396 patches for context and config, upserts and deletes of items. */
+export const ChangesetPayload = Schema.Struct({
+  context: Schema.optionalKey(JsonObject),
+  config: Schema.optionalKey(JsonObject),
+  nodes: Schema.optionalKey(items(NodeInput)),
+  tools: Schema.optionalKey(items(ToolInput)),
+  variables: Schema.optionalKey(items(Variable))
+})
+
+/** Answer of a changeset. */
+export const ChangesetResult = Schema.Struct({
+  context_updated: Schema.Boolean,
+  config_updated: Schema.Boolean,
+  nodes_upserted: Schema.Int,
+  nodes_deleted: Schema.Int,
+  tools_upserted: Schema.Int,
+  tools_deleted: Schema.Int,
+  variables_upserted: Schema.Int,
+  variables_deleted: Schema.Int
+})
+
+/** PUT of a node: the Node fields; `id` comes from the path. */
+export const NodeBody = Schema.Struct({
+  id: Schema.optionalKey(ItemId),
+  name: Schema.String,
+  description: Schema.optionalKey(Schema.String),
+  type: NodeType,
+  config: Schema.optionalKey(JsonObject),
+  position: Schema.optionalKey(Schema.NullOr(Position))
+})
+
+/** PUT of a tool: the Tool fields; `id` comes from the path. */
+export const ToolBody = Schema.Struct({
+  id: Schema.optionalKey(ItemId),
+  name: ItemId,
+  description: Schema.String,
+  request: ToolRequest,
+  parameters: Schema.optionalKey(JsonObject),
+  should_close: Schema.optionalKey(Schema.Boolean)
+})
+
+/** PUT of a variable: the Variable fields; `name` comes from the path. */
+export const VariableBody = Schema.Struct({
+  name: Schema.optionalKey(ItemId),
+  permission: Schema.Literals(["read_only", "read_write"]),
+  type: Schema.String,
+  default_value: Schema.optionalKey(Schema.Unknown)
+})
+
+/** Publish body: all optional; `author_type` defaults to `human`. */
+export const PublishPayload = Schema.Struct({
+  message: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  author_type: Schema.optionalKey(Schema.Literals(["human", "agent", "system"])),
+  author_id: Schema.optionalKey(Schema.NullOr(Identifier))
+})
+
+/** The admin API's assistant creation (O6). */
+export const CreateAssistantPayload = Schema.Struct({
+  name: Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255))),
+  description: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  versioned: Schema.optionalKey(Schema.Boolean),
+  snapshot: Schema.optionalKey(SnapshotInput)
+})
+
+const assistantPath = { assistant_id: Identifier }
+const branchPath = { assistant_id: Identifier, branch_name: BranchName }
+const failures = [NotFound.Wire, Conflict.Wire, BadRequest.Wire]
+const draft = "/assistants/:assistant_id/branches/:branch_name/draft"
+const branches = "/assistants/:assistant_id/branches"
+
+const itemEndpoints = <const Kind extends string, const Param extends string, S extends Schema.Top, B extends Schema.Top>(
+  kind: Kind,
+  param: Param,
+  item: S,
+  body: B
+) => {
+  const params = { ...branchPath, [param]: ItemId } as { assistant_id: typeof Identifier; branch_name: typeof BranchName } & {
+    [K in Param]: typeof ItemId
+  }
+  return [
+    HttpApiEndpoint.get(`list_${kind}`, `${draft}/${kind}`, { params: branchPath, success: Schema.Array(item), error: failures }),
+    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, { params, success: item, error: failures }),
+    HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}/:${param}`, { params, payload: body, success: item, error: failures }),
+    HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}/:${param}`, {
+      params,
+      payload: JsonObject,
+      success: item,
+      error: failures
+    }),
+    HttpApiEndpoint.delete(`delete_${kind}`, `${draft}/${kind}/:${param}`, {
+      params,
+      success: HttpApiSchema.NoContent,
+      error: failures
+    })
+  ] as const
+}
+
+const singletonEndpoints = <const Kind extends string, S extends Schema.Top>(kind: Kind, schema: S) =>
+  [
+    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, { params: branchPath, success: schema, error: failures }),
+    HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}`, {
+      params: branchPath,
+      payload: schema,
+      success: schema,
+      error: failures
+    }),
+    HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}`, {
+      params: branchPath,
+      payload: JsonObject,
+      success: schema,
+      error: failures
+    })
+  ] as const
+
+/** The assistants group (API-key auth). */
+export class AssistantsApi extends HttpApiGroup.make("assistants")
+  .add(
+    HttpApiEndpoint.patch("applyChangeset", draft, {
+      params: branchPath,
+      payload: ChangesetPayload,
+      success: ChangesetResult,
+      error: failures
+    }),
+    HttpApiEndpoint.get("getDraft", draft, {
+      params: branchPath,
+      query: { prefix: Schema.optionalKey(Schema.String) },
+      success: Snapshot,
+      error: failures
+    }),
+    HttpApiEndpoint.get("draftIndex", `${draft}/index`, {
+      params: branchPath,
+      query: { prefix: Schema.optionalKey(Schema.String) },
+      success: Schema.Array(Schema.String),
+      error: failures
+    }),
+    HttpApiEndpoint.post("discard", `${draft}/discard`, {
+      params: branchPath,
+      payload: Schema.Struct({ path: Schema.String }),
+      success: HttpApiSchema.NoContent,
+      error: failures
+    }),
+    HttpApiEndpoint.post("reset", `${draft}/reset`, {
+      params: branchPath,
+      payload: Schema.Struct({ commit_id: Schema.String }),
+      success: HttpApiSchema.NoContent,
+      error: failures
+    }),
+    ...itemEndpoints("nodes", "node_id", Node, NodeBody),
+    ...itemEndpoints("tools", "tool_id", Tool, ToolBody),
+    ...itemEndpoints("variables", "variable_id", Variable, VariableBody),
+    ...singletonEndpoints("config", Config),
+    ...singletonEndpoints("context", Context),
+    HttpApiEndpoint.post("createBranch", branches, {
+      params: assistantPath,
+      payload: Schema.Struct({ name: BranchName }),
+      success: Branch.pipe(HttpApiSchema.status(201)),
+      error: failures
+    }),
+    HttpApiEndpoint.get("listBranches", branches, {
+      params: assistantPath,
+      success: Schema.Array(Branch),
+      error: failures
+    }),
+    HttpApiEndpoint.post("fork", `${branches}/:branch_name/fork`, {
+      params: branchPath,
+      payload: Schema.Struct({ name: BranchName }),
+      success: Branch.pipe(HttpApiSchema.status(201)),
+      error: failures
+    }),
+    HttpApiEndpoint.get("getBranch", `${branches}/:branch_name`, {
+      params: branchPath,
+      success: Snapshot,
+      error: failures
+    }),
+    HttpApiEndpoint.delete("deleteBranch", `${branches}/:branch_name`, {
+      params: branchPath,
+      success: HttpApiSchema.NoContent,
+      error: failures
+    }),
+    HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
+      params: branchPath,
+      payload: [PublishPayload, Schema.Null],
+      success: Schema.Struct({ commit: Commit }),
+      error: failures
+    }),
+    HttpApiEndpoint.post("rollback", `${branches}/:branch_name/rollback`, {
+      params: branchPath,
+      payload: Schema.Struct({ commit_id: Schema.String }),
+      success: Schema.Struct({ commit: Commit }),
+      error: failures
+    }),
+    HttpApiEndpoint.post("merge", `${branches}/:branch_name/merge`, {
+      params: branchPath,
+      payload: Schema.Struct({ source_branch_name: BranchName, commit: Schema.optionalKey(Schema.Boolean) }),
+      success: Schema.NullOr(Commit),
+      error: failures
+    }),
+    HttpApiEndpoint.get("changes", `${branches}/:branch_name/changes`, {
+      params: branchPath,
+      success: Schema.Struct({ has_changes: Schema.Boolean }),
+      error: failures
+    }),
+    HttpApiEndpoint.get("branchDiff", `${branches}/:branch_name/diff`, {
+      params: branchPath,
+      success: Schema.Struct({ diffs: Schema.Array(DiffEntry) }),
+      error: failures
+    }),
+    HttpApiEndpoint.get("listVersions", "/assistants/:assistant_id/versions", {
+      params: assistantPath,
+      query: {
+        limit: Schema.optionalKey(Limit(1000)),
+        offset: Schema.optionalKey(Offset),
+        branch_name: Schema.optionalKey(BranchName)
+      },
+      success: Schema.Struct({ commits: Schema.Array(Commit) }),
+      error: failures
+    }),
+    HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {
+      params: assistantPath,
+      query: { commit_a: Schema.String, commit_b: Schema.String },
+      success: Schema.Struct({ diffs: Schema.Array(DiffEntry) }),
+      error: failures
+    }),
+    HttpApiEndpoint.get("getVersion", "/assistants/:assistant_id/versions/:commit_id", {
+      params: { assistant_id: Identifier, commit_id: Schema.String },
+      success: Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) }),
+      error: failures
+    }),
+    HttpApiEndpoint.get("runtime", "/assistants/:assistant_id/runtime", {
+      params: assistantPath,
+      success: Schema.Struct({
+        assistant_id: Schema.String,
+        commit_id: Schema.NullOr(Schema.String),
+        snapshot: Snapshot
+      }),
+      error: failures
+    }),
+    HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
+      params: assistantPath,
+      success: Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit }),
+      error: failures
+    })
+  )
+  .middleware(Authorization)
+  .prefix(assistantsBasePath)
+  .annotateMerge(OpenApi.annotations({ title: "Assistants" })) {}
+
+/** The admin API's assistant row (O6). */
+export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
+  .add(
+    HttpApiEndpoint.post("createAssistant", "/organizations/:org_id/assistants", {
+      params: { org_id: Identifier },
+      payload: CreateAssistantPayload,
+      success: Assistant.pipe(HttpApiSchema.status(201)),
+      error: failures
+    })
+  )
+  .middleware(AdminAuthorization)
+  .prefix("/admin/v1")
+  .annotateMerge(OpenApi.annotations({ title: "Admin: assistants" })) {}
+
+

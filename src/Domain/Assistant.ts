@@ -1,0 +1,185 @@
+/**
+ * Assistants under version control (assistants.md; DECISIONS.md A1-A11):
+ * the items of a snapshot (nodes, tools, variables, config, context), the
+ * snapshot, branches, commits, commit files and diff entries.
+ */
+import { Schema } from "effect"
+import { JsonObject, Timestamp } from "./Common.ts"
+
+/** An item id (node id, tool id, variable name): 1-255 characters without `/` (its file path is `<kind>/<id>`). */
+export const ItemId = Schema.String.pipe(
+  Schema.check(
+    Schema.isBetweenLength(1, 255),
+    Schema.makeFilter<string>((id) => !id.includes("/") || "Must not contain '/'", { expected: "an id without '/'" })
+  )
+)
+
+/** Node types (spec "Node"). */
+export const NodeType = Schema.Literals(["llm", "classifier", "router", "logic", "skill"])
+
+/** `{x, y}` position in the visual editor. */
+export const Position = Schema.Struct({ x: Schema.Number, y: Schema.Number })
+
+/** A node as sent in a changeset upsert or a PUT (spec "Node"); `description` defaults to "". */
+export const NodeInput = Schema.Struct({
+  id: ItemId,
+  name: Schema.String,
+  description: Schema.optionalKey(Schema.String),
+  type: NodeType,
+  config: Schema.optionalKey(JsonObject),
+  position: Schema.optionalKey(Schema.NullOr(Position))
+})
+export type NodeInput = typeof NodeInput.Type
+
+/** A node as stored and returned: `{id, name, description, type, config, position?}`. */
+export const Node = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  type: NodeType,
+  config: JsonObject,
+  position: Schema.optionalKey(Schema.NullOr(Position))
+}).annotate({ identifier: "Node" })
+export type Node = typeof Node.Type
+
+/** `{url, method}` of a tool's external API. */
+export const ToolRequest = Schema.StructWithRest(
+  Schema.Struct({
+    url: Schema.String,
+    method: Schema.Literals(["GET", "POST", "PUT", "PATCH", "DELETE"])
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+)
+
+/** A tool as sent (spec "Tool"); `id` defaults to `name` (A5). */
+export const ToolInput = Schema.Struct({
+  id: Schema.optionalKey(ItemId),
+  name: ItemId,
+  description: Schema.String,
+  request: ToolRequest,
+  parameters: Schema.optionalKey(JsonObject),
+  should_close: Schema.optionalKey(Schema.Boolean)
+})
+export type ToolInput = typeof ToolInput.Type
+
+/** A tool as stored and returned, with its `id`. */
+export const Tool = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  request: ToolRequest,
+  parameters: Schema.optionalKey(JsonObject),
+  should_close: Schema.optionalKey(Schema.Boolean)
+}).annotate({ identifier: "Tool" })
+export type Tool = typeof Tool.Type
+
+/** A variable (spec "Variable"), identified by `name` (A5). */
+export const Variable = Schema.Struct({
+  name: ItemId,
+  permission: Schema.Literals(["read_only", "read_write"]),
+  type: Schema.String,
+  default_value: Schema.optionalKey(Schema.Unknown)
+}).annotate({ identifier: "Variable" })
+export type Variable = typeof Variable.Type
+
+/** Config (spec "Config and context"): `initial_node_id` and further members. */
+export const Config = Schema.StructWithRest(
+  Schema.Struct({ initial_node_id: Schema.optionalKey(Schema.NullOr(Schema.String)) }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+).annotate({ identifier: "Config" })
+export type Config = typeof Config.Type
+
+/** Context (spec "Config and context"): `assistant_name`, `assistant_description` and further members. */
+export const Context = Schema.StructWithRest(
+  Schema.Struct({
+    assistant_name: Schema.optionalKey(Schema.NullOr(Schema.String)),
+    assistant_description: Schema.optionalKey(Schema.NullOr(Schema.String))
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+).annotate({ identifier: "Context" })
+export type Context = typeof Context.Type
+
+/**
+ * A snapshot assembled from files (spec "Snapshot"): `graph` holds the config
+ * members (`initial_node_id`, ...) and the nodes; arrays are ordered by id.
+ */
+export const Snapshot = Schema.Struct({
+  context: JsonObject,
+  graph: Schema.StructWithRest(
+    Schema.Struct({ initial_node_id: Schema.NullOr(Schema.String), nodes: Schema.Array(Node) }),
+    [Schema.Record(Schema.String, Schema.Unknown)]
+  ),
+  tools: Schema.Array(Tool),
+  variables: Schema.Array(Variable)
+}).annotate({ identifier: "Snapshot" })
+export type Snapshot = typeof Snapshot.Type
+
+/** A snapshot as sent at creation: every member optional, items as inputs. */
+export const SnapshotInput = Schema.Struct({
+  context: Schema.optionalKey(JsonObject),
+  graph: Schema.optionalKey(
+    Schema.StructWithRest(
+      Schema.Struct({
+        initial_node_id: Schema.optionalKey(Schema.NullOr(Schema.String)),
+        nodes: Schema.optionalKey(Schema.Array(NodeInput))
+      }),
+      [Schema.Record(Schema.String, Schema.Unknown)]
+    )
+  ),
+  tools: Schema.optionalKey(Schema.Array(ToolInput)),
+  variables: Schema.optionalKey(Schema.Array(Variable))
+})
+export type SnapshotInput = typeof SnapshotInput.Type
+
+/** A branch (spec "Branch"). */
+export const Branch = Schema.Struct({
+  id: Schema.String,
+  assistant_id: Schema.String,
+  name: Schema.String,
+  head_commit_id: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Branch" })
+export type Branch = typeof Branch.Type
+
+/** A commit (spec "Commit"): 12 hex characters id (A5), parent and merge parent. */
+export const Commit = Schema.Struct({
+  id: Schema.String,
+  assistant_id: Schema.String,
+  parent_commit_id: Schema.NullOr(Schema.String),
+  merge_parent_commit_id: Schema.NullOr(Schema.String),
+  message: Schema.NullOr(Schema.String),
+  author_type: Schema.Literals(["human", "agent", "system"]),
+  author_id: Schema.NullOr(Schema.String),
+  created_at: Timestamp
+}).annotate({ identifier: "Commit" })
+export type Commit = typeof Commit.Type
+
+/** A commit file (spec "Files"): `id` is `<commit_id>:<path>`. */
+export const CommitFile = Schema.Struct({
+  id: Schema.String,
+  commit_id: Schema.String,
+  path: Schema.String,
+  content_hash: Schema.String
+}).annotate({ identifier: "CommitFile" })
+export type CommitFile = typeof CommitFile.Type
+
+/** A diff entry (spec "Diff entry"); `changes` only for `modified`. */
+export const DiffEntry = Schema.Struct({
+  path: Schema.String,
+  status: Schema.Literals(["added", "modified", "removed"]),
+  old_content: Schema.NullOr(Schema.Unknown),
+  new_content: Schema.NullOr(Schema.Unknown),
+  changes: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ old: Schema.Unknown, new: Schema.Unknown })))
+}).annotate({ identifier: "DiffEntry" })
+export type DiffEntry = typeof DiffEntry.Type
+
+/** An assistant as the admin API answers it (O6). */
+export const Assistant = Schema.Struct({
+  id: Schema.String,
+  organization_id: Schema.String,
+  name: Schema.String,
+  versioned: Schema.Boolean,
+  created_at: Timestamp
+}).annotate({ identifier: "Assistant" })
+export type Assistant = typeof Assistant.Type

@@ -1,0 +1,368 @@
+/**
+ * Assistant version control (assistants.md "States and transitions",
+ * "Endpoints"; DECISIONS.md A1-A11, O6).
+ */
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import { contentHash } from "../../src/Assistants/Files.ts"
+import { A, assistantFixture, llm, tool } from "../support/Assistants.ts"
+import { ADMIN_TOKEN, TestApi, withApp } from "../support/TestApp.ts"
+
+const HEX12 = /^[0-9a-f]{12}$/
+
+withApp()("assistants", (it) => {
+  it.effect("admin creates a versioned assistant: main with no HEAD, a draft holding the snapshot (O6, A2)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture({
+        description: "Answers questions",
+        snapshot: {
+          context: { assistant_name: "Ada" },
+          graph: { initial_node_id: "start", nodes: [llm("start")] }
+        }
+      })
+      assert.deepStrictEqual(Object.keys(fx.created), ["id", "organization_id", "name", "versioned", "created_at"])
+      assert.strictEqual(fx.created.versioned, true)
+      const branches = yield* fx.call("GET", "/branches")
+      assert.strictEqual(branches.status, 200)
+      assert.strictEqual(branches.body.length, 1)
+      assert.strictEqual(branches.body[0].name, "main")
+      assert.strictEqual(branches.body[0].head_commit_id, null)
+      const draft = yield* fx.call("GET", fx.draft("main"))
+      assert.deepStrictEqual(draft.body, {
+        context: { assistant_name: "Ada" },
+        graph: {
+          initial_node_id: "start",
+          nodes: [{ id: "start", name: "Node start", description: "", type: "llm", config: { instructions: "You are start" } }]
+        },
+        tools: [],
+        variables: []
+      })
+      const runtime = yield* fx.call("GET", "/runtime")
+      assert.strictEqual(runtime.status, 404)
+      assert.deepStrictEqual(runtime.body, { detail: "Assistant has no published version" })
+    }))
+
+  it.effect("unknown or foreign assistants give 404; another organization's key cannot read (A1)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      const api = yield* TestApi
+      const other = yield* api.organization()
+      for (const path of ["/branches", "/runtime", "/versions", "/branches/main/draft"]) {
+        const response = yield* api.request("GET", `${A}/assistants/${fx.id}${path}`, { token: other.token })
+        assert.strictEqual(response.status, 404, path)
+        assert.deepStrictEqual(response.body, { detail: "Assistant not found" })
+      }
+      const unknown = yield* api.request("GET", `${A}/assistants/01a20254-e46f-73c4-a817-d7a14c37efe6/branches`, {
+        token: fx.org.token
+      })
+      assert.deepStrictEqual(unknown.body, { detail: "Assistant not found" })
+      const noBranch = yield* fx.call("GET", "/branches/nope/draft")
+      assert.strictEqual(noBranch.status, 404)
+      assert.deepStrictEqual(noBranch.body, { detail: "Branch not found" })
+      const noKey = yield* api.request("GET", `${A}/assistants/${fx.id}/branches`)
+      assert.strictEqual(noKey.status, 401)
+    }))
+
+  it.effect("changeset: merge-patched context and config, upserts referencing each other, counts, publish, runtime", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      const patch = yield* fx.call("PATCH", fx.draft("main"), {
+        context: { assistant_name: "Ada", assistant_description: "Helps" },
+        config: { initial_node_id: "a" },
+        nodes: { upsert: [llm("a", { next_node: "b", tools: ["lookup"] }), llm("b")] },
+        tools: { upsert: [tool("lookup")] },
+        variables: { upsert: [{ name: "plan", permission: "read_write", type: "string", default_value: "free" }] }
+      })
+      assert.strictEqual(patch.status, 200, patch.text)
+      assert.deepStrictEqual(patch.body, {
+        context_updated: true,
+        config_updated: true,
+        nodes_upserted: 2,
+        nodes_deleted: 0,
+        tools_upserted: 1,
+        tools_deleted: 0,
+        variables_upserted: 1,
+        variables_deleted: 0
+      })
+      // RFC 7396: null removes a key, omitted keys stay.
+      yield* fx.call("PATCH", fx.draft("main"), { context: { assistant_description: null } })
+      const context = yield* fx.call("GET", `${fx.draft("main")}/context`)
+      assert.deepStrictEqual(context.body, { assistant_name: "Ada" })
+      const index = yield* fx.call("GET", `${fx.draft("main")}/index`)
+      assert.deepStrictEqual(index.body, ["config", "context", "nodes/a", "nodes/b", "tools/lookup", "variables/plan"])
+      const nodesOnly = yield* fx.call("GET", `${fx.draft("main")}/index?prefix=nodes/`)
+      assert.deepStrictEqual(nodesOnly.body, ["nodes/a", "nodes/b"])
+      const prefixed = yield* fx.call("GET", `${fx.draft("main")}?prefix=tools/`)
+      assert.deepStrictEqual(
+        prefixed.body.tools.map((t: any) => t.id),
+        ["lookup"]
+      )
+      assert.deepStrictEqual(prefixed.body.graph.nodes, [])
+      const changes = yield* fx.call("GET", "/branches/main/changes")
+      assert.deepStrictEqual(changes.body, { has_changes: true })
+      const commit = yield* fx.publish("main", "first")
+      assert.match(commit.id, HEX12)
+      assert.strictEqual(commit.parent_commit_id, null)
+      assert.strictEqual(commit.author_type, "human")
+      assert.strictEqual(commit.message, "first")
+      assert.deepStrictEqual((yield* fx.call("GET", "/branches/main/changes")).body, { has_changes: false })
+      const runtime = yield* fx.call("GET", "/runtime")
+      assert.strictEqual(runtime.status, 200)
+      assert.strictEqual(runtime.body.assistant_id, fx.id)
+      assert.strictEqual(runtime.body.commit_id, commit.id)
+      assert.strictEqual(runtime.body.snapshot.graph.initial_node_id, "a")
+      assert.deepStrictEqual(
+        runtime.body.snapshot.graph.nodes.map((n: any) => n.id),
+        ["a", "b"]
+      )
+      // A4: publishing again without changes.
+      const again = yield* fx.call("POST", "/branches/main/publish", {})
+      assert.strictEqual(again.status, 400)
+      assert.deepStrictEqual(again.body, { detail: "No changes to publish" })
+      // Files are content-addressed: hash = SHA-256 of the RFC 8785 canonical JSON (A5).
+      const version = yield* fx.call("GET", `/versions/${commit.id}`)
+      assert.deepStrictEqual(version.body.commit, commit)
+      const toolFile = version.body.files.find((f: any) => f.path === "tools/lookup")
+      assert.strictEqual(toolFile.content_hash, contentHash({ ...tool("lookup"), id: "lookup" }))
+      assert.strictEqual(toolFile.id, `${commit.id}:tools/lookup`)
+    }))
+
+  it.effect("A10: a dangling reference changes nothing and answers 422 with loc", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      yield* fx.call("PATCH", fx.draft("main"), {
+        config: { initial_node_id: "a" },
+        nodes: { upsert: [llm("a", { next_node: "b" }), llm("b")] },
+        tools: { upsert: [tool("t1")] }
+      })
+      const before = yield* fx.call("GET", fx.draft("main"))
+      const dangling = yield* fx.call("PATCH", fx.draft("main"), {
+        nodes: { upsert: [llm("c", { next_node: "missing", tools: ["t1", "nope"] })] }
+      })
+      assert.strictEqual(dangling.status, 422)
+      assert.deepStrictEqual(
+        dangling.body.detail.map((issue: any) => issue.loc),
+        [
+          ["body", "nodes", "upsert", 0, "config", "next_node"],
+          ["body", "nodes", "upsert", 0, "config", "tools", 1]
+        ]
+      )
+      const badInitial = yield* fx.call("PATCH", fx.draft("main"), { config: { initial_node_id: "zzz" } })
+      assert.deepStrictEqual(badInitial.body.detail[0].loc, ["body", "config", "initial_node_id"])
+      const deleteReferenced = yield* fx.call("PATCH", fx.draft("main"), { nodes: { delete: ["b"] } })
+      assert.strictEqual(deleteReferenced.status, 422)
+      assert.deepStrictEqual(deleteReferenced.body.detail[0].loc, ["body", "nodes", "delete", 0])
+      const deleteItem = yield* fx.call("DELETE", `${fx.draft("main")}/nodes/b`)
+      assert.strictEqual(deleteItem.status, 422)
+      assert.deepStrictEqual(deleteItem.body.detail[0].loc, ["path", "node_id"])
+      assert.include(deleteItem.body.detail[0].msg, "nodes/a")
+      assert.deepStrictEqual((yield* fx.call("GET", fx.draft("main"))).body, before.body)
+      // Deleting both referrer and referee in one changeset is fine.
+      const both = yield* fx.call("PATCH", fx.draft("main"), {
+        config: { initial_node_id: null },
+        nodes: { delete: ["a", "b"] }
+      })
+      assert.strictEqual(both.status, 200, both.text)
+      assert.strictEqual(both.body.nodes_deleted, 2)
+    }))
+
+  it.effect("item operations for nodes, tools, variables, config and context (A9)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      const base = fx.draft("main")
+      const put = yield* fx.call("PUT", `${base}/nodes/greet`, { name: "Greet", type: "llm", config: { model: "x" } })
+      assert.strictEqual(put.status, 200, put.text)
+      assert.deepStrictEqual(put.body, { id: "greet", name: "Greet", description: "", type: "llm", config: { model: "x" } })
+      const patched = yield* fx.call("PATCH", `${base}/nodes/greet`, { config: { temperature: 0.2 }, description: "Hi" })
+      assert.deepStrictEqual(patched.body.config, { model: "x", temperature: 0.2 })
+      assert.strictEqual(patched.body.description, "Hi")
+      assert.deepStrictEqual((yield* fx.call("GET", `${base}/nodes/greet`)).body, patched.body)
+      assert.deepStrictEqual((yield* fx.call("GET", `${base}/nodes`)).body, [patched.body])
+      const missing = yield* fx.call("GET", `${base}/nodes/nope`)
+      assert.strictEqual(missing.status, 404)
+      assert.deepStrictEqual(missing.body, { detail: "Node not found" })
+      const wrongId = yield* fx.call("PUT", `${base}/nodes/greet`, { id: "other", name: "X", type: "llm" })
+      assert.strictEqual(wrongId.status, 422)
+      const badType = yield* fx.call("PATCH", `${base}/nodes/greet`, { type: "robot" })
+      assert.strictEqual(badType.status, 422)
+
+      const toolPut = yield* fx.call("PUT", `${base}/tools/search`, tool("search"))
+      assert.strictEqual(toolPut.body.id, "search")
+      const toolPatch = yield* fx.call("PATCH", `${base}/tools/search`, { should_close: true })
+      assert.strictEqual(toolPatch.body.should_close, true)
+      assert.strictEqual((yield* fx.call("DELETE", `${base}/tools/search`)).status, 204)
+      assert.deepStrictEqual((yield* fx.call("GET", `${base}/tools/search`)).body, { detail: "Tool not found" })
+
+      const variable = yield* fx.call("PUT", `${base}/variables/plan`, { permission: "read_only", type: "string" })
+      assert.deepStrictEqual(variable.body, { name: "plan", permission: "read_only", type: "string" })
+      assert.strictEqual((yield* fx.call("DELETE", `${base}/variables/plan`)).status, 204)
+      assert.strictEqual((yield* fx.call("DELETE", `${base}/variables/plan`)).status, 404)
+
+      const config = yield* fx.call("PUT", `${base}/config`, { initial_node_id: "greet", locale: "en" })
+      assert.deepStrictEqual(config.body, { initial_node_id: "greet", locale: "en" })
+      const configPatch = yield* fx.call("PATCH", `${base}/config`, { locale: null })
+      assert.deepStrictEqual(configPatch.body, { initial_node_id: "greet" })
+      const badConfig = yield* fx.call("PUT", `${base}/config`, { initial_node_id: "ghost" })
+      assert.strictEqual(badConfig.status, 422)
+      assert.deepStrictEqual(badConfig.body.detail[0].loc, ["body", "initial_node_id"])
+      const contextPut = yield* fx.call("PUT", `${base}/context`, { assistant_name: "Bot" })
+      assert.deepStrictEqual(contextPut.body, { assistant_name: "Bot" })
+      assert.deepStrictEqual((yield* fx.call("GET", `${base}/context`)).body, { assistant_name: "Bot" })
+      assert.strictEqual((yield* fx.call("DELETE", `${base}/nodes/greet`)).status, 422)
+    }))
+
+  it.effect("branches: create from main HEAD, fork with unpublished changes, names with '/', delete (A3)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      yield* fx.call("PUT", `${fx.draft("main")}/nodes/a`, llm("a"))
+      const first = yield* fx.publish()
+      yield* fx.call("PUT", `${fx.draft("main")}/nodes/unpublished`, llm("unpublished"))
+      const created = yield* fx.call("POST", "/branches", { name: "feature/greeting" })
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.body.head_commit_id, first.id)
+      assert.strictEqual(created.body.name, "feature/greeting")
+      const draft = yield* fx.call("GET", fx.draft("feature/greeting"))
+      assert.deepStrictEqual(
+        draft.body.graph.nodes.map((n: any) => n.id),
+        ["a"]
+      )
+      const forked = yield* fx.call("POST", "/branches/main/fork", { name: "experiment" })
+      assert.strictEqual(forked.status, 201)
+      const forkDraft = yield* fx.call("GET", fx.draft("experiment"))
+      assert.deepStrictEqual(
+        forkDraft.body.graph.nodes.map((n: any) => n.id),
+        ["a", "unpublished"]
+      )
+      const duplicate = yield* fx.call("POST", "/branches", { name: "experiment" })
+      assert.strictEqual(duplicate.status, 409)
+      assert.deepStrictEqual(duplicate.body, { detail: "Branch already exists" })
+      for (const name of ["/lead", "trail/", "a..b", "sp ace", "x".repeat(101), ""]) {
+        const invalid = yield* fx.call("POST", "/branches", { name })
+        assert.strictEqual(invalid.status, 422, name)
+      }
+      const head = yield* fx.call("GET", `/branches/${encodeURIComponent("feature/greeting")}`)
+      assert.strictEqual(head.status, 200)
+      assert.deepStrictEqual(
+        head.body.graph.nodes.map((n: any) => n.id),
+        ["a"]
+      )
+      const list = yield* fx.call("GET", "/branches")
+      assert.deepStrictEqual(
+        list.body.map((b: any) => b.name).sort(),
+        ["experiment", "feature/greeting", "main"]
+      )
+      const mainDelete = yield* fx.call("DELETE", "/branches/main")
+      assert.strictEqual(mainDelete.status, 400)
+      assert.deepStrictEqual(mainDelete.body, { detail: "The main branch cannot be deleted" })
+      assert.strictEqual((yield* fx.call("DELETE", "/branches/experiment")).status, 204)
+      assert.strictEqual((yield* fx.call("GET", fx.draft("experiment"))).status, 404)
+    }))
+
+  it.effect("discard, reset, rollback (A7), diffs between draft and HEAD and between commits", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      const base = fx.draft("main")
+      yield* fx.call("PUT", `${base}/nodes/a`, llm("a"))
+      yield* fx.call("PUT", `${base}/nodes/b`, llm("b"))
+      const c1 = yield* fx.publish("main", "one")
+      yield* fx.call("PATCH", `${base}/nodes/a`, { name: "Renamed" })
+      yield* fx.call("DELETE", `${base}/nodes/b`)
+      yield* fx.call("PUT", `${base}/nodes/c`, llm("c"))
+      const diff = yield* fx.call("GET", "/branches/main/diff")
+      assert.deepStrictEqual(
+        diff.body.diffs.map((d: any) => [d.path, d.status]),
+        [
+          ["nodes/a", "modified"],
+          ["nodes/b", "removed"],
+          ["nodes/c", "added"]
+        ]
+      )
+      assert.deepStrictEqual(diff.body.diffs[0].changes, { name: { old: "Node a", new: "Renamed" } })
+      assert.strictEqual(diff.body.diffs[1].new_content, null)
+      assert.strictEqual(diff.body.diffs[2].old_content, null)
+      assert.strictEqual((yield* fx.call("POST", `${base}/discard`, { path: "nodes/b" })).status, 204)
+      assert.strictEqual((yield* fx.call("POST", `${base}/discard`, { path: "nodes/c" })).status, 204)
+      assert.deepStrictEqual(
+        (yield* fx.call("GET", "/branches/main/diff")).body.diffs.map((d: any) => d.path),
+        ["nodes/a"]
+      )
+      const c2 = yield* fx.publish("main", "two")
+      assert.strictEqual(c2.parent_commit_id, c1.id)
+      const versions = yield* fx.call("GET", "/versions")
+      assert.deepStrictEqual(
+        versions.body.commits.map((c: any) => c.id),
+        [c2.id, c1.id]
+      )
+      const paged = yield* fx.call("GET", "/versions?limit=1&offset=1")
+      assert.deepStrictEqual(
+        paged.body.commits.map((c: any) => c.id),
+        [c1.id]
+      )
+      const between = yield* fx.call("GET", `/versions/diff?commit_a=${c1.id}&commit_b=${c2.id}`)
+      assert.deepStrictEqual(
+        between.body.diffs.map((d: any) => [d.path, d.status]),
+        [["nodes/a", "modified"]]
+      )
+      const unknownCommit = yield* fx.call("GET", `/versions/diff?commit_a=${c1.id}&commit_b=000000000000`)
+      assert.strictEqual(unknownCommit.status, 404)
+      assert.deepStrictEqual(unknownCommit.body, { detail: "Commit not found" })
+      // reset: the draft equals the commit; HEAD stays.
+      assert.strictEqual((yield* fx.call("POST", `${base}/reset`, { commit_id: c1.id })).status, 204)
+      assert.strictEqual((yield* fx.call("GET", `${base}/nodes/a`)).body.name, "Node a")
+      assert.deepStrictEqual((yield* fx.call("GET", "/branches/main/changes")).body, { has_changes: true })
+      // rollback: HEAD moves back, draft reset.
+      const rolled = yield* fx.call("POST", "/branches/main/rollback", { commit_id: c1.id })
+      assert.strictEqual(rolled.status, 200)
+      assert.strictEqual(rolled.body.commit.id, c1.id)
+      assert.strictEqual((yield* fx.call("GET", "/runtime")).body.commit_id, c1.id)
+      assert.deepStrictEqual((yield* fx.call("GET", "/branches/main/changes")).body, { has_changes: false })
+      // A7: a commit that is not an ancestor of HEAD (c2 after the rollback) is refused.
+      const notInHistory = yield* fx.call("POST", "/branches/main/rollback", { commit_id: c2.id })
+      assert.strictEqual(notInHistory.status, 400)
+      assert.deepStrictEqual(notInHistory.body, { detail: "Commit is not in the history of this branch" })
+    }))
+
+  it.effect("legacy assistants: 409 on version operations, runtime from the snapshot, migrate once (A1, A11)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture({
+        versioned: false,
+        snapshot: { context: { assistant_name: "Old" }, graph: { initial_node_id: "n", nodes: [llm("n")] } }
+      })
+      assert.strictEqual(fx.created.versioned, false)
+      const branches = yield* fx.call("GET", "/branches")
+      assert.strictEqual(branches.status, 409)
+      assert.deepStrictEqual(branches.body, { detail: "Assistant is not versioned" })
+      const legacyRuntime = yield* fx.call("GET", "/runtime")
+      assert.strictEqual(legacyRuntime.body.commit_id, null)
+      assert.strictEqual(legacyRuntime.body.snapshot.graph.initial_node_id, "n")
+      const migrated = yield* fx.call("POST", "/migrate")
+      assert.strictEqual(migrated.status, 200, migrated.text)
+      assert.strictEqual(migrated.body.assistant_id, fx.id)
+      assert.strictEqual(migrated.body.branch.name, "main")
+      assert.strictEqual(migrated.body.branch.head_commit_id, migrated.body.commit.id)
+      assert.strictEqual(migrated.body.commit.author_type, "system")
+      const runtime = yield* fx.call("GET", "/runtime")
+      assert.strictEqual(runtime.body.commit_id, migrated.body.commit.id)
+      assert.deepStrictEqual(runtime.body.snapshot.context, { assistant_name: "Old" })
+      const again = yield* fx.call("POST", "/migrate")
+      assert.strictEqual(again.status, 409)
+      assert.deepStrictEqual(again.body, { detail: "Assistant is already versioned" })
+    }))
+
+  it.effect("admin assistant creation validates the snapshot and the organization", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const invalid = yield* api.request("POST", `/admin/v1/organizations/${org.id}/assistants`, {
+        token: ADMIN_TOKEN,
+        body: { name: "X", snapshot: { graph: { initial_node_id: "missing", nodes: [] } } }
+      })
+      assert.strictEqual(invalid.status, 422)
+      const unknownOrg = yield* api.request("POST", "/admin/v1/organizations/01a20254-e46f-73c4-a817-d7a14c37efe6/assistants", {
+        token: ADMIN_TOKEN,
+        body: { name: "X" }
+      })
+      assert.strictEqual(unknownOrg.status, 404)
+      assert.deepStrictEqual(unknownOrg.body, { detail: "Organization not found" })
+    }))
+})

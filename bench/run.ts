@@ -12,6 +12,10 @@ const benchmarks: Record<
   messages: {
     description: "POST message: Parley vs the Fastify + postgres.js baseline (default)",
     load: () => import("./suites/messages.ts")
+  },
+  versioning: {
+    description: "Assistant version control with 2,000 nodes: changesets, publish, diff, merge",
+    load: () => import("./suites/versioning.ts")
   }
 }
 

@@ -66,7 +66,9 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const timed = async <A>(name: string, f: () => Promise<A>): Promise<A> => {
       const start = performance.now()
       const result = await f()
-      ;(timings[name] ??= []).push(performance.now() - start)
+      const list = timings[name] ?? []
+      list.push(performance.now() - start)
+      timings[name] = list
       return result
     }
     for (let round = 0; round < repeat; round++) {

@@ -88,7 +88,6 @@ export interface PublishInput {
 
 const kindNames: Record<ItemKind, string> = { nodes: "Node", tools: "Tool", variables: "Variable" }
 const pathOf: Record<ItemKind, (id: string) => string> = { nodes: nodePath, tools: toolPath, variables: variablePath }
-const itemSchemas = { nodes: Node, tools: Tool, variables: Variable } as const
 const singletonSchemas = { config: Config, context: AssistantContext } as const
 
 const assistantNotFound = () => new NotFound({ detail: "Assistant not found" })

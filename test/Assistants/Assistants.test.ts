@@ -4,6 +4,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { contentHash } from "../../src/Assistants/Files.ts"
 import { A, assistantFixture, llm, tool } from "../support/Assistants.ts"
 import { ADMIN_TOKEN, TestApi, withApp } from "../support/TestApp.ts"
@@ -125,6 +126,27 @@ withApp()("assistants", (it) => {
       const toolFile = version.body.files.find((f: any) => f.path === "tools/lookup")
       assert.strictEqual(toolFile.content_hash, contentHash({ ...tool("lookup"), id: "lookup" }))
       assert.strictEqual(toolFile.id, `${commit.id}:tools/lookup`)
+    }))
+
+  it.effect("identical content is stored once: unchanged files of later commits and branches add no rows (A5)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      const sql = yield* SqlClient.SqlClient
+      const count = sql<{ files: number; commitFiles: number }>`SELECT
+          (SELECT count(*)::int FROM assistant_files WHERE assistant_id = ${fx.id}) AS files,
+          (SELECT count(*)::int FROM assistant_commit_files WHERE assistant_id = ${fx.id}) AS "commitFiles"`
+      yield* fx.call("PATCH", fx.draft("main"), { nodes: { upsert: [llm("a"), llm("b"), llm("c")] } })
+      yield* fx.publish("main", "one")
+      const after1 = (yield* count)[0]!
+      assert.strictEqual(after1.files, 4) // context + 3 nodes
+      yield* fx.call("PATCH", `${fx.draft("main")}/nodes/a`, { name: "A2" })
+      yield* fx.publish("main", "two")
+      yield* fx.call("POST", "/branches", { name: "copy" })
+      const put = yield* fx.call("PUT", `${fx.draft("copy")}/nodes/d`, llm("d"))
+      assert.strictEqual(put.status, 200)
+      const after2 = (yield* count)[0]!
+      assert.strictEqual(after2.files, 6) // one new version of a, one new node d
+      assert.strictEqual(after2.commitFiles, 8) // 4 paths in each of two commits, hashes shared
     }))
 
   it.effect("A10: a dangling reference changes nothing and answers 422 with loc", () =>

@@ -8,6 +8,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "./Admin/Api.ts"
 import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
+import { ExportApi } from "./Export/Api.ts"
 import { MessagesApi } from "./Messages/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
 
@@ -18,6 +19,7 @@ export class ParleyApi extends HttpApi.make("parley")
   .add(AdminApi)
   .add(AssistantsApi)
   .add(AssistantsAdminApi)
+  .add(ExportApi)
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(

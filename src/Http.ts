@@ -18,6 +18,7 @@ import { ParleyApi } from "./Api.ts"
 import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
+import { ExportHttp } from "./Export/Http.ts"
 import { Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
@@ -144,7 +145,7 @@ export const HealthRoutes = HttpRouter.use(
 
 /** Every route of the API with its middleware; requires the domain services and `AppConfig`. */
 export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp, AssistantsHttp, AssistantsAdminHttp]),
+  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp, AssistantsHttp, AssistantsAdminHttp, ExportHttp]),
   Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
 )
 
@@ -164,6 +165,13 @@ export const AllRoutes = Layer.mergeAll(
 export const serveOptions = { disableLogger: true, routerConfig: { maxParamLength: 1024 } } as const
 
 /**
+ * A Node HTTP server: keep-alive longer than common load balancers' idle
+ * timeouts, and request heads up to 128 KiB so a batch export of 1000 ids in
+ * the query string (D14) fits.
+ */
+export const createHttpServer = () => createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
+
+/**
  * The listening server on `HOST:PORT` with {@link serveOptions}; in-flight
  * requests get up to 10 s on shutdown (O5).
  */
@@ -172,7 +180,7 @@ export const ServerLive = Layer.unwrap(
     const config = yield* AppConfig
     return HttpRouter.serve(AllRoutes, serveOptions).pipe(
       Layer.provide(
-        NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), {
+        NodeHttpServer.layer(createHttpServer, {
           port: config.port,
           host: config.host,
           gracefulShutdownTimeout: "10 seconds"

@@ -8,6 +8,7 @@ import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
 import * as Database from "./Database/Database.ts"
+import { Export } from "./Export/Export.ts"
 import { ServerLive } from "./Http.ts"
 import { Messages } from "./Messages/Messages.ts"
 import { MessagesRepo } from "./Messages/Repo.ts"
@@ -20,7 +21,8 @@ export const ServicesLive = Layer.mergeAll(
   Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
   Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
   Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
-  Assistants.layer
+  Assistants.layer,
+  Export.layer
 )
 
 /** Database connection with migrations applied; requires `AppConfig`. */

@@ -4,7 +4,6 @@
  * Each test makes its own organization (`TestApi.organization()`), so tests
  * never depend on each other's data.
  */
-import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -14,7 +13,7 @@ import { layer } from "@effect/vitest"
 import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
-import { AllRoutes, serveOptions } from "../../src/Http.ts"
+import { AllRoutes, createHttpServer, serveOptions } from "../../src/Http.ts"
 import { ServicesLive } from "../../src/Server.ts"
 
 /** The admin token of test servers. */
@@ -157,7 +156,7 @@ export const TestApp = (
   TestApiLive.pipe(
     Layer.provideMerge(
       HttpRouter.serve(AllRoutes, { ...serveOptions, disableListenLog: true }).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+        Layer.provideMerge(NodeHttpServer.layer(createHttpServer, { port: 0, host: "127.0.0.1" }))
       )
     ),
     Layer.provide(services),

@@ -1,0 +1,123 @@
+/**
+ * SQL of bulk export (conversations.md "Data export", DECISIONS.md D14).
+ *
+ * A page is one index range scan over (organization_id, sort key, id), rows
+ * rendered to JSON by PostgreSQL with the same fragments as every other
+ * endpoint (`Database/Json.ts`), joined into one array text without decoding.
+ *
+ * No loss while records are being written: a page only returns rows whose
+ * sort key is below the *horizon*, the start of the oldest write transaction
+ * still running in this database (`pg_stat_activity`). Every row such a
+ * transaction writes is stamped at or after its start (`statement_timestamp()`),
+ * so once a page has passed a key, no row can later appear before it.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer } from "effect"
+import { messageJson, sessionJson } from "../Database/Json.ts"
+import { isUuid } from "../Domain/Common.ts"
+
+/** What is exported. */
+export type ExportKind = "sessions" | "messages"
+
+/** `created_at`: (created_at, id); `updated_at`: (coalesce(updated_at, created_at), id) (D14). */
+export type SortBy = "created_at" | "updated_at"
+
+/** Filters and cursor of one page. Moments are ISO 8601 texts; `afterKey` is a sort key as text. */
+export interface PageQuery {
+  readonly organizationId: string
+  readonly sortBy: SortBy
+  readonly createdAfter?: string | undefined
+  readonly createdBefore?: string | undefined
+  readonly updatedAfter?: string | undefined
+  readonly updatedBefore?: string | undefined
+  readonly sessionId?: string | undefined
+  readonly after?: { readonly key: string; readonly id: string } | undefined
+  readonly limit: number
+}
+
+const tables = {
+  sessions: { table: "sessions", alias: "s", json: sessionJson("s", "a"), join: "LEFT JOIN agents a ON a.id = s.agent_id" },
+  messages: { table: "messages", alias: "m", json: messageJson("m"), join: "" }
+} as const
+
+const keyOf = (alias: string, sortBy: SortBy) =>
+  sortBy === "created_at" ? `${alias}.created_at` : `coalesce(${alias}.updated_at, ${alias}.created_at)`
+
+const makeRepo = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+
+  /**
+   * The sort key to resume after `recordId` (D14): for `updated_at`, the key
+   * under which the latest page that ended with it was served (the record may
+   * have been updated since), else its current key. Undefined when the record is unknown or of another organization.
+   */
+  const cursorKey = (kind: ExportKind, organizationId: string, sortBy: SortBy, recordId: string) => {
+    if (!isUuid(recordId)) return Effect.succeed(undefined)
+    const { table, alias } = tables[kind]
+    const key = sql.literal(keyOf(alias, sortBy))
+    const served =
+      sortBy === "updated_at"
+        ? sql`(SELECT c.sort_key FROM export_cursors c WHERE c.organization_id = ${organizationId}
+            AND c.kind = ${kind} AND c.record_id = ${recordId})`
+        : sql`NULL::timestamptz`
+    return sql<{ key: string }>`SELECT coalesce(${served}, ${key})::text AS key
+      FROM ${sql(table)} ${sql.literal(alias)}
+      WHERE ${sql.literal(alias)}.id = ${recordId} AND ${sql.literal(alias)}.organization_id = ${organizationId}`.pipe(
+      Effect.map((rows) => rows[0]?.key)
+    )
+  }
+
+  /** One page as rows of (wire JSON, id, sort key text). */
+  const page = (kind: ExportKind, query: PageQuery) => {
+    const { table, alias, json, join } = tables[kind]
+    const a = sql.literal(alias)
+    const key = sql.literal(keyOf(alias, query.sortBy))
+    const updatedKey = sql.literal(keyOf(alias, "updated_at"))
+    const conditions = [sql`${a}.organization_id = ${query.organizationId}`, sql`${key} < horizon.h`]
+    if (query.after !== undefined) {
+      conditions.push(sql`(${key}, ${a}.id) > (${query.after.key}::timestamptz, ${query.after.id}::uuid)`)
+    }
+    if (query.createdAfter !== undefined) conditions.push(sql`${a}.created_at > ${query.createdAfter}::timestamptz`)
+    if (query.createdBefore !== undefined) conditions.push(sql`${a}.created_at < ${query.createdBefore}::timestamptz`)
+    if (query.updatedAfter !== undefined) conditions.push(sql`${updatedKey} > ${query.updatedAfter}::timestamptz`)
+    if (query.updatedBefore !== undefined) conditions.push(sql`${updatedKey} < ${query.updatedBefore}::timestamptz`)
+    if (query.sessionId !== undefined) conditions.push(sql`${a}.session_id = ${query.sessionId}::uuid`)
+    return sql<{ body: string; id: string; key: string }>`
+      WITH horizon AS (
+        SELECT least(statement_timestamp(), min(xact_start)) AS h FROM pg_stat_activity
+        WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+      )
+      SELECT ${sql.literal(json)}::text AS body, ${a}.id::text AS id, ${key}::text AS key
+      FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}
+      WHERE ${sql.and(conditions)}
+      ORDER BY ${key}, ${a}.id
+      LIMIT ${query.limit}`
+  }
+
+  /**
+   * Records that a `sort_by=updated_at` page ended with `recordId` at `key`.
+   * The latest page wins: a walker resumes from the page it was last given.
+   */
+  const rememberCursor = (kind: ExportKind, organizationId: string, recordId: string, key: string) =>
+    sql`INSERT INTO export_cursors (organization_id, kind, record_id, sort_key, created_at)
+      VALUES (${organizationId}, ${kind}, ${recordId}, ${key}::timestamptz, statement_timestamp())
+      ON CONFLICT (organization_id, kind, record_id)
+      DO UPDATE SET sort_key = EXCLUDED.sort_key, created_at = EXCLUDED.created_at`.pipe(Effect.asVoid)
+
+  /** Sessions of the organization among `ids`, in the order of `ids` (first occurrence). */
+  const sessionsByIds = (organizationId: string, ids: ReadonlyArray<string>) =>
+    sql<{ body: string }>`SELECT ${sql.literal(sessionJson("s", "a"))}::text AS body
+      FROM unnest(${[...ids]}::uuid[]) WITH ORDINALITY AS wanted(id, position)
+      JOIN sessions s ON s.id = wanted.id AND s.organization_id = ${organizationId}
+      LEFT JOIN agents a ON a.id = s.agent_id
+      ORDER BY wanted.position`
+
+  return { cursorKey, page, rememberCursor, sessionsByIds }
+})
+
+/** The export repository (SQL only). Requires `PgClient`. */
+export class ExportRepo extends Context.Service<ExportRepo, Effect.Success<typeof makeRepo>>()(
+  "parley/Export/ExportRepo"
+) {
+  static readonly layer = Layer.effect(ExportRepo, makeRepo)
+}

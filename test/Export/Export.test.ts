@@ -1,0 +1,243 @@
+/**
+ * Bulk export (conversations.md "Data export"; DECISIONS.md D14).
+ */
+import { assert } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { SqlClient } from "effect/sql"
+import { assertMessage, assertSession } from "../support/Shapes.ts"
+import { type TestOrganization, TestApi, withApp } from "../support/TestApp.ts"
+
+const text = (value: string) => ({ role: "user", content: { type: "text", text: value } })
+
+/** Walks an export to its end (`[]`) at `limit`, answering every item in order. */
+const walk = (org: TestOrganization, path: string, params: Record<string, string>, limit: number) =>
+  Effect.gen(function* () {
+    const items: Array<any> = []
+    let after: string | undefined
+    for (let page = 0; page < 10_000; page++) {
+      const query = new URLSearchParams({ ...params, limit: String(limit), ...(after ? { after_id: after } : {}) })
+      const response = yield* org.call("GET", `${path}?${query}`)
+      if (response.status !== 200) throw new Error(`${path}: ${response.status} ${response.text}`)
+      if (response.body.length === 0) return { items, after }
+      items.push(...response.body)
+      after = response.body.at(-1).id
+    }
+    throw new Error("walk did not end")
+  })
+
+withApp()("export", (it) => {
+  it.effect("sessions and messages pages equal the other endpoints' shapes, in (created_at, id) order, [] at the end", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const other = yield* api.organization()
+      yield* other.session()
+      const sessions = []
+      for (let i = 0; i < 5; i++) sessions.push(yield* org.session({ contact_id: `c${i}` }))
+      const messages = []
+      for (let i = 0; i < 7; i++) {
+        messages.push((yield* org.call("POST", `/sessions/${sessions[i % 2]!.id}/messages`, text(`m${i}`))).body)
+      }
+      const exported = yield* walk(org, "/data/sessions", {}, 2)
+      assert.deepStrictEqual(exported.items, sessions)
+      exported.items.forEach(assertSession)
+      const exportedMessages = yield* walk(org, "/data/messages", {}, 3)
+      assert.deepStrictEqual(exportedMessages.items, messages)
+      exportedMessages.items.forEach(assertMessage)
+      const defaultPage = yield* org.call("GET", "/data/sessions")
+      assert.strictEqual(defaultPage.body.length, 5)
+      const bySession = yield* walk(org, "/data/messages", { session_id: sessions[1]!.id }, 2)
+      assert.deepStrictEqual(
+        bySession.items.map((m: any) => m.id),
+        messages.filter((_, i) => i % 2 === 1).map((m) => m.id)
+      )
+    }))
+
+  it.effect("no loss and no duplicate for created_at while messages are inserted during the walk", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const initial = []
+      for (let i = 0; i < 30; i++) initial.push((yield* org.call("POST", `/sessions/${session.id}/messages`, text(`a${i}`))).body.id)
+      const writer = yield* Effect.forkChild(
+        Effect.forEach(
+          Array.from({ length: 60 }, (_, i) => i),
+          (i) => org.call("POST", `/sessions/${session.id}/messages`, text(`b${i}`)).pipe(Effect.map((r) => r.body.id as string)),
+          { concurrency: 4 }
+        )
+      )
+      const during = yield* walk(org, "/data/messages", {}, 3)
+      const written = yield* Fiber.join(writer)
+      // Continue from the last cursor once the writers are done.
+      const more = during.after
+        ? yield* Effect.gen(function* () {
+            const items: Array<any> = []
+            let after = during.after
+            for (;;) {
+              const response = yield* org.call("GET", `/data/messages?limit=3&after_id=${after}`)
+              if (response.body.length === 0) return items
+              items.push(...response.body)
+              after = response.body.at(-1).id
+            }
+          })
+        : []
+      const ids = [...during.items, ...more].map((m: any) => m.id)
+      assert.strictEqual(new Set(ids).size, ids.length, "no duplicate")
+      assert.deepStrictEqual(new Set(ids), new Set([...initial, ...written]), "no loss")
+      // Still in order of the sort key.
+      const keys = [...during.items, ...more].map((m: any) => `${m.created_at} ${m.id}`)
+      assert.deepStrictEqual(keys, [...keys].sort())
+    }))
+
+  it.effect("a page stops at the start of the oldest running write transaction (the horizon), so a slow commit is not skipped", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const first = (yield* org.call("POST", `/sessions/${session.id}/messages`, text("first"))).body
+      const inserted = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const slowId = "01a20254-e46f-73c4-a817-000000000001"
+      const slow = yield* Effect.forkChild(
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
+              VALUES (${slowId}, ${org.id}, ${session.id}, ${session.conversation_id}, 'user',
+                ${JSON.stringify({ type: "text", text: "slow" })}::jsonb, statement_timestamp())`
+            yield* Deferred.succeed(inserted, undefined)
+            yield* Deferred.await(release)
+          })
+        )
+      )
+      yield* Deferred.await(inserted)
+      const later = (yield* org.call("POST", `/sessions/${session.id}/messages`, text("later"))).body
+      // While the slow transaction runs, the page ends before its start: `later` is held back too.
+      const during = yield* org.call("GET", "/data/messages")
+      assert.deepStrictEqual(
+        during.body.map((m: any) => m.id),
+        [first.id]
+      )
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(slow)
+      const after = yield* org.call("GET", `/data/messages?after_id=${first.id}`)
+      assert.deepStrictEqual(
+        after.body.map((m: any) => m.id),
+        [slowId, later.id]
+      )
+    }))
+
+  it.effect("sort_by=updated_at: records updated after being exported reappear later; never-updated records are included", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const ids = []
+      for (let i = 0; i < 6; i++) ids.push((yield* org.call("POST", `/sessions/${session.id}/messages`, text(`m${i}`))).body.id)
+      const first = yield* org.call("GET", "/data/messages?sort_by=updated_at&limit=3")
+      assert.deepStrictEqual(
+        first.body.map((m: any) => m.id),
+        ids.slice(0, 3)
+      )
+      // The last item of the page and an earlier one are updated after the page was served.
+      for (const id of [ids[2], ids[0]]) {
+        yield* org.call("PATCH", `/sessions/${session.id}/messages/${id}`, { delivery_status: "sent" })
+      }
+      const rest: Array<any> = []
+      let after = first.body.at(-1).id
+      for (;;) {
+        const response = yield* org.call("GET", `/data/messages?sort_by=updated_at&limit=2&after_id=${after}`)
+        if (response.body.length === 0) break
+        rest.push(...response.body)
+        after = response.body.at(-1).id
+      }
+      assert.deepStrictEqual(
+        rest.map((m: any) => m.id),
+        [ids[3], ids[4], ids[5], ids[2], ids[0]]
+      )
+      assert.strictEqual(rest.at(-1).delivery_status, "sent")
+      const since = yield* org.call("GET", `/data/messages?sort_by=updated_at&updated_after=${encodeURIComponent(rest[2].created_at)}`)
+      assert.deepStrictEqual(
+        since.body.map((m: any) => m.id),
+        [ids[2], ids[0]]
+      )
+    }))
+
+  it.effect("filters on created and updated moments; bounds and errors (D14)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const other = yield* api.organization()
+      const sessions = []
+      for (let i = 0; i < 4; i++) sessions.push(yield* org.session({ contact_id: `c${i}` }))
+      const between = yield* org.call(
+        "GET",
+        `/data/sessions?created_after=${encodeURIComponent(sessions[0]!.created_at)}&created_before=${encodeURIComponent(sessions[3]!.created_at)}`
+      )
+      assert.deepStrictEqual(
+        between.body.map((s: any) => s.id),
+        [sessions[1]!.id, sessions[2]!.id]
+      )
+      yield* org.call("POST", `/sessions/${sessions[1]!.id}/finish`, {})
+      const updated = yield* org.call(
+        "GET",
+        `/data/sessions?sort_by=updated_at&updated_after=${encodeURIComponent(sessions[3]!.created_at)}`
+      )
+      assert.deepStrictEqual(
+        updated.body.map((s: any) => s.id),
+        [sessions[1]!.id]
+      )
+      const updatedBefore = yield* org.call(
+        "GET",
+        `/data/sessions?updated_before=${encodeURIComponent(sessions[2]!.created_at)}`
+      )
+      assert.deepStrictEqual(
+        updatedBefore.body.map((s: any) => s.id),
+        [sessions[0]!.id]
+      )
+      for (const query of ["limit=3001", "limit=0", "sort_by=name", "created_after=yesterday"]) {
+        const response = yield* org.call("GET", `/data/sessions?${query}`)
+        assert.strictEqual(response.status, 422, query)
+        assert.strictEqual(response.body.detail[0].loc[0], "query")
+      }
+      assert.strictEqual((yield* org.call("GET", "/data/messages?limit=3000")).status, 200)
+      const foreign = yield* other.session()
+      for (const after of ["01a20254-e46f-73c4-a817-d7a14c37efe6", "garbage", foreign.id]) {
+        for (const path of ["/data/sessions", "/data/messages"]) {
+          const response = yield* org.call("GET", `${path}?after_id=${after}`)
+          assert.strictEqual(response.status, 400, `${path} ${after}`)
+          assert.deepStrictEqual(response.body, { detail: "Invalid cursor" })
+        }
+      }
+      // A session id is not a message cursor.
+      const wrongKind = yield* org.call("GET", `/data/messages?after_id=${sessions[0]!.id}`)
+      assert.strictEqual(wrongKind.status, 400)
+    }))
+
+  it.effect("batch: requested order, duplicates once at the first position, unknown and foreign omitted, at most 1000", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const other = yield* api.organization()
+      const [a, b, c] = [yield* org.session(), yield* org.session(), yield* org.session()]
+      const foreign = yield* other.session()
+      const ids = [c.id, a.id, foreign.id, "nope", c.id, "01a20254-e46f-73c4-a817-d7a14c37efe6", b.id]
+      const response = yield* org.call("GET", `/data/sessions/batch?${ids.map((id) => `session_ids=${id}`).join("&")}`)
+      assert.strictEqual(response.status, 200)
+      assert.deepStrictEqual(
+        response.body.map((s: any) => s.id),
+        [c.id, a.id, b.id]
+      )
+      assert.deepStrictEqual(response.body[0], c)
+      const single = yield* org.call("GET", `/data/sessions/batch?session_ids=${a.id}`)
+      assert.deepStrictEqual(single.body, [a])
+      const tooMany = yield* org.call(
+        "GET",
+        `/data/sessions/batch?${Array.from({ length: 1001 }, () => `session_ids=${a.id}`).join("&")}`
+      )
+      assert.strictEqual(tooMany.status, 422)
+      const none = yield* org.call("GET", "/data/sessions/batch")
+      assert.strictEqual(none.status, 422)
+    }))
+})

@@ -11,6 +11,7 @@ import { ValidationErrors } from "./Domain/Security.ts"
 import { ExportApi } from "./Export/Api.ts"
 import { MessagesApi } from "./Messages/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
+import { AppsApi } from "./Webhooks/Api.ts"
 
 /** The Parley API. Every request failing its schemas answers 422 with all problems. */
 export class ParleyApi extends HttpApi.make("parley")
@@ -20,6 +21,7 @@ export class ParleyApi extends HttpApi.make("parley")
   .add(AssistantsApi)
   .add(AssistantsAdminApi)
   .add(ExportApi)
+  .add(AppsApi)
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(

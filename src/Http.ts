@@ -25,6 +25,7 @@ import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Se
 import { validationIssues } from "./Domain/Validation.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
+import { AppsHttp } from "./Webhooks/Http.ts"
 
 /** Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked or expired token. */
 export const AuthorizationLive = Layer.effect(
@@ -145,7 +146,7 @@ export const HealthRoutes = HttpRouter.use(
 
 /** Every route of the API with its middleware; requires the domain services and `AppConfig`. */
 export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp, AssistantsHttp, AssistantsAdminHttp, ExportHttp]),
+  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp, AssistantsHttp, AssistantsAdminHttp, ExportHttp, AppsHttp]),
   Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
 )
 

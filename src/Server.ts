@@ -3,7 +3,7 @@
  * configuration -> logging and tracing -> database and migrations -> domain
  * services -> HTTP server (and, in later issues, workers by `PARLEY_ROLE`).
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
@@ -15,6 +15,10 @@ import { MessagesRepo } from "./Messages/Repo.ts"
 import { SessionsRepo } from "./Sessions/Repo.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
 import * as Telemetry from "./Telemetry/Telemetry.ts"
+import { WebhooksRepo } from "./Webhooks/Repo.ts"
+import { Webhooks } from "./Webhooks/Webhooks.ts"
+import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
+import { AppConfig } from "./Config.ts"
 
 /** The domain services over a migrated database; requires `SqlClient`/`PgClient`. */
 export const ServicesLive = Layer.mergeAll(
@@ -22,14 +26,24 @@ export const ServicesLive = Layer.mergeAll(
   Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
   Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
   Assistants.layer,
-  Export.layer
+  Export.layer,
+  Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer))
 )
 
 /** Database connection with migrations applied; requires `AppConfig`. */
 export const DatabaseLive = Database.migrateLayer.pipe(Layer.provideMerge(Database.layer))
 
+/**
+ * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
+ * or `worker`, the webhook delivery worker (W2-W6); none with `api`. They stop
+ * gracefully with the application (O5). Requires `PgClient` and `AppConfig`.
+ */
+export const WorkersLive = Layer.unwrap(
+  Effect.map(AppConfig, (config: typeof AppConfig.Service) => (config.role === "api" ? Layer.empty : WebhookWorkerLive))
+)
+
 /** The whole application; requires `AppConfig`. */
-export const AppLive = ServerLive.pipe(
+export const AppLive = Layer.mergeAll(ServerLive, WorkersLive).pipe(
   Layer.provide(ServicesLive),
   Layer.provide(DatabaseLive),
   Layer.provide(Telemetry.layer)

@@ -14,7 +14,11 @@ import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
 import { AllRoutes, createHttpServer, serveOptions } from "../../src/Http.ts"
-import { ServicesLive } from "../../src/Server.ts"
+import { ServicesLive, WorkersLive } from "../../src/Server.ts"
+import { ClaimScope } from "../../src/Webhooks/Worker.ts"
+
+/** Organizations created through this file's `TestApi` (module state: one per test file). */
+const organizationsOfThisFile = new Set<string>()
 
 /** The admin token of test servers. */
 export const ADMIN_TOKEN = "test-admin-token"
@@ -116,6 +120,7 @@ const TestApiLive = Layer.effect(
         const org = yield* admin("POST", "/organizations", { name: "Test organization" })
         const key = yield* admin("POST", `/organizations/${org.body.id}/api-keys`, { name: "test" })
         const id: string = org.body.id
+        organizationsOfThisFile.add(id)
         const token: string = key.body.token
         const call = (method: string, path: string, body?: unknown) =>
           request(method, `${C}${path}`, { token, ...(body !== undefined ? { body } : {}) })
@@ -151,7 +156,11 @@ const TestApiLive = Layer.effect(
  */
 export const TestApp = (
   overrides: Partial<AppConfigShape> = {},
-  services: Layer.Layer<Layer.Success<typeof ServicesLive>, never, SqlClient.SqlClient | PgClient.PgClient> = ServicesLive
+  services: Layer.Layer<
+    Layer.Success<typeof ServicesLive>,
+    never,
+    SqlClient.SqlClient | PgClient.PgClient | AppConfig
+  > = ServicesLive
 ) =>
   TestApiLive.pipe(
     Layer.provideMerge(
@@ -170,3 +179,17 @@ export const TestApp = (
  */
 export const withApp = (overrides: Partial<AppConfigShape> = {}, services?: Parameters<typeof TestApp>[1]) =>
   layer(TestApp(overrides, services), { excludeTestServices: true, timeout: "120 seconds" })
+
+/**
+ * {@link withApp} plus the background workers of the role (`WorkersLive`: the
+ * webhook delivery worker, O1), stopped gracefully when the file's tests end.
+ */
+export const withWorkers = (overrides: Partial<AppConfigShape> = {}, services?: Parameters<typeof TestApp>[1]) =>
+  layer(
+    WorkersLive.pipe(
+      // Test files share one database: each file's worker takes only its own organizations' deliveries.
+      Layer.provide(Layer.succeed(ClaimScope, () => [...organizationsOfThisFile])),
+      Layer.provideMerge(TestApp(overrides, services))
+    ),
+    { excludeTestServices: true, timeout: "120 seconds" }
+  )

@@ -1,0 +1,282 @@
+/**
+ * SQL of the webhooks domain (DECISIONS.md W2, W5, O5, O6): apps, the admin
+ * view of deliveries with their attempts, and the delivery workers' claim,
+ * completion and release statements. Deliveries are created by the fan-out
+ * trigger of migrations/0002_webhooks.ts, never here.
+ *
+ * The worker statements are fixed texts (prepared once per connection) run
+ * with `unsafe` and positional parameters.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer } from "effect"
+import { isoTimestamp } from "../Database/Json.ts"
+import { isUuid } from "../Domain/Common.ts"
+import type { JsonText } from "../Domain/Common.ts"
+import type { EventType } from "../Events/Events.ts"
+import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+
+/** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
+export const deliveriesChannel = "parley_deliveries"
+
+/** A delivery claimed by a worker: what one attempt needs. */
+export interface ClaimedDelivery {
+  readonly id: string
+  readonly app_id: string
+  readonly event_id: string
+  /** Attempts made before this one. */
+  readonly attempts: number
+  readonly webhook_url: string
+  readonly signing_secret: string
+  /** The stored envelope text, sent byte-identical (W3). */
+  readonly body: string
+  /** The event's stored trace context (`{traceparent}`), if any. */
+  readonly traceparent: string | null
+}
+
+/** The outcome of one attempt, as recorded (W5). */
+export interface AttemptResult {
+  readonly id: string
+  readonly statusCode: number | null
+  readonly error: string | null
+  readonly durationMs: number
+  readonly startedAt: Date
+  /** The delivery's status after the attempt. */
+  readonly status: DeliveryStatus
+  /** With `pending`: milliseconds until the next attempt. */
+  readonly delayMs: number
+}
+
+/**
+ * The claim (W5, O1): locks up to `4 x $3` due pending deliveries of enabled
+ * apps, oldest due first, skipping rows other workers hold
+ * (`FOR UPDATE SKIP LOCKED`) and apps this process has saturated ($7) and (tests only) organizations
+ * outside $8 when it is not null, keeps at
+ * most `$4 - in flight` per app ($5/$6: app ids and their in-flight counts in
+ * this process), and leases up to $3 of them to worker $1 for $2 ms.
+ */
+export const claimSql = `WITH busy AS (
+  SELECT * FROM unnest($5::uuid[], $6::int[]) AS b(app_id, n)
+), scan AS (
+  SELECT d.id, d.app_id, d.next_attempt_at FROM deliveries d JOIN apps a ON a.id = d.app_id
+  WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+    AND (d.claimed_until IS NULL OR d.claimed_until < now())
+    AND a.enabled AND NOT (d.app_id = ANY ($7::uuid[]))
+    AND ($8::uuid[] IS NULL OR d.organization_id = ANY ($8::uuid[]))
+  ORDER BY d.next_attempt_at
+  LIMIT $3 * 4
+  FOR UPDATE OF d SKIP LOCKED
+), picked AS (
+  SELECT r.id FROM (
+    SELECT s.id, s.app_id, s.next_attempt_at,
+      row_number() OVER (PARTITION BY s.app_id ORDER BY s.next_attempt_at, s.id) AS rn
+    FROM scan s
+  ) r LEFT JOIN busy b ON b.app_id = r.app_id
+  WHERE r.rn <= $4 - coalesce(b.n, 0)
+  ORDER BY r.next_attempt_at
+  LIMIT $3
+)
+UPDATE deliveries d SET claimed_by = $1, claimed_until = now() + $2 * interval '1 millisecond'
+FROM picked p, apps a, events e
+WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
+RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret, e.body,
+  e.trace_context->>'traceparent' AS traceparent`
+
+/**
+ * Records a batch of attempts (W5): each delivery's status, counters and next
+ * attempt, its lease cleared, and one `delivery_attempts` row, for deliveries
+ * still leased to worker $8. Arrays: $1 ids, $2 status codes ('' = none),
+ * $3 errors ('' = none), $4 durations (ms), $5 starts (ISO 8601), $6 statuses,
+ * $7 delays (ms).
+ */
+export const completeSql = `WITH r AS (
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[])
+    AS r(id, status_code, error, duration_ms, started_at, status, delay_ms)
+), d AS (
+  UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
+    next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
+    last_status_code = nullif(r.status_code, '')::int, last_error = nullif(r.error, ''),
+    claimed_by = NULL, claimed_until = NULL, updated_at = statement_timestamp()
+  FROM r WHERE d.id = r.id AND d.claimed_by = $8
+  RETURNING d.id, d.organization_id, d.attempts, r.status_code, r.error, r.duration_ms, r.started_at
+)
+INSERT INTO delivery_attempts (delivery_id, attempt, organization_id, status_code, error, duration_ms, started_at)
+SELECT id, attempts, organization_id, nullif(status_code, '')::int, nullif(error, ''), duration_ms, started_at::timestamptz
+FROM d`
+
+/** Clears the leases worker $1 still holds on pending deliveries (O5: released for another process). */
+export const releaseSql = `UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL
+WHERE claimed_by = $1 AND status = 'pending'`
+
+/** An app row as inserted. */
+export interface NewApp {
+  readonly id: string
+  readonly organizationId: string
+  readonly name: string
+  readonly webhookUrl: string
+  readonly events: ReadonlyArray<EventType>
+  readonly enabled: boolean
+  readonly signingSecret: string
+}
+
+/** Changed members of an app (PATCH). */
+export interface AppChanges {
+  readonly name?: string
+  readonly webhook_url?: string
+  readonly events?: ReadonlyArray<EventType>
+  readonly enabled?: boolean
+}
+
+/** Filters of the delivery listing (O6). */
+export interface DeliveryFilter {
+  readonly status?: DeliveryStatus | undefined
+  readonly limit: number
+  readonly afterId?: string | undefined
+}
+
+const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, signing_secret, ${isoTimestamp("created_at")} AS created_at`
+
+/** The Delivery JSON of the deliveries row `d`, with its attempts (O6). */
+const DELIVERY_JSON = `(SELECT row_to_json(j) FROM (SELECT d.id, d.event_id, d.event_type, d.app_id, d.status,
+  coalesce((SELECT json_agg(t ORDER BY t.attempt) FROM (SELECT x.attempt, x.status_code, x.error, x.duration_ms,
+    ${isoTimestamp("x.started_at")} AS started_at FROM delivery_attempts x WHERE x.delivery_id = d.id) t), '[]'::json) AS attempts,
+  d.last_status_code, d.last_error, ${isoTimestamp("d.next_attempt_at")} AS next_attempt_at,
+  ${isoTimestamp("d.created_at")} AS created_at, ${isoTimestamp("d.updated_at")} AS updated_at) j)`
+
+const makeRepo = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+  const appColumns = sql.literal(APP_COLUMNS)
+  const deliveryJson = sql.literal(DELIVERY_JSON)
+
+  /** Whether the organization exists. */
+  const organizationExists = (organizationId: string) =>
+    isUuid(organizationId)
+      ? sql<{ found: boolean }>`SELECT EXISTS (SELECT 1 FROM organizations WHERE id = ${organizationId}) AS found`.pipe(
+          Effect.map((rows) => rows[0]!.found)
+        )
+      : Effect.succeed(false)
+
+  const insertApp = (app: NewApp) =>
+    sql<App>`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
+      VALUES (${app.id}, ${app.organizationId}, ${app.name}, ${app.webhookUrl}, ${[...app.events]}::text[], ${app.enabled},
+        ${app.signingSecret}, statement_timestamp())
+      RETURNING ${appColumns}`.pipe(Effect.map((rows) => rows[0]!))
+
+  const listApps = (organizationId: string) =>
+    sql<App>`SELECT ${appColumns} FROM apps WHERE organization_id = ${organizationId} ORDER BY created_at, id`
+
+  const findApp = (organizationId: string, appId: string) =>
+    isUuid(appId)
+      ? sql<App>`SELECT ${appColumns} FROM apps WHERE id = ${appId} AND organization_id = ${organizationId}`.pipe(
+          Effect.map((rows) => rows[0])
+        )
+      : Effect.succeed(undefined)
+
+  const updateApp = (organizationId: string, appId: string, changes: AppChanges) => {
+    if (!isUuid(appId)) return Effect.succeed(undefined)
+    const set: Record<string, unknown> = {}
+    if (changes.name !== undefined) set.name = changes.name
+    if (changes.webhook_url !== undefined) set.webhook_url = changes.webhook_url
+    if (changes.enabled !== undefined) set.enabled = changes.enabled
+    const events = changes.events === undefined ? sql`` : sql`, events = ${[...changes.events]}::text[]`
+    const assignments = Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``
+    return sql<App>`UPDATE apps SET ${assignments} updated_at = statement_timestamp() ${events}
+      WHERE id = ${appId} AND organization_id = ${organizationId}
+      RETURNING ${appColumns}`.pipe(Effect.map((rows) => rows[0]))
+  }
+
+  const deleteApp = (organizationId: string, appId: string) =>
+    isUuid(appId)
+      ? sql`DELETE FROM apps WHERE id = ${appId} AND organization_id = ${organizationId} RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0)
+        )
+      : Effect.succeed(false)
+
+  /** An app's deliveries, newest first, after `afterId` in that order (keyset), as a JSON array text (O6). */
+  const listDeliveries = (organizationId: string, appId: string, filter: DeliveryFilter) => {
+    const conditions = [sql`d.app_id = ${appId}`, sql`d.organization_id = ${organizationId}`]
+    if (filter.status !== undefined) conditions.push(sql`d.status = ${filter.status}`)
+    if (filter.afterId !== undefined) {
+      conditions.push(isUuid(filter.afterId) ? sql`d.id < ${filter.afterId}` : sql`false`)
+    }
+    return sql<{ body: string }>`SELECT ${deliveryJson}::text AS body FROM deliveries d
+      WHERE ${sql.and(conditions)} ORDER BY d.id DESC LIMIT ${filter.limit}`.pipe(
+      Effect.map((rows): JsonText<ReadonlyArray<Delivery>> => `[${rows.map((row) => row.body).join(",")}]`)
+    )
+  }
+
+  /**
+   * Admin retry (W5): the delivery becomes pending and due now (its lease, if
+   * an attempt is in flight, is kept) and the workers are notified. Answers
+   * whether the delivery exists for the app.
+   */
+  const retryDelivery = (organizationId: string, appId: string, deliveryId: string) =>
+    isUuid(deliveryId)
+      ? sql<{ id: string }>`WITH d AS (
+          UPDATE deliveries SET status = 'pending', next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
+          WHERE id = ${deliveryId} AND app_id = ${appId} AND organization_id = ${organizationId}
+          RETURNING id
+        )
+        SELECT d.id, pg_notify(${deliveriesChannel}, '') FROM d`.pipe(Effect.map((rows) => rows.length > 0))
+      : Effect.succeed(false)
+
+  /** Leases due deliveries to `workerId` ({@link claimSql}). */
+  const claim = (options: {
+    readonly workerId: string
+    readonly leaseMs: number
+    readonly limit: number
+    readonly perApp: number
+    readonly busyApps: ReadonlyArray<string>
+    readonly busyCounts: ReadonlyArray<number>
+    readonly saturated: ReadonlyArray<string>
+    readonly organizations: ReadonlyArray<string> | null
+  }) =>
+    sql.unsafe<ClaimedDelivery>(claimSql, [
+      options.workerId,
+      options.leaseMs,
+      options.limit,
+      options.perApp,
+      options.busyApps as Array<string>,
+      options.busyCounts as Array<number>,
+      options.saturated as Array<string>,
+      options.organizations as Array<string> | null
+    ])
+
+  /** Records attempts ({@link completeSql}). */
+  const complete = (workerId: string, results: ReadonlyArray<AttemptResult>) =>
+    sql
+      .unsafe(completeSql, [
+        results.map((r) => r.id),
+        results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
+        results.map((r) => r.error ?? ""),
+        results.map((r) => r.durationMs),
+        results.map((r) => r.startedAt.toISOString()),
+        results.map((r) => r.status),
+        results.map((r) => r.delayMs),
+        workerId
+      ])
+      .pipe(Effect.asVoid)
+
+  /** Releases `workerId`'s leases on pending deliveries ({@link releaseSql}). */
+  const release = (workerId: string) => sql.unsafe(releaseSql, [workerId]).pipe(Effect.asVoid)
+
+  return {
+    organizationExists,
+    insertApp,
+    listApps,
+    findApp,
+    updateApp,
+    deleteApp,
+    listDeliveries,
+    retryDelivery,
+    claim,
+    complete,
+    release
+  }
+})
+
+/** The webhooks repository (SQL only). Requires `PgClient`. */
+export class WebhooksRepo extends Context.Service<WebhooksRepo, Effect.Success<typeof makeRepo>>()(
+  "parley/Webhooks/WebhooksRepo"
+) {
+  static readonly layer = Layer.effect(WebhooksRepo, makeRepo)
+}

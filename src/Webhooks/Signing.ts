@@ -1,0 +1,35 @@
+/**
+ * Webhook signing (DECISIONS.md W4), a thin wrapper over the `standardwebhooks`
+ * package: secrets are `whsec_` + base64 of 32 random bytes, one per app;
+ * every request carries `webhook-id` (the event id), `webhook-timestamp` (Unix
+ * seconds of the attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of
+ * "id.timestamp.body">`).
+ */
+import * as crypto from "node:crypto"
+import { Webhook } from "standardwebhooks"
+
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (W4). */
+export const generateSecret = (): string => `whsec_${crypto.randomBytes(32).toString("base64")}`
+
+const signers = new Map<string, Webhook>()
+
+/** The Standard Webhooks signer of a secret, cached (the key is decoded once). */
+const signerOf = (secret: string): Webhook => {
+  let signer = signers.get(secret)
+  if (signer === undefined) {
+    if (signers.size > 10_000) signers.clear()
+    signer = new Webhook(secret)
+    signers.set(secret, signer)
+  }
+  return signer
+}
+
+/**
+ * The Standard Webhooks headers of one attempt (W4): `webhook-id`,
+ * `webhook-timestamp` (Unix seconds of `at`), `webhook-signature`.
+ */
+export const signatureHeaders = (secret: string, eventId: string, at: Date, body: string) => ({
+  "webhook-id": eventId,
+  "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+  "webhook-signature": signerOf(secret).sign(eventId, at, body)
+})

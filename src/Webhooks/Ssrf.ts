@@ -1,0 +1,117 @@
+/**
+ * The SSRF guard of webhook (and, later, tool) URLs (DECISIONS.md W6): only
+ * `http:`/`https:` URLs, and only public unicast addresses, checked on the
+ * address the host name resolves to, at app creation/PATCH and again on every
+ * attempt (the connection is made to the checked address, so a DNS answer that
+ * changes between check and connect cannot slip through).
+ * `ALLOW_PRIVATE_NETWORK_TARGETS=true` lifts the address check (not the scheme check).
+ */
+import * as dns from "node:dns"
+import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
+import type * as net from "node:net"
+import ipaddr from "ipaddr.js"
+
+/** Why a URL or address is refused: a sentence for a 422 `msg` or an attempt's `error`. */
+export class TargetRefused extends Error {
+  override readonly name = "TargetRefused"
+}
+
+/**
+ * Whether `address` (an IPv4 or IPv6 literal) is a public unicast address.
+ * IPv4-mapped IPv6 addresses (`::ffff:127.0.0.1`) are judged as their IPv4
+ * address. Refused: loopback, private (10/8, 172.16/12, 192.168/16),
+ * link-local (169.254/16 with the metadata address 169.254.169.254, fe80::/10),
+ * unique-local (fc00::/7 with fd00:ec2::254), CGNAT (100.64/10), unspecified,
+ * broadcast, multicast, reserved, benchmarking, and the IPv6 ranges that embed
+ * IPv4 addresses (NAT64, 6to4, Teredo).
+ */
+export const isPublicAddress = (address: string): boolean => {
+  if (!ipaddr.isValid(address)) return false
+  const parsed = ipaddr.process(address)
+  return parsed.range() === "unicast"
+}
+
+/** Strips the brackets of an IPv6 URL host (`[::1]` -> `::1`). */
+const bareHost = (hostname: string) =>
+  hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname
+
+/**
+ * Parses a webhook URL: must be an absolute `http:` or `https:` URL without
+ * credentials. Throws {@link TargetRefused}.
+ */
+export const parseTargetUrl = (text: string): URL => {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new TargetRefused("URL must be an absolute http or https URL")
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TargetRefused("URL must be an absolute http or https URL")
+  }
+  if (url.username !== "" || url.password !== "") throw new TargetRefused("URL must not contain credentials")
+  return url
+}
+
+const refusedAddress = (address: string) =>
+  new TargetRefused(`Address ${address} is not a public address (private, loopback, link-local or reserved)`)
+
+/**
+ * Resolves `hostname` (every address) and refuses it when any address is not
+ * public; an IP literal is checked as it is. Rejects with {@link TargetRefused},
+ * or the DNS error when the name does not resolve.
+ */
+export const checkHost = async (hostname: string): Promise<void> => {
+  const host = bareHost(hostname)
+  if (ipaddr.isValid(host)) {
+    if (!isPublicAddress(host)) throw refusedAddress(host)
+    return
+  }
+  let addresses: Array<LookupAddress>
+  try {
+    addresses = await dns.promises.lookup(host, { all: true, verbatim: true })
+  } catch {
+    throw new TargetRefused(`Host ${host} could not be resolved`)
+  }
+  for (const { address } of addresses) if (!isPublicAddress(address)) throw refusedAddress(address)
+}
+
+/**
+ * Checks a webhook URL for app creation/PATCH (W6): scheme, then (unless
+ * `allowPrivate`) the resolved addresses. Rejects with {@link TargetRefused}.
+ */
+export const checkTargetUrl = async (text: string, allowPrivate: boolean): Promise<URL> => {
+  const url = parseTargetUrl(text)
+  if (!allowPrivate) await checkHost(url.hostname)
+  return url
+}
+
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | Array<LookupAddress>,
+  family?: number
+) => void
+
+/**
+ * A `lookup` for `http.Agent`/`net.connect` that resolves like `dns.lookup` and
+ * fails the connection with {@link TargetRefused} when any resolved address is
+ * not public (W6, at attempt time; DNS rebinding safe since the socket connects
+ * to the address checked here). IP-literal hosts never reach `lookup`: check
+ * them with {@link checkHost} before the request.
+ */
+export const guardedLookup: net.LookupFunction = ((
+  hostname: string,
+  options: LookupOptions | LookupAllOptions,
+  callback: LookupCallback
+) => {
+  dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, "")
+    for (const { address } of addresses) {
+      if (!isPublicAddress(address)) return callback(refusedAddress(address) as NodeJS.ErrnoException, "")
+    }
+    if (options.all) return callback(null, addresses)
+    const first = addresses[0]
+    if (first === undefined) return callback(new Error(`No address for ${hostname}`) as NodeJS.ErrnoException, "")
+    callback(null, first.address, first.family)
+  })
+}) as unknown as net.LookupFunction

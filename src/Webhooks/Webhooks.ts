@@ -1,0 +1,177 @@
+/**
+ * The webhooks service (DECISIONS.md O6, W1, W4-W6): apps of an organization
+ * (create, list, get, PATCH, DELETE), their deliveries and the admin retry.
+ * Deliveries themselves are made by the fan-out trigger (W2) and sent by the
+ * delivery workers (`Worker.ts`).
+ *
+ * Unknown organizations fail with NotFound `Organization not found`, unknown
+ * or foreign apps with `App not found`, unknown deliveries with
+ * `Delivery not found` (404). A webhook URL that is not http(s) or whose host
+ * resolves to a non-public address (W6, unless `ALLOW_PRIVATE_NETWORK_TARGETS`)
+ * fails with ValidationFailed at `["body", "webhook_url"]` (422).
+ */
+import { Context, Effect, Layer } from "effect"
+import { v7 as uuidv7 } from "uuid"
+import { AppConfig } from "../Config.ts"
+import type { JsonText } from "../Domain/Common.ts"
+import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import type { EventType } from "../Events/Events.ts"
+import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import { type AppChanges, WebhooksRepo } from "./Repo.ts"
+import { generateSecret } from "./Signing.ts"
+import { checkTargetUrl } from "./Ssrf.ts"
+
+/** Body of POST /organizations/{id}/apps (O6). */
+export interface CreateApp {
+  readonly name: string
+  readonly webhook_url: string
+  readonly events: ReadonlyArray<EventType>
+  readonly enabled?: boolean | undefined
+}
+
+/** Body of PATCH /organizations/{id}/apps/{app_id}: members present are changed. */
+export interface UpdateApp {
+  readonly name?: string | undefined
+  readonly webhook_url?: string | undefined
+  readonly events?: ReadonlyArray<EventType> | undefined
+  readonly enabled?: boolean | undefined
+}
+
+/** Query of GET .../deliveries (O6): `limit` 1-1000 (default 100), `afterId` = last id of the previous page. */
+export interface ListDeliveries {
+  readonly status?: DeliveryStatus | undefined
+  readonly limit?: number | undefined
+  readonly afterId?: string | undefined
+}
+
+const organizationNotFound = () => new NotFound({ detail: "Organization not found" })
+const appNotFound = () => new NotFound({ detail: "App not found" })
+const unique = <A>(values: ReadonlyArray<A>): ReadonlyArray<A> => [...new Set(values)]
+
+/** The webhooks service (O6). */
+export class Webhooks extends Context.Service<
+  Webhooks,
+  {
+    /** A new app with a new `whsec_` signing secret (W4). */
+    createApp(organizationId: string, input: CreateApp): Effect.Effect<App, NotFound | ValidationFailed>
+    /** The organization's apps, oldest first. */
+    listApps(organizationId: string): Effect.Effect<ReadonlyArray<App>, NotFound>
+    getApp(organizationId: string, appId: string): Effect.Effect<App, NotFound>
+    /** Changes URL (W6-checked), events, name, enabled; later events follow the new subscription. */
+    updateApp(organizationId: string, appId: string, input: UpdateApp): Effect.Effect<App, NotFound | ValidationFailed>
+    /** Deletes the app with its deliveries. */
+    deleteApp(organizationId: string, appId: string): Effect.Effect<void, NotFound>
+    /** The app's deliveries, newest first, with every attempt (O6), as JSON text. */
+    listDeliveries(
+      organizationId: string,
+      appId: string,
+      query: ListDeliveries
+    ): Effect.Effect<JsonText<ReadonlyArray<Delivery>>, NotFound>
+    /** Re-queues a delivery for one more attempt now (W5); 404 `Delivery not found`. */
+    retryDelivery(organizationId: string, appId: string, deliveryId: string): Effect.Effect<void, NotFound>
+  }
+>()("parley/Webhooks") {
+  static readonly layer = Layer.effect(
+    Webhooks,
+    Effect.gen(function* () {
+      const repo = yield* WebhooksRepo
+      const config = yield* AppConfig
+
+      const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
+        if (!(yield* repo.organizationExists(organizationId))) return yield* organizationNotFound()
+      })
+
+      const requireApp = Effect.fnUntraced(function* (organizationId: string, appId: string) {
+        yield* requireOrganization(organizationId)
+        const app = yield* repo.findApp(organizationId, appId)
+        if (app === undefined) return yield* appNotFound()
+        return app
+      })
+
+      /** W6 at creation/PATCH: scheme and resolved addresses. */
+      const checkUrl = (url: string) =>
+        Effect.tryPromise({
+          try: () => checkTargetUrl(url, config.allowPrivateNetworkTargets),
+          catch: (error) =>
+            ValidationFailed.one(["body", "webhook_url"], error instanceof Error ? error.message : String(error))
+        })
+
+      const createApp = Effect.fn("Webhooks.createApp")(
+        function* (organizationId: string, input: CreateApp) {
+          yield* requireOrganization(organizationId)
+          yield* checkUrl(input.webhook_url)
+          return yield* repo.insertApp({
+            id: uuidv7(),
+            organizationId,
+            name: input.name,
+            webhookUrl: input.webhook_url,
+            events: unique(input.events),
+            enabled: input.enabled ?? true,
+            signingSecret: generateSecret()
+          })
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const listApps = Effect.fn("Webhooks.listApps")(
+        function* (organizationId: string) {
+          yield* requireOrganization(organizationId)
+          return yield* repo.listApps(organizationId)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const getApp = Effect.fn("Webhooks.getApp")(requireApp, Effect.catchTag("SqlError", Effect.die))
+
+      const updateApp = Effect.fn("Webhooks.updateApp")(
+        function* (organizationId: string, appId: string, input: UpdateApp) {
+          yield* requireApp(organizationId, appId)
+          if (input.webhook_url !== undefined) yield* checkUrl(input.webhook_url)
+          const changes: {
+            -readonly [K in keyof AppChanges]: AppChanges[K]
+          } = {}
+          if (input.name !== undefined) changes.name = input.name
+          if (input.webhook_url !== undefined) changes.webhook_url = input.webhook_url
+          if (input.events !== undefined) changes.events = unique(input.events)
+          if (input.enabled !== undefined) changes.enabled = input.enabled
+          const app = yield* repo.updateApp(organizationId, appId, changes)
+          if (app === undefined) return yield* appNotFound()
+          return app
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const deleteApp = Effect.fn("Webhooks.deleteApp")(
+        function* (organizationId: string, appId: string) {
+          yield* requireOrganization(organizationId)
+          if (!(yield* repo.deleteApp(organizationId, appId))) return yield* appNotFound()
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const listDeliveries = Effect.fn("Webhooks.listDeliveries")(
+        function* (organizationId: string, appId: string, query: ListDeliveries) {
+          yield* requireApp(organizationId, appId)
+          return yield* repo.listDeliveries(organizationId, appId, {
+            status: query.status,
+            limit: query.limit ?? 100,
+            afterId: query.afterId
+          })
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const retryDelivery = Effect.fn("Webhooks.retryDelivery")(
+        function* (organizationId: string, appId: string, deliveryId: string) {
+          yield* requireApp(organizationId, appId)
+          if (!(yield* repo.retryDelivery(organizationId, appId, deliveryId))) {
+            return yield* new NotFound({ detail: "Delivery not found" })
+          }
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Webhooks.of({ createApp, listApps, getApp, updateApp, deleteApp, listDeliveries, retryDelivery })
+    })
+  )
+}

@@ -1,0 +1,323 @@
+/**
+ * The webhook delivery worker (DECISIONS.md W2-W6, O1, O5), run as fibers in
+ * every process with `PARLEY_ROLE` `all` or `worker`.
+ *
+ * - Claim: due pending deliveries are leased with `FOR UPDATE SKIP LOCKED`
+ *   (`Repo.ts` `claimSql`), so processes sharing a database never take the same
+ *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
+ *   claims due again.
+ * - Wake-up: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
+ *   notify at commit), local timers for retries this process scheduled, and a
+ *   1 s poll as the fallback (lost notifications, other processes' retries,
+ *   expired leases).
+ * - Concurrency: at most {@link MAX_IN_FLIGHT} attempts per process and
+ *   {@link MAX_IN_FLIGHT_PER_APP} per app, so one slow app cannot take every slot (W5).
+ * - Attempt: POST of the stored envelope text (byte-identical, W3) with the
+ *   Standard Webhooks headers (W4), `content-type: application/json` and
+ *   `traceparent`, within `WEBHOOK_TIMEOUT_MS`; the connection goes only to an
+ *   address the SSRF guard accepted (W6). 2xx = succeeded; otherwise the next
+ *   attempt follows `WEBHOOK_RETRY_SCHEDULE` with up to +20% jitter, and after
+ *   the last the delivery is `failed` (W5). Results are recorded in batches.
+ * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
+ *   record them, and release every lease still held.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { Cause, Context, Duration, Effect, Fiber, FiberSet, Layer, Queue, Schedule, Tracer } from "effect"
+import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
+import { PgClient } from "@effect/sql-pg"
+import { v7 as uuidv7 } from "uuid"
+import { AppConfig } from "../Config.ts"
+import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
+import { signatureHeaders } from "./Signing.ts"
+import { guardedLookup, isPublicAddress, parseTargetUrl, TargetRefused } from "./Ssrf.ts"
+
+/** Attempts in flight per process. */
+export const MAX_IN_FLIGHT = 256
+/** Attempts in flight per app and process (W5: a slow app leaves the other slots to other apps). */
+export const MAX_IN_FLIGHT_PER_APP = 128
+/** Deliveries claimed per statement. */
+const CLAIM_BATCH = 128
+/** Fallback poll interval, in ms. */
+const POLL_MS = 1_000
+/** How long in-flight attempts may take to finish on shutdown, in ms (O5). */
+const SHUTDOWN_GRACE_MS = 10_000
+/** Lease margin over the attempt timeout, in ms. */
+const LEASE_MARGIN_MS = 10_000
+/** Most attempt results recorded per statement. */
+const WRITE_BATCH = 500
+
+/**
+ * Test isolation only: when set, the worker claims only deliveries of the
+ * organizations it answers (in-process tests share one database with other
+ * files' workers). Unset (the default) in the application.
+ */
+export const ClaimScope = Context.Reference<(() => ReadonlyArray<string>) | undefined>("parley/Webhooks/ClaimScope", {
+  defaultValue: () => undefined
+})
+
+/** The delay before the attempt after attempt `attempt` (1-based) with up to +20% jitter (W5), or undefined after the last. */
+export const retryDelayMs = (schedule: ReadonlyArray<Duration.Duration>, attempt: number, random = Math.random()) => {
+  const base = schedule[attempt - 1]
+  if (base === undefined) return undefined
+  const ms = Duration.toMillis(base)
+  return Math.round(ms + ms * 0.2 * random)
+}
+
+/** A W3C `traceparent` parsed into an external span (the event's trace, when stored). */
+const parentSpan = (traceparent: string | null) => {
+  if (traceparent === null) return undefined
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent)
+  if (match === null) return undefined
+  return Tracer.externalSpan({
+    traceId: match[1]!,
+    spanId: match[2]!,
+    sampled: (Number.parseInt(match[3]!, 16) & 1) === 1
+  })
+}
+
+/** A short, secret-free description of why an attempt failed. */
+const describeFailure = (error: unknown, timeoutMs: number): string => {
+  if (Cause.isTimeoutError(error)) return `Timed out after ${timeoutMs} ms`
+  if (error instanceof TargetRefused) return `Refused: ${error.message}`
+  const reason = (error as { reason?: { cause?: unknown; _tag?: string; message?: string } })?.reason
+  let cause: unknown = reason?.cause ?? error
+  while (cause instanceof Error && cause.cause instanceof Error && !(cause instanceof TargetRefused))
+    cause = cause.cause
+  if (cause instanceof TargetRefused) return `Refused: ${cause.message}`
+  if (cause instanceof Error) {
+    const code = (cause as NodeJS.ErrnoException).code
+    return code === undefined ? cause.message : `${code}: ${cause.message}`
+  }
+  return reason?.message ?? String(error)
+}
+
+/** The HTTP client of the worker: Node's http with keep-alive and, unless private targets are allowed, the W6 lookup. */
+const httpClientLayer = Layer.unwrap(
+  Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
+    NodeHttpClient.layerNodeHttpOptions({
+      keepAlive: true,
+      maxFreeSockets: MAX_IN_FLIGHT,
+      ...(config.allowPrivateNetworkTargets ? {} : { lookup: guardedLookup })
+    })
+  )
+)
+
+const makeWorker = Effect.gen(function* () {
+  const repo = yield* WebhooksRepo
+  const pg = yield* PgClient.PgClient
+  const config = yield* AppConfig
+  const client = yield* HttpClient.HttpClient
+  const workerId = uuidv7()
+  const claimScope = yield* ClaimScope
+  const timeoutMs = Duration.toMillis(config.webhookTimeout)
+  const leaseMs = timeoutMs + LEASE_MARGIN_MS
+  const schedule = config.webhookRetrySchedule
+  const allowPrivate = config.allowPrivateNetworkTargets
+
+  let inFlight = 0
+  const perApp = new Map<string, number>()
+  /** Whether the last claim may have left due work behind (full batch or saturated apps). */
+  let moreDue = false
+  /** Due times (epoch ms) of retries this process scheduled within the next poll. */
+  let localDue: Array<number> = []
+  let stopping = false
+
+  const doorbell = yield* Queue.dropping<void>(1)
+  const ring = () => {
+    Queue.offerUnsafe(doorbell, undefined)
+  }
+  const results = yield* Queue.unbounded<AttemptResult>()
+  const attempts = yield* FiberSet.make<void, never>()
+
+  /** POSTs the envelope; answers the HTTP status. */
+  const send = (delivery: ClaimedDelivery) =>
+    Effect.suspend(() => {
+      const url = parseTargetUrl(delivery.webhook_url)
+      const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+      // IP-literal hosts never reach the agent's lookup: checked here (W6).
+      if (!allowPrivate && /^[\d.]+$|:/.test(host) && !isPublicAddress(host)) {
+        return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(
+          new TargetRefused(`Address ${host} is not a public address (private, loopback, link-local or reserved)`)
+        )
+      }
+      const request = HttpClientRequest.post(url).pipe(
+        HttpClientRequest.setHeaders({
+          ...signatureHeaders(delivery.signing_secret, delivery.event_id, new Date(), delivery.body),
+          "user-agent": "Parley-Webhooks/1"
+        }),
+        HttpClientRequest.bodyText(delivery.body, "application/json")
+      )
+      return client
+        .execute(request)
+        .pipe(Effect.flatMap((response) => Effect.as(Effect.ignore(response.arrayBuffer), response.status)))
+    })
+
+  /** One attempt of a claimed delivery; the result goes to the writer. */
+  const attempt = (delivery: ClaimedDelivery) => {
+    const startedAt = new Date()
+    const start = performance.now()
+    const parent = parentSpan(delivery.traceparent)
+    return send(delivery).pipe(
+      Effect.timeout(timeoutMs),
+      Effect.result,
+      Effect.withSpan("Webhooks.attempt", {
+        attributes: { "parley.delivery_id": delivery.id, "parley.event_id": delivery.event_id },
+        ...(parent === undefined ? {} : { parent })
+      }),
+      Effect.flatMap((outcome) => {
+        const durationMs = Math.round(performance.now() - start)
+        const number = delivery.attempts + 1
+        let statusCode: number | null = null
+        let error: string | null = null
+        if (outcome._tag === "Success") {
+          statusCode = outcome.success
+          if (statusCode < 200 || statusCode > 299) error = `HTTP status ${statusCode}`
+        } else {
+          error = describeFailure(outcome.failure, timeoutMs)
+        }
+        const delayMs = error === null ? undefined : retryDelayMs(schedule, number)
+        const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"
+        return Queue.offer(results, {
+          id: delivery.id,
+          statusCode,
+          error,
+          durationMs,
+          startedAt,
+          status,
+          delayMs: delayMs ?? 0
+        })
+      }),
+      Effect.asVoid
+    )
+  }
+
+  /** Records attempt results in batches, then frees their slots. */
+  const writer = Effect.gen(function* () {
+    for (;;) {
+      const batch = yield* Queue.takeBetween(results, 1, WRITE_BATCH)
+      yield* repo.complete(workerId, batch).pipe(
+        Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.upTo({ times: 5 }))),
+        Effect.catchCause((cause) =>
+          // The leases expire and the deliveries are attempted again (at least once, W2).
+          Effect.logError("Could not record webhook attempts", cause)
+        )
+      )
+      const written = Date.now()
+      for (const result of batch) {
+        // Due in the database at write time + delay, so no earlier than this (same clock or synced clocks).
+        if (result.status === "pending" && result.delayMs < POLL_MS) localDue.push(written + result.delayMs + 5)
+        inFlight--
+        const appId = appOf.get(result.id)
+        appOf.delete(result.id)
+        if (appId !== undefined) {
+          const n = (perApp.get(appId) ?? 1) - 1
+          if (n <= 0) perApp.delete(appId)
+          else perApp.set(appId, n)
+        }
+      }
+      if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) ring()
+    }
+  })
+  const appOf = new Map<string, string>()
+
+  /** Claims and starts attempts while there is work and capacity. */
+  const claimLoop = Effect.gen(function* () {
+    for (;;) {
+      if (stopping) return
+      const free = MAX_IN_FLIGHT - inFlight
+      if (free <= 0) {
+        yield* Queue.take(doorbell)
+        continue
+      }
+      const now = Date.now()
+      localDue = localDue.filter((due) => due > now)
+      const busyApps = [...perApp.keys()]
+      const busyCounts = busyApps.map((app) => perApp.get(app)!)
+      const saturated = busyApps.filter((app) => perApp.get(app)! >= MAX_IN_FLIGHT_PER_APP)
+      const limit = Math.min(free, CLAIM_BATCH)
+      const claimed = yield* repo
+        .claim({
+          workerId,
+          leaseMs,
+          limit,
+          perApp: MAX_IN_FLIGHT_PER_APP,
+          busyApps,
+          busyCounts,
+          saturated,
+          organizations: claimScope === undefined ? null : claimScope()
+        })
+        .pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning("Could not claim webhook deliveries", cause).pipe(
+              Effect.andThen(Effect.sleep(POLL_MS)),
+              Effect.as([] as ReadonlyArray<ClaimedDelivery>)
+            )
+          )
+        )
+      // Claimed during shutdown: not started; the release below makes them due for another process.
+      if (stopping) return
+      for (const delivery of claimed) {
+        inFlight++
+        perApp.set(delivery.app_id, (perApp.get(delivery.app_id) ?? 0) + 1)
+        appOf.set(delivery.id, delivery.app_id)
+        yield* FiberSet.run(attempts, attempt(delivery))
+      }
+      moreDue = claimed.length === limit || saturated.length > 0
+      if (claimed.length === limit) continue
+      const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
+      const wait = Math.max(0, Math.min(POLL_MS, nextLocal - Date.now()))
+      yield* Queue.take(doorbell).pipe(Effect.timeoutOption(wait))
+    }
+  })
+
+  /** Rings the doorbell on every notification; re-listens after a connection loss. */
+  const listener = Effect.scoped(
+    Effect.gen(function* () {
+      const notifications = yield* pg.listen(deliveriesChannel)
+      ring()
+      for (;;) {
+        yield* Queue.take(notifications)
+        ring()
+      }
+    })
+  ).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Webhook listener lost", cause)
+    ),
+    Effect.andThen(Effect.sleep(POLL_MS)),
+    Effect.forever
+  )
+
+  yield* Effect.forkScoped(writer)
+  yield* Effect.forkScoped(listener)
+  const loop = yield* Effect.forkScoped(claimLoop)
+
+  // O5: runs before the fibers above are interrupted (finalizers run in reverse order).
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function* () {
+      stopping = true
+      // The loop finishes its current claim (never interrupted mid-statement, so no lease is
+      // committed after the release below) and stops at its next check.
+      ring()
+      yield* Fiber.await(loop).pipe(Effect.timeout(5_000), Effect.ignore)
+      yield* Fiber.interrupt(loop)
+      const deadline = Date.now() + SHUTDOWN_GRACE_MS
+      while (inFlight > 0 && Date.now() < deadline) yield* Effect.sleep(20)
+      yield* FiberSet.clear(attempts)
+      yield* Effect.logInfo(`Webhook worker stopping; ${inFlight} attempt(s) still in flight are released`)
+      yield* repo.release(workerId).pipe(
+        Effect.timeout(5_000),
+        Effect.catchCause((cause) => Effect.logWarning("Could not release webhook leases", cause))
+      )
+    })
+  )
+})
+
+/**
+ * The delivery worker as a layer (O1): starts when built, stops gracefully
+ * when its scope closes (O5). Requires `PgClient` and `AppConfig`.
+ */
+export const WebhookWorkerLive = Layer.effectDiscard(makeWorker).pipe(
+  Layer.provide(WebhooksRepo.layer),
+  Layer.provide(httpClientLayer)
+)

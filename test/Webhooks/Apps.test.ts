@@ -1,0 +1,229 @@
+/**
+ * Apps of the admin API (DECISIONS.md O6, W1, W4, W6): create with a signing
+ * secret, list, get, PATCH, DELETE, 404s, validation, and the SSRF guard on
+ * the webhook URL at creation/PATCH and at every attempt.
+ */
+import { assert } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { v7 as uuidv7 } from "uuid"
+import { isPublicAddress } from "../../src/Webhooks/Ssrf.ts"
+import { receiver } from "../support/Receiver.ts"
+import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
+
+// A public address literal: no DNS needed, accepted by the W6 guard.
+const PUBLIC_URL = "https://93.184.215.14/hooks/parley"
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+withWorkers({
+  allowPrivateNetworkTargets: false,
+  webhookRetrySchedule: [Duration.millis(100)],
+  webhookTimeout: Duration.millis(1000)
+})("apps", (it) => {
+  const admin = (api: TestApi["Service"], method: string, path: string, body?: unknown) =>
+    api.request(method, `/admin/v1${path}`, { token: ADMIN_TOKEN, ...(body !== undefined ? { body } : {}) })
+
+  it.effect("create, list, get, PATCH and DELETE an app (O6, W4)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const created = yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+        name: "CRM",
+        webhook_url: PUBLIC_URL,
+        events: ["message.created", "session.created", "message.created"]
+      })
+      assert.strictEqual(created.status, 201)
+      const app = created.body
+      assert.deepStrictEqual(Object.keys(app), [
+        "id",
+        "name",
+        "webhook_url",
+        "events",
+        "enabled",
+        "signing_secret",
+        "created_at"
+      ])
+      assert.deepStrictEqual(app.events, ["message.created", "session.created"])
+      assert.strictEqual(app.enabled, true)
+      assert.match(app.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+      assert.match(app.created_at, TIMESTAMP)
+
+      const listed = yield* admin(api, "GET", `/organizations/${org.id}/apps`)
+      assert.deepStrictEqual(listed.body, [app])
+      const got = yield* admin(api, "GET", `/organizations/${org.id}/apps/${app.id}`)
+      assert.deepStrictEqual(got.body, app)
+
+      const patched = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, {
+        webhook_url: "http://93.184.215.15:8443/other",
+        events: ["session.finished"],
+        enabled: false
+      })
+      assert.strictEqual(patched.status, 200)
+      assert.deepStrictEqual(patched.body, {
+        ...app,
+        webhook_url: "http://93.184.215.15:8443/other",
+        events: ["session.finished"],
+        enabled: false
+      })
+
+      const deleted = yield* admin(api, "DELETE", `/organizations/${org.id}/apps/${app.id}`)
+      assert.strictEqual(deleted.status, 204)
+      const gone = yield* admin(api, "GET", `/organizations/${org.id}/apps/${app.id}`)
+      assert.strictEqual(gone.status, 404)
+      assert.deepStrictEqual(gone.body, { detail: "App not found" })
+    })
+  )
+
+  it.effect("unknown organizations, apps of other organizations and missing auth (O6)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const other = yield* api.organization()
+      const app = (yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+        name: "CRM",
+        webhook_url: PUBLIC_URL,
+        events: ["message.created"]
+      })).body
+      const unknownOrg = yield* admin(api, "GET", `/organizations/${uuidv7()}/apps`)
+      assert.strictEqual(unknownOrg.status, 404)
+      assert.deepStrictEqual(unknownOrg.body, { detail: "Organization not found" })
+      for (const [method, path] of [
+        ["GET", `/organizations/${other.id}/apps/${app.id}`],
+        ["PATCH", `/organizations/${other.id}/apps/${app.id}`],
+        ["DELETE", `/organizations/${other.id}/apps/${app.id}`],
+        ["GET", `/organizations/${other.id}/apps/${app.id}/deliveries`],
+        ["GET", `/organizations/${org.id}/apps/not-a-uuid`]
+      ] as const) {
+        const response = yield* admin(api, method, path, method === "PATCH" ? { enabled: false } : undefined)
+        assert.strictEqual(response.status, 404, `${method} ${path}`)
+        assert.deepStrictEqual(response.body, { detail: "App not found" })
+      }
+      const unauthorized = yield* api.request("GET", `/admin/v1/organizations/${org.id}/apps`)
+      assert.strictEqual(unauthorized.status, 401)
+    })
+  )
+
+  it.effect("invalid bodies give 422 in the validation form (Errors)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const bad = yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+        name: "",
+        webhook_url: PUBLIC_URL,
+        events: ["message.deleted"]
+      })
+      assert.strictEqual(bad.status, 422)
+      const locs = bad.body.detail.map((issue: any) => issue.loc.join("."))
+      assert.include(locs, "body.name")
+      assert.isTrue(locs.some((loc: string) => loc.startsWith("body.events")))
+      const empty = yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+        name: "x",
+        webhook_url: PUBLIC_URL,
+        events: []
+      })
+      assert.strictEqual(empty.status, 422)
+      const limit = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=5000`)
+      assert.strictEqual(limit.status, 422)
+      assert.deepStrictEqual(limit.body.detail[0].loc, ["query", "limit"])
+    })
+  )
+
+  it.effect("webhook URLs must be http(s) and resolve to public addresses (W6)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const refused = [
+        "ftp://93.184.215.14/x",
+        "not a url",
+        "http://127.0.0.1:8080/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://172.16.0.1/hook",
+        "http://192.168.1.1/hook",
+        "http://100.64.0.1/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://0.0.0.0/hook",
+        "http://[::1]/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://[::ffff:a9fe:a9fe]/hook",
+        "http://[fd00:ec2::254]/hook",
+        "http://[fe80::1]/hook",
+        "http://[fc00::1]/hook",
+        "http://224.0.0.1/hook",
+        "https://user:pw@93.184.215.14/hook"
+      ]
+      for (const url of refused) {
+        const response = yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+          name: "x",
+          webhook_url: url,
+          events: ["message.created"]
+        })
+        assert.strictEqual(response.status, 422, url)
+        assert.deepStrictEqual(response.body.detail[0].loc, ["body", "webhook_url"], url)
+      }
+      const app = (yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+        name: "x",
+        webhook_url: PUBLIC_URL,
+        events: ["message.created"]
+      })).body
+      const patch = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, {
+        webhook_url: "http://127.0.0.1/hook"
+      })
+      assert.strictEqual(patch.status, 422)
+      assert.deepStrictEqual(patch.body.detail[0].loc, ["body", "webhook_url"])
+    })
+  )
+
+  it("isPublicAddress accepts only public unicast addresses (W6)", () => {
+    for (const address of ["93.184.215.14", "8.8.8.8", "2606:4700:4700::1111"])
+      assert.isTrue(isPublicAddress(address), address)
+    for (const address of [
+      "127.0.0.1",
+      "10.0.0.1",
+      "172.31.255.255",
+      "192.168.0.1",
+      "100.100.100.100",
+      "169.254.169.254",
+      "0.0.0.0",
+      "255.255.255.255",
+      "::",
+      "::1",
+      "::ffff:10.0.0.1",
+      "fd00:ec2::254",
+      "fe80::1",
+      "64:ff9b::a00:1",
+      "2002:a00:1::",
+      "not an address"
+    ]) {
+      assert.isFalse(isPublicAddress(address), address)
+    }
+  })
+
+  it.effect("at attempt time a private address is refused and recorded, and nothing is sent (W6)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const hook = yield* receiver()
+      // An app whose URL pointed elsewhere when it was checked (e.g. DNS changed since).
+      const appId = uuidv7()
+      yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
+        VALUES (${appId}, ${org.id}, 'rebound', ${hook.url}, ARRAY['session.created'], true,
+          ${`whsec_${Buffer.alloc(32, 7).toString("base64")}`}, now())`
+      yield* org.session()
+      let delivery: any
+      const deadline = Date.now() + 10_000
+      while (delivery?.status !== "failed" && Date.now() < deadline) {
+        yield* Effect.sleep(50)
+        delivery = (yield* admin(api, "GET", `/organizations/${org.id}/apps/${appId}/deliveries`)).body[0]
+      }
+      assert.strictEqual(delivery?.status, "failed")
+      assert.strictEqual(delivery.attempts.length, 2)
+      for (const attempt of delivery.attempts) {
+        assert.strictEqual(attempt.status_code, null)
+        assert.match(attempt.error, /^Refused: Address 127\.0\.0\.1 is not a public address/)
+      }
+      assert.strictEqual(hook.received.length, 0)
+    })
+  )
+})

@@ -34,7 +34,7 @@ const makeService = Effect.gen(function* () {
       after = { key, id: query.after_id }
     }
     if (query.session_id !== undefined && !isUuid(query.session_id)) return "[]"
-    const rows = yield* repo.page(kind, {
+    const page = yield* repo.page(kind, {
       organizationId,
       sortBy: query.sort_by,
       createdAfter: query.created_after,
@@ -45,13 +45,10 @@ const makeService = Effect.gen(function* () {
       after,
       limit: query.limit
     })
-    const last = rows[rows.length - 1]
-    if (last !== undefined && query.sort_by === "updated_at") {
-      yield* repo.rememberCursor(kind, organizationId, last.id, last.key)
+    if (page.last !== undefined && query.sort_by === "updated_at") {
+      yield* repo.rememberCursor(kind, organizationId, page.last.id, page.last.key)
     }
-    let body = "["
-    for (let i = 0; i < rows.length; i++) body += i === 0 ? rows[i]!.body : `,${rows[i]!.body}`
-    return `${body}]`
+    return page.body
   })
 
   const sessions = Effect.fn("Export.sessions")(

@@ -67,7 +67,11 @@ const makeRepo = Effect.gen(function* () {
     )
   }
 
-  /** One page as rows of (wire JSON, id, sort key text). */
+  /**
+   * One page as a JSON array text, built and joined by PostgreSQL (one value
+   * crosses the wire, not one row per record), and the id and sort key of its
+   * last record.
+   */
   const page = (kind: ExportKind, query: PageQuery) => {
     const { table, alias, json, join } = tables[kind]
     const a = sql.literal(alias)
@@ -82,16 +86,28 @@ const makeRepo = Effect.gen(function* () {
     if (query.updatedAfter !== undefined) conditions.push(sql`${updatedKey} > ${query.updatedAfter}::timestamptz`)
     if (query.updatedBefore !== undefined) conditions.push(sql`${updatedKey} < ${query.updatedBefore}::timestamptz`)
     if (query.sessionId !== undefined) conditions.push(sql`${a}.session_id = ${query.sessionId}::uuid`)
-    return sql<{ body: string; id: string; key: string }>`
+    return sql<{ body: string | null; last_id: string | null; last_key: string | null }>`
       WITH horizon AS (
         SELECT least(statement_timestamp(), min(xact_start)) AS h FROM pg_stat_activity
         WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+      ), page AS (
+        SELECT ${sql.literal(json)}::text AS body, ${a}.id, ${key} AS k
+        FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}
+        WHERE ${sql.and(conditions)}
+        ORDER BY ${key}, ${a}.id
+        LIMIT ${query.limit}
       )
-      SELECT ${sql.literal(json)}::text AS body, ${a}.id::text AS id, ${key}::text AS key
-      FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}
-      WHERE ${sql.and(conditions)}
-      ORDER BY ${key}, ${a}.id
-      LIMIT ${query.limit}`
+      SELECT string_agg(body, ',' ORDER BY k, id) AS body,
+        (array_agg(id::text ORDER BY k DESC, id DESC))[1] AS last_id,
+        (array_agg(k::text ORDER BY k DESC, id DESC))[1] AS last_key
+      FROM page`.pipe(
+      Effect.map((rows) => {
+        const row = rows[0]
+        return row?.body == null
+          ? { body: "[]", last: undefined }
+          : { body: `[${row.body}]`, last: { id: row.last_id!, key: row.last_key! } }
+      })
+    )
   }
 
   /**

@@ -13,6 +13,14 @@ const benchmarks: Record<
     description: "POST message: Parley vs the Fastify + postgres.js baseline (default)",
     load: () => import("./suites/messages.ts")
   },
+  webhooks: {
+    description: "Webhook delivery: deliveries/s (10,000 events) and commit-to-receipt latency at 500 events/s",
+    load: () => import("./suites/webhooks.ts")
+  },
+  export: {
+    description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
+    load: () => import("./suites/export.ts")
+  },
   versioning: {
     description: "Assistant version control with 2,000 nodes: changesets, publish, diff, merge",
     load: () => import("./suites/versioning.ts")

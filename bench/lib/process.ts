@@ -4,23 +4,13 @@
  * answers 200, stopped with SIGTERM (SIGKILL after a timeout).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as net from "node:net"
 import * as path from "node:path"
 
 /** The repository root (bench/lib/../..). */
 export const rootDirectory = path.resolve(import.meta.dirname, "../..")
 
 /** A free TCP port on the loopback interface. */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.unref()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "../../src/Database/Embedded.ts"
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 

@@ -7,12 +7,11 @@
  * `BENCH_REPEAT` times (default 5, on fresh assistants) and the median and
  * maximum are reported. Goals: publish <= 150 ms, diff <= 100 ms.
  */
-import { randomBytes } from "node:crypto"
 import { makeCleanup } from "../lib/cleanup.ts"
 import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
-import { freePort, rootDirectory, startServer } from "../lib/process.ts"
+import { startParley } from "../lib/parley.ts"
 import { environment, writeResults } from "../lib/results.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
@@ -39,29 +38,12 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const database = await startDatabase("parley_bench_versioning")
     cleanup.add("database", database.close)
     log(`versioning: database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion}), ${repeat} repetitions`)
-    const adminToken = randomBytes(24).toString("base64url")
-    const port = await freePort()
-    const parley = await startServer({
-      name: "parley",
-      args: ["src/main.ts"],
-      port,
-      env: {
-        DATABASE_URL: database.url,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "warn",
-        LOG_FORMAT: "json",
-        ADMIN_TOKEN: adminToken,
-        MAX_BODY_BYTES: String(16 * 1024 * 1024)
-      },
-      readyPath: "/readyz",
-      cwd: rootDirectory
+    const { server: parley, organizationId, token, admin: adminCall } = await startParley(database.url, cleanup, {
+      MAX_BODY_BYTES: String(16 * 1024 * 1024)
     })
-    cleanup.add("parley", () => parley.stop())
-    const admin = (method: string, path: string, body?: unknown) =>
-      expectJson(201, method, `${parley.baseUrl}/admin/v1${path}`, { token: adminToken, body })
-    const organization = await admin("POST", "/organizations", { name: "bench" })
-    const key = await admin("POST", `/organizations/${organization.id}/api-keys`, { name: "bench" })
+    const admin = (method: string, path: string, body?: unknown) => adminCall(201, method, path, body)
+    const organization = { id: organizationId }
+    const key = { token }
     const timings: Record<string, Array<number>> = {}
     const timed = async <A>(name: string, f: () => Promise<A>): Promise<A> => {
       const start = performance.now()

@@ -16,7 +16,7 @@
  * bench/results/webhooks-<timestamp>.{json,md}. BENCH_DATABASE_URL as in the
  * messages benchmark.
  */
-import { randomBytes, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
@@ -28,7 +28,8 @@ import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
 import { cpuSeconds } from "../lib/proc.ts"
-import { freePort, rootDirectory, sleep, startServer } from "../lib/process.ts"
+import { startParley } from "../lib/parley.ts"
+import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, writeResults } from "../lib/results.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
@@ -96,29 +97,10 @@ export const run = async (_args: ReadonlyArray<string>) => {
     cleanup.add("receiver", () => new Promise((resolve) => receiver.close(resolve)))
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
 
-    const adminToken = randomBytes(24).toString("base64url")
-    const port = await freePort()
-    const parley = await startServer({
-      name: "parley",
-      args: ["src/main.ts"],
-      port,
-      env: {
-        DATABASE_URL: database.url,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "warn",
-        LOG_FORMAT: "json",
-        ADMIN_TOKEN: adminToken,
-        ALLOW_PRIVATE_NETWORK_TARGETS: "true"
-      },
-      readyPath: "/readyz",
-      cwd: rootDirectory
+    const { server: parley, adminToken, organizationId } = await startParley(database.url, cleanup, {
+      ALLOW_PRIVATE_NETWORK_TARGETS: "true"
     })
-    cleanup.add("parley", () => parley.stop())
-    const organization = await expectJson(201, "POST", `${parley.baseUrl}/admin/v1/organizations`, {
-      token: adminToken,
-      body: { name: "bench" }
-    })
+    const organization = { id: organizationId }
     await expectJson(201, "POST", `${parley.baseUrl}/admin/v1/organizations/${organization.id}/apps`, {
       token: adminToken,
       body: { name: "bench receiver", webhook_url: receiverUrl, events: ["message.created"] }

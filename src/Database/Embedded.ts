@@ -61,7 +61,8 @@ const isPidAlive = (pid: number): boolean => {
   }
 }
 
-const freePort = (): Promise<number> =>
+/** A free TCP port on the loopback interface (there is a short window in which another process may take it). */
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = net.createServer()
     server.unref()

@@ -3,22 +3,14 @@
  * several servers on one database.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as net from "node:net"
 import * as path from "node:path"
+import { freePort } from "../../src/Database/Embedded.ts"
 
 /** The project's root folder. */
 export const root = path.resolve(import.meta.dirname, "../..")
 
 /** A free loopback port. */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort }
 
 /** `process.env` with `env` applied; `undefined` removes a variable. */
 const environment = (env: Record<string, string | undefined>) => {

@@ -1,0 +1,54 @@
+/**
+ * A Parley server process for a benchmark, on a benchmark database, with an
+ * admin token, and an organization with an API key.
+ */
+import { randomBytes } from "node:crypto"
+import type { Cleanup } from "./cleanup.ts"
+import { expectJson } from "./http.ts"
+import { freePort, rootDirectory, type ServerProcess, startServer } from "./process.ts"
+
+/** A started Parley with an organization and an API key of it. */
+export interface BenchParley {
+  readonly server: ServerProcess
+  readonly adminToken: string
+  readonly organizationId: string
+  readonly token: string
+  /** An admin API call (`/admin/v1` + path) expected to answer `expected`. */
+  readonly admin: (expected: number, method: string, path: string, body?: unknown) => Promise<any>
+}
+
+/**
+ * Starts `node src/main.ts` on `databaseUrl` (stopped by `cleanup`) with `env`
+ * added, waits for /readyz, and creates an organization and an API key.
+ */
+export const startParley = async (
+  databaseUrl: string,
+  cleanup: Cleanup,
+  env: Record<string, string> = {},
+  nodeArgs: ReadonlyArray<string> = []
+): Promise<BenchParley> => {
+  const adminToken = randomBytes(24).toString("base64url")
+  const port = await freePort()
+  const server = await startServer({
+    name: "parley",
+    args: [...nodeArgs, "src/main.ts"],
+    port,
+    env: {
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      LOG_FORMAT: "json",
+      ADMIN_TOKEN: adminToken,
+      ...env
+    },
+    readyPath: "/readyz",
+    cwd: rootDirectory
+  })
+  cleanup.add("parley", () => server.stop())
+  const admin = (expected: number, method: string, path: string, body?: unknown) =>
+    expectJson(expected, method, `${server.baseUrl}/admin/v1${path}`, { token: adminToken, body })
+  const organization = await admin(201, "POST", "/organizations", { name: "bench" })
+  const key = await admin(201, "POST", `/organizations/${organization.id}/api-keys`, { name: "bench" })
+  return { server, adminToken, organizationId: organization.id, token: key.token, admin }
+}

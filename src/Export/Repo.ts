@@ -6,10 +6,12 @@
  * endpoint (`Database/Json.ts`), joined into one array text without decoding.
  *
  * No loss while records are being written: a page only returns rows whose
- * sort key is below the *horizon*, the start of the oldest write transaction
- * still running in this database (`pg_stat_activity`). Every row such a
- * transaction writes is stamped at or after its start (`statement_timestamp()`),
- * so once a page has passed a key, no row can later appear before it.
+ * sort key is below the *horizon*, the start of the oldest transaction still
+ * running that has written to the exported table (it holds the table's
+ * `RowExclusiveLock` until it ends: `pg_locks`, `pg_stat_activity`). Every row
+ * such a transaction writes is stamped at or after its start
+ * (`statement_timestamp()`), so once a page has passed a key, no row can later
+ * appear before it.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -88,8 +90,11 @@ const makeRepo = Effect.gen(function* () {
     if (query.sessionId !== undefined) conditions.push(sql`${a}.session_id = ${query.sessionId}::uuid`)
     return sql<{ body: string | null; last_id: string | null; last_key: string | null }>`
       WITH horizon AS (
-        SELECT least(statement_timestamp(), min(xact_start)) AS h FROM pg_stat_activity
-        WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+        SELECT least(statement_timestamp(), min(a.xact_start)) AS h
+        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'relation' AND l.relation = ${table}::regclass AND l.mode = 'RowExclusiveLock'
+          AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND a.pid <> pg_backend_pid()
       ), page AS (
         SELECT ${sql.literal(json)}::text AS body, ${a}.id, ${key} AS k
         FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}

@@ -9,6 +9,40 @@ import { type TestOrganization, TestApi, withApp } from "../support/TestApp.ts"
 
 const text = (value: string) => ({ role: "user", content: { type: "text", text: value } })
 
+/**
+ * Retries `effect` until `check` passes (up to 10 s). An export page stops at the
+ * horizon (the oldest write transaction still running on the table), so rows
+ * written a moment ago by this test may wait for other tests' transactions.
+ */
+const eventually = <A>(effect: Effect.Effect<A>, check: (value: A) => void) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + 10_000
+    for (;;) {
+      const value = yield* effect
+      try {
+        check(value)
+        return value
+      } catch (error) {
+        if (Date.now() > deadline) throw error
+        yield* Effect.sleep("50 millis")
+      }
+    }
+  })
+
+/** Follows `after_id` from `after` until a page is empty, answering the items. */
+const drain = (org: TestOrganization, path: string, params: Record<string, string>, after: string | undefined) =>
+  Effect.gen(function* () {
+    const items: Array<any> = []
+    for (;;) {
+      const query = new URLSearchParams({ ...params, ...(after ? { after_id: after } : {}) })
+      const response = yield* org.call("GET", `${path}?${query}`)
+      if (response.status !== 200) throw new Error(`${path}: ${response.status} ${response.text}`)
+      if (response.body.length === 0) return { items, after }
+      items.push(...response.body)
+      after = response.body.at(-1).id
+    }
+  })
+
 /** Walks an export to its end (`[]`) at `limit`, answering every item in order. */
 const walk = (org: TestOrganization, path: string, params: Record<string, string>, limit: number) =>
   Effect.gen(function* () {
@@ -32,24 +66,26 @@ withApp()("export", (it) => {
       const org = yield* api.organization()
       const other = yield* api.organization()
       yield* other.session()
-      const sessions = []
+      const sessions: Array<any> = []
       for (let i = 0; i < 5; i++) sessions.push(yield* org.session({ contact_id: `c${i}` }))
-      const messages = []
+      const messages: Array<any> = []
       for (let i = 0; i < 7; i++) {
         messages.push((yield* org.call("POST", `/sessions/${sessions[i % 2]!.id}/messages`, text(`m${i}`))).body)
       }
-      const exported = yield* walk(org, "/data/sessions", {}, 2)
-      assert.deepStrictEqual(exported.items, sessions)
+      const exported = yield* eventually(walk(org, "/data/sessions", {}, 2), (walked) =>
+        assert.deepStrictEqual(walked.items, sessions)
+      )
       exported.items.forEach(assertSession)
-      const exportedMessages = yield* walk(org, "/data/messages", {}, 3)
-      assert.deepStrictEqual(exportedMessages.items, messages)
+      const exportedMessages = yield* eventually(walk(org, "/data/messages", {}, 3), (walked) =>
+        assert.deepStrictEqual(walked.items, messages)
+      )
       exportedMessages.items.forEach(assertMessage)
-      const defaultPage = yield* org.call("GET", "/data/sessions")
-      assert.strictEqual(defaultPage.body.length, 5)
-      const bySession = yield* walk(org, "/data/messages", { session_id: sessions[1]!.id }, 2)
-      assert.deepStrictEqual(
-        bySession.items.map((m: any) => m.id),
-        messages.filter((_, i) => i % 2 === 1).map((m) => m.id)
+      yield* eventually(org.call("GET", "/data/sessions"), (page) => assert.strictEqual(page.body.length, 5))
+      yield* eventually(walk(org, "/data/messages", { session_id: sessions[1]!.id }, 2), (bySession) =>
+        assert.deepStrictEqual(
+          bySession.items.map((m: any) => m.id),
+          messages.filter((_, i) => i % 2 === 1).map((m) => m.id)
+        )
       )
     }))
 
@@ -69,24 +105,23 @@ withApp()("export", (it) => {
       )
       const during = yield* walk(org, "/data/messages", {}, 3)
       const written = yield* Fiber.join(writer)
-      // Continue from the last cursor once the writers are done.
-      const more = during.after
-        ? yield* Effect.gen(function* () {
-            const items: Array<any> = []
-            let after = during.after
-            for (;;) {
-              const response = yield* org.call("GET", `/data/messages?limit=3&after_id=${after}`)
-              if (response.body.length === 0) return items
-              items.push(...response.body)
-              after = response.body.at(-1).id
-            }
-          })
-        : []
-      const ids = [...during.items, ...more].map((m: any) => m.id)
+      // Continue from the last cursor once the writers are done, until every row has appeared.
+      const seen = [...during.items]
+      let after = during.after
+      yield* eventually(
+        Effect.gen(function* () {
+          const page = yield* drain(org, "/data/messages", { limit: "3" }, after)
+          seen.push(...page.items)
+          after = page.after
+          return seen.length
+        }),
+        (count) => assert.strictEqual(count, initial.length + written.length)
+      )
+      const ids = seen.map((m: any) => m.id)
       assert.strictEqual(new Set(ids).size, ids.length, "no duplicate")
       assert.deepStrictEqual(new Set(ids), new Set([...initial, ...written]), "no loss")
       // Still in order of the sort key.
-      const keys = [...during.items, ...more].map((m: any) => `${m.created_at} ${m.id}`)
+      const keys = seen.map((m: any) => `${m.created_at} ${m.id}`)
       assert.deepStrictEqual(keys, [...keys].sort())
     }))
 
@@ -115,16 +150,16 @@ withApp()("export", (it) => {
       const later = (yield* org.call("POST", `/sessions/${session.id}/messages`, text("later"))).body
       // While the slow transaction runs, the page ends before its start: `later` is held back too.
       const during = yield* org.call("GET", "/data/messages")
-      assert.deepStrictEqual(
-        during.body.map((m: any) => m.id),
-        [first.id]
-      )
+      const duringIds = during.body.map((m: any) => m.id)
+      assert.isFalse(duringIds.includes(later.id))
+      assert.isFalse(duringIds.includes(slowId))
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(slow)
-      const after = yield* org.call("GET", `/data/messages?after_id=${first.id}`)
-      assert.deepStrictEqual(
-        after.body.map((m: any) => m.id),
-        [slowId, later.id]
+      yield* eventually(org.call("GET", "/data/messages"), (after) =>
+        assert.deepStrictEqual(
+          after.body.map((m: any) => m.id),
+          [first.id, slowId, later.id]
+        )
       )
     }))
 
@@ -133,34 +168,41 @@ withApp()("export", (it) => {
       const api = yield* TestApi
       const org = yield* api.organization()
       const session = yield* org.session()
-      const ids = []
+      const ids: Array<string> = []
       for (let i = 0; i < 6; i++) ids.push((yield* org.call("POST", `/sessions/${session.id}/messages`, text(`m${i}`))).body.id)
-      const first = yield* org.call("GET", "/data/messages?sort_by=updated_at&limit=3")
-      assert.deepStrictEqual(
-        first.body.map((m: any) => m.id),
-        ids.slice(0, 3)
+      const first = yield* eventually(org.call("GET", "/data/messages?sort_by=updated_at&limit=3"), (page) =>
+        assert.deepStrictEqual(
+          page.body.map((m: any) => m.id),
+          ids.slice(0, 3)
+        )
       )
       // The last item of the page and an earlier one are updated after the page was served.
       for (const id of [ids[2], ids[0]]) {
         yield* org.call("PATCH", `/sessions/${session.id}/messages/${id}`, { delivery_status: "sent" })
       }
       const rest: Array<any> = []
-      let after = first.body.at(-1).id
-      for (;;) {
-        const response = yield* org.call("GET", `/data/messages?sort_by=updated_at&limit=2&after_id=${after}`)
-        if (response.body.length === 0) break
-        rest.push(...response.body)
-        after = response.body.at(-1).id
-      }
+      let after: string | undefined = first.body.at(-1).id
+      yield* eventually(
+        Effect.gen(function* () {
+          const page = yield* drain(org, "/data/messages", { sort_by: "updated_at", limit: "2" }, after)
+          rest.push(...page.items)
+          after = page.after
+          return rest.length
+        }),
+        (count) => assert.strictEqual(count, 5)
+      )
       assert.deepStrictEqual(
         rest.map((m: any) => m.id),
         [ids[3], ids[4], ids[5], ids[2], ids[0]]
       )
       assert.strictEqual(rest.at(-1).delivery_status, "sent")
-      const since = yield* org.call("GET", `/data/messages?sort_by=updated_at&updated_after=${encodeURIComponent(rest[2].created_at)}`)
-      assert.deepStrictEqual(
-        since.body.map((m: any) => m.id),
-        [ids[2], ids[0]]
+      yield* eventually(
+        org.call("GET", `/data/messages?sort_by=updated_at&updated_after=${encodeURIComponent(rest[2].created_at)}`),
+        (since) =>
+          assert.deepStrictEqual(
+            since.body.map((m: any) => m.id),
+            [ids[2], ids[0]]
+          )
       )
     }))
 
@@ -169,32 +211,35 @@ withApp()("export", (it) => {
       const api = yield* TestApi
       const org = yield* api.organization()
       const other = yield* api.organization()
-      const sessions = []
+      const sessions: Array<any> = []
       for (let i = 0; i < 4; i++) sessions.push(yield* org.session({ contact_id: `c${i}` }))
-      const between = yield* org.call(
-        "GET",
-        `/data/sessions?created_after=${encodeURIComponent(sessions[0]!.created_at)}&created_before=${encodeURIComponent(sessions[3]!.created_at)}`
-      )
-      assert.deepStrictEqual(
-        between.body.map((s: any) => s.id),
-        [sessions[1]!.id, sessions[2]!.id]
+      yield* eventually(
+        org.call(
+          "GET",
+          `/data/sessions?created_after=${encodeURIComponent(sessions[0]!.created_at)}&created_before=${encodeURIComponent(sessions[3]!.created_at)}`
+        ),
+        (between) =>
+          assert.deepStrictEqual(
+            between.body.map((s: any) => s.id),
+            [sessions[1]!.id, sessions[2]!.id]
+          )
       )
       yield* org.call("POST", `/sessions/${sessions[1]!.id}/finish`, {})
-      const updated = yield* org.call(
-        "GET",
-        `/data/sessions?sort_by=updated_at&updated_after=${encodeURIComponent(sessions[3]!.created_at)}`
+      yield* eventually(
+        org.call("GET", `/data/sessions?sort_by=updated_at&updated_after=${encodeURIComponent(sessions[3]!.created_at)}`),
+        (updated) =>
+          assert.deepStrictEqual(
+            updated.body.map((s: any) => s.id),
+            [sessions[1]!.id]
+          )
       )
-      assert.deepStrictEqual(
-        updated.body.map((s: any) => s.id),
-        [sessions[1]!.id]
-      )
-      const updatedBefore = yield* org.call(
-        "GET",
-        `/data/sessions?updated_before=${encodeURIComponent(sessions[2]!.created_at)}`
-      )
-      assert.deepStrictEqual(
-        updatedBefore.body.map((s: any) => s.id),
-        [sessions[0]!.id]
+      yield* eventually(
+        org.call("GET", `/data/sessions?updated_before=${encodeURIComponent(sessions[2]!.created_at)}`),
+        (updatedBefore) =>
+          assert.deepStrictEqual(
+            updatedBefore.body.map((s: any) => s.id),
+            [sessions[0]!.id]
+          )
       )
       for (const query of ["limit=3001", "limit=0", "sort_by=name", "created_after=yesterday"]) {
         const response = yield* org.call("GET", `/data/sessions?${query}`)

@@ -21,7 +21,6 @@ import {
   SnapshotInput,
   Tool,
   ToolInput,
-  ToolRequest,
   Variable
 } from "../Domain/Assistant.ts"
 import { Identifier, JsonObject, Limit, Offset } from "../Domain/Common.ts"
@@ -80,15 +79,8 @@ export const NodeBody = Schema.Struct({
   position: Schema.optionalKey(Schema.NullOr(Position))
 })
 
-/** PUT of a tool: the Tool fields; `id` comes from the path. */
-export const ToolBody = Schema.Struct({
-  id: Schema.optionalKey(ItemId),
-  name: ItemId,
-  description: Schema.String,
-  request: ToolRequest,
-  parameters: Schema.optionalKey(JsonObject),
-  should_close: Schema.optionalKey(Schema.Boolean)
-})
+/** PUT of a tool: the Tool fields (the same as a changeset's); `id` comes from the path. */
+export const ToolBody = ToolInput
 
 /** PUT of a variable: the Variable fields; `name` comes from the path. */
 export const VariableBody = Schema.Struct({

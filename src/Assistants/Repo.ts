@@ -217,34 +217,35 @@ const makeRepo = Effect.gen(function* () {
    * Commits newest first; with `head`, only those reachable from it over both
    * parent links (A8).
    */
+  /**
+   * A recursive CTE `name(id)` of `start` and every commit reachable from it over
+   * both parent links (parent and merge parent).
+   */
+  const ancestry = (name: string, assistantId: string, start: string) => {
+    const cte = sql.literal(name)
+    return sql`${cte}(id) AS (
+      SELECT ${start}::text
+      UNION
+      SELECT p.parent FROM ${cte} r JOIN assistant_commits c ON c.assistant_id = ${assistantId} AND c.id = r.id
+      CROSS JOIN LATERAL (VALUES (c.parent_commit_id), (c.merge_parent_commit_id)) AS p(parent)
+      WHERE p.parent IS NOT NULL
+    )`
+  }
+
   const listCommits = (assistantId: string, options: { head?: string | null; limit: number; offset: number }) =>
     options.head === undefined
       ? sql<Commit>`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId}
           ORDER BY c.seq DESC LIMIT ${options.limit} OFFSET ${options.offset}`
       : options.head === null
         ? Effect.succeed([] as ReadonlyArray<Commit>)
-        : sql<Commit>`WITH RECURSIVE reachable(id) AS (
-            SELECT ${options.head}::text
-            UNION
-            SELECT p.parent FROM reachable r
-            JOIN assistant_commits c2 ON c2.assistant_id = ${assistantId} AND c2.id = r.id
-            CROSS JOIN LATERAL (VALUES (c2.parent_commit_id), (c2.merge_parent_commit_id)) AS p(parent)
-            WHERE p.parent IS NOT NULL
-          )
+        : sql<Commit>`WITH RECURSIVE ${ancestry("reachable", assistantId, options.head)}
           SELECT ${commitFields} FROM assistant_commits c JOIN reachable r ON r.id = c.id
           WHERE c.assistant_id = ${assistantId}
           ORDER BY c.seq DESC LIMIT ${options.limit} OFFSET ${options.offset}`
 
   /** Whether `ancestor` is `descendant` or reachable from it over both parent links (A7). */
   const isAncestor = (assistantId: string, ancestor: string, descendant: string) =>
-    sql<{ found: boolean }>`WITH RECURSIVE reachable(id) AS (
-        SELECT ${descendant}::text
-        UNION
-        SELECT p.parent FROM reachable r
-        JOIN assistant_commits c ON c.assistant_id = ${assistantId} AND c.id = r.id
-        CROSS JOIN LATERAL (VALUES (c.parent_commit_id), (c.merge_parent_commit_id)) AS p(parent)
-        WHERE p.parent IS NOT NULL
-      )
+    sql<{ found: boolean }>`WITH RECURSIVE ${ancestry("reachable", assistantId, descendant)}
       SELECT EXISTS (SELECT 1 FROM reachable WHERE id = ${ancestor}) AS found`.pipe(
       Effect.map((rows) => rows[0]!.found)
     )
@@ -254,21 +255,7 @@ const makeRepo = Effect.gen(function* () {
    * of the commits reachable from both, the most recent one.
    */
   const mergeBase = (assistantId: string, a: string, b: string) =>
-    sql<{ id: string }>`WITH RECURSIVE
-      from_a(id) AS (
-        SELECT ${a}::text
-        UNION
-        SELECT p.parent FROM from_a r JOIN assistant_commits c ON c.assistant_id = ${assistantId} AND c.id = r.id
-        CROSS JOIN LATERAL (VALUES (c.parent_commit_id), (c.merge_parent_commit_id)) AS p(parent)
-        WHERE p.parent IS NOT NULL
-      ),
-      from_b(id) AS (
-        SELECT ${b}::text
-        UNION
-        SELECT p.parent FROM from_b r JOIN assistant_commits c ON c.assistant_id = ${assistantId} AND c.id = r.id
-        CROSS JOIN LATERAL (VALUES (c.parent_commit_id), (c.merge_parent_commit_id)) AS p(parent)
-        WHERE p.parent IS NOT NULL
-      )
+    sql<{ id: string }>`WITH RECURSIVE ${ancestry("from_a", assistantId, a)}, ${ancestry("from_b", assistantId, b)}
       SELECT c.id FROM assistant_commits c JOIN from_a ON from_a.id = c.id JOIN from_b ON from_b.id = c.id
       WHERE c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]?.id ?? null))
 

@@ -17,6 +17,10 @@ const benchmarks: Record<
     description: "Webhook delivery: deliveries/s (10,000 events) and commit-to-receipt latency at 500 events/s",
     load: () => import("./suites/webhooks.ts")
   },
+  encoding: {
+    description: "One export page of 3,000 messages: schema encoding vs plain JSON vs PostgreSQL-built JSON",
+    load: () => import("./suites/encoding.ts")
+  },
   export: {
     description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
     load: () => import("./suites/export.ts")

@@ -13,9 +13,14 @@
 export const isoTimestamp = (expression: string): string =>
   `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
+/** Members of a wire object: name and SQL expression, in wire order. */
+type Members = ReadonlyArray<readonly [string, string]>
+
+/** `expression AS "name", ...`: the members as a select list. */
+const columns = (members: Members): string => members.map(([name, expression]) => `${expression} AS "${name}"`).join(", ")
+
 /** `{name: expression, ...}` as compact JSON (`row_to_json` keeps the order and adds no spaces). */
-const object = (members: ReadonlyArray<readonly [string, string]>): string =>
-  `(SELECT row_to_json(j) FROM (SELECT ${members.map(([name, expression]) => `${expression} AS "${name}"`).join(", ")}) j)`
+const object = (members: Members): string => `(SELECT row_to_json(j) FROM (SELECT ${columns(members)}) j)`
 
 /** The Agent JSON of the agents row `a`, or null when `a.id` is null (spec "Agent"). */
 export const agentJson = (a: string): string => `CASE
@@ -43,8 +48,15 @@ END`
  * "Session"). With `action`, the object also carries `action` (W1: session.finished
  * and session.closed).
  */
-export const sessionJson = (s: string, a: string, action?: string): string =>
-  object([
+export const sessionJson = (s: string, a: string, action?: string): string => object(sessionMembers(s, a, action))
+
+/**
+ * The Session members as a select list (wire order; `agent` as json, timestamps
+ * as ISO text): a row of it serializes with `JSON.stringify` to the Session JSON.
+ */
+export const sessionColumns = (s: string, a: string): string => columns(sessionMembers(s, a))
+
+const sessionMembers = (s: string, a: string, action?: string): Members => [
     ["id", `${s}.id`],
     ["contact_id", `${s}.contact_id`],
     ["organization_id", `${s}.organization_id`],
@@ -57,11 +69,18 @@ export const sessionJson = (s: string, a: string, action?: string): string =>
     ["created_at", isoTimestamp(`${s}.created_at`)],
     ["updated_at", isoTimestamp(`${s}.updated_at`)],
     ...(action === undefined ? [] : [["action", action] as const])
-  ])
+  ]
 
 /** The Message JSON of the messages row `m` (spec "Message"). */
-export const messageJson = (m: string): string =>
-  object([
+export const messageJson = (m: string): string => object(messageMembers(m))
+
+/**
+ * The Message members as a select list (wire order, timestamps as ISO text): a
+ * row of it serializes with `JSON.stringify` to the Message JSON.
+ */
+export const messageColumns = (m: string): string => columns(messageMembers(m))
+
+const messageMembers = (m: string): Members => [
     ["id", `${m}.id`],
     ["session_id", `${m}.session_id`],
     ["conversation_id", `${m}.conversation_id`],
@@ -78,7 +97,7 @@ export const messageJson = (m: string): string =>
     ["metadata", `${m}.metadata`],
     ["created_at", isoTimestamp(`${m}.created_at`)],
     ["updated_at", isoTimestamp(`${m}.updated_at`)]
-  ])
+  ]
 
 /**
  * The W3 envelope `{id, timestamp, type, organization_id, data: {object}}` as

@@ -5,7 +5,6 @@
 import { Context, Effect, Layer } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
 import { BadRequest } from "../Domain/Errors.ts"
-import type { Message } from "../Domain/Message.ts"
 import type { Session } from "../Domain/Session.ts"
 import { type ExportKind, ExportRepo, type PageQuery, type SortBy } from "./Repo.ts"
 
@@ -33,7 +32,7 @@ const makeService = Effect.gen(function* () {
       if (key === undefined) return yield* invalidCursor()
       after = { key, id: query.after_id }
     }
-    if (query.session_id !== undefined && !isUuid(query.session_id)) return "[]"
+    if (query.session_id !== undefined && !isUuid(query.session_id)) return []
     const page = yield* repo.page(kind, {
       organizationId,
       sortBy: query.sort_by,
@@ -45,21 +44,20 @@ const makeService = Effect.gen(function* () {
       after,
       limit: query.limit
     })
-    if (page.last !== undefined && query.sort_by === "updated_at") {
-      yield* repo.rememberCursor(kind, organizationId, page.last.id, page.last.key)
+    const last = page[page.length - 1]
+    if (last !== undefined && query.sort_by === "updated_at") {
+      yield* repo.rememberCursor(kind, organizationId, last.id, last.updated_at ?? last.created_at)
     }
-    return page.body
+    return page
   })
 
   const sessions = Effect.fn("Export.sessions")(
-    (organizationId: string, query: ExportQuery) =>
-      walk("sessions", organizationId, query).pipe(Effect.map((body) => body as JsonText<ReadonlyArray<Session>>)),
+    (organizationId: string, query: ExportQuery) => walk("sessions", organizationId, query),
     Effect.catchTag("SqlError", Effect.die)
   )
 
   const messages = Effect.fn("Export.messages")(
-    (organizationId: string, query: ExportQuery) =>
-      walk("messages", organizationId, query).pipe(Effect.map((body) => body as JsonText<ReadonlyArray<Message>>)),
+    (organizationId: string, query: ExportQuery) => walk("messages", organizationId, query),
     Effect.catchTag("SqlError", Effect.die)
   )
 
@@ -76,7 +74,11 @@ const makeService = Effect.gen(function* () {
   return { sessions, messages, sessionsBatch }
 })
 
-/** The export service. Fails with BadRequest `Invalid cursor` for an unknown or foreign `after_id` (D14). */
+/**
+ * The export service. Pages are rows whose members are the wire members
+ * (`JSON.stringify` of a row is the Session or Message JSON). Fails with
+ * BadRequest `Invalid cursor` for an unknown or foreign `after_id` (D14).
+ */
 export class Export extends Context.Service<Export, Effect.Success<typeof makeService>>()("parley/Export") {
   static readonly layer = Layer.effect(Export, makeService).pipe(Layer.provide(ExportRepo.layer))
 }

@@ -4,7 +4,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ParleyApi } from "../Api.ts"
-import { jsonText } from "../Domain/JsonResponse.ts"
+import { jsonArrayStream, jsonText } from "../Domain/JsonResponse.ts"
 import { CurrentOrganization } from "../Domain/Organization.ts"
 import { Export } from "./Export.ts"
 
@@ -17,7 +17,7 @@ export const ExportHttp = HttpApiBuilder.group(
     return handlers.handleAll({
       sessions: Effect.fnUntraced(function* ({ query }) {
         const organization = yield* CurrentOrganization
-        return jsonText(
+        return jsonArrayStream(
           yield* exports.sessions(organization.id, { ...query, sort_by: query.sort_by ?? "created_at", limit: query.limit ?? 100 })
         )
       }),
@@ -27,7 +27,7 @@ export const ExportHttp = HttpApiBuilder.group(
       }),
       messages: Effect.fnUntraced(function* ({ query }) {
         const organization = yield* CurrentOrganization
-        return jsonText(
+        return jsonArrayStream(
           yield* exports.messages(organization.id, { ...query, sort_by: query.sort_by ?? "created_at", limit: query.limit ?? 100 })
         )
       })

@@ -15,8 +15,15 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { messageJson, sessionJson } from "../Database/Json.ts"
+import { messageColumns, sessionColumns, sessionJson } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
+
+/** A row of a page: the wire members of a session or message; `id`, `created_at`, `updated_at` as text. */
+export interface WireRow {
+  readonly id: string
+  readonly created_at: string
+  readonly updated_at: string | null
+}
 
 /** What is exported. */
 export type ExportKind = "sessions" | "messages"
@@ -38,8 +45,13 @@ export interface PageQuery {
 }
 
 const tables = {
-  sessions: { table: "sessions", alias: "s", json: sessionJson("s", "a"), join: "LEFT JOIN agents a ON a.id = s.agent_id" },
-  messages: { table: "messages", alias: "m", json: messageJson("m"), join: "" }
+  sessions: {
+    table: "sessions",
+    alias: "s",
+    columns: sessionColumns("s", "a"),
+    join: "LEFT JOIN agents a ON a.id = s.agent_id"
+  },
+  messages: { table: "messages", alias: "m", columns: messageColumns("m"), join: "" }
 } as const
 
 const keyOf = (alias: string, sortBy: SortBy) =>
@@ -70,12 +82,14 @@ const makeRepo = Effect.gen(function* () {
   }
 
   /**
-   * One page as a JSON array text, built and joined by PostgreSQL (one value
-   * crosses the wire, not one row per record), and the id and sort key of its
-   * last record.
+   * One page: rows whose members are the wire members in wire order, timestamps
+   * already ISO 8601 text (`Database/Json.ts` `messageColumns`, `sessionColumns`),
+   * so `JSON.stringify` of the rows is the page's JSON. Measured the cheapest
+   * correct rendering (`npm run bench -- encoding`): a third less time per page
+   * than rendering rows to JSON in PostgreSQL or encoding them with the schema.
    */
   const page = (kind: ExportKind, query: PageQuery) => {
-    const { table, alias, json, join } = tables[kind]
+    const { table, alias, columns, join } = tables[kind]
     const a = sql.literal(alias)
     const key = sql.literal(keyOf(alias, query.sortBy))
     const updatedKey = sql.literal(keyOf(alias, "updated_at"))
@@ -88,31 +102,19 @@ const makeRepo = Effect.gen(function* () {
     if (query.updatedAfter !== undefined) conditions.push(sql`${updatedKey} > ${query.updatedAfter}::timestamptz`)
     if (query.updatedBefore !== undefined) conditions.push(sql`${updatedKey} < ${query.updatedBefore}::timestamptz`)
     if (query.sessionId !== undefined) conditions.push(sql`${a}.session_id = ${query.sessionId}::uuid`)
-    return sql<{ body: string | null; last_id: string | null; last_key: string | null }>`
+    return sql<WireRow>`
       WITH horizon AS (
         SELECT least(statement_timestamp(), min(a.xact_start)) AS h
         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'relation' AND l.relation = ${table}::regclass AND l.mode = 'RowExclusiveLock'
           AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
           AND a.pid <> pg_backend_pid()
-      ), page AS (
-        SELECT ${sql.literal(json)}::text AS body, ${a}.id, ${key} AS k
-        FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}
-        WHERE ${sql.and(conditions)}
-        ORDER BY ${key}, ${a}.id
-        LIMIT ${query.limit}
       )
-      SELECT string_agg(body, ',' ORDER BY k, id) AS body,
-        (array_agg(id::text ORDER BY k DESC, id DESC))[1] AS last_id,
-        (array_agg(k::text ORDER BY k DESC, id DESC))[1] AS last_key
-      FROM page`.pipe(
-      Effect.map((rows) => {
-        const row = rows[0]
-        return row?.body == null
-          ? { body: "[]", last: undefined }
-          : { body: `[${row.body}]`, last: { id: row.last_id!, key: row.last_key! } }
-      })
-    )
+      SELECT ${sql.literal(columns)}
+      FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}
+      WHERE ${sql.and(conditions)}
+      ORDER BY ${key}, ${a}.id
+      LIMIT ${query.limit}`
   }
 
   /**

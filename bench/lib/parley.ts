@@ -20,6 +20,8 @@ export interface BenchParley {
 /**
  * Starts `node src/main.ts` on `databaseUrl` (stopped by `cleanup`) with `env`
  * added, waits for /readyz, and creates an organization and an API key.
+ * `BENCH_SERVER_NODE_OPTIONS` becomes the server's `NODE_OPTIONS` (for example
+ * V8 heap limits), leaving the benchmark process as it is.
  */
 export const startParley = async (
   databaseUrl: string,
@@ -40,6 +42,7 @@ export const startParley = async (
       LOG_LEVEL: "warn",
       LOG_FORMAT: "json",
       ADMIN_TOKEN: adminToken,
+      ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
       ...env
     },
     readyPath: "/readyz",

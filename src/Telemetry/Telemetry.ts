@@ -11,7 +11,7 @@
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer, Logger, References } from "effect"
+import { Context, Effect, Layer, Logger, References, Tracer } from "effect"
 import { AppConfig } from "../Config.ts"
 
 /** OTLP trace export when configured, else nothing. Requires `AppConfig`. */
@@ -27,11 +27,28 @@ export const TracingLive = Layer.unwrap(
   })
 )
 
+/**
+ * JSON lines: Effect's structured fields (`message`, `level`, `timestamp`,
+ * `cause`, `annotations`, `spans`, `fiberId`) plus `trace_id` and `span_id` of
+ * the span the entry was logged in, so a log line leads to its trace.
+ * `write` receives each line (standard output by default).
+ */
+export const jsonLogger = (write: (line: string) => void = (line) => process.stdout.write(line)) =>
+  Logger.make((options) => {
+    const span = Context.getOption(options.fiber.context, Tracer.ParentSpan)
+    const entry = Logger.formatStructured.log(options)
+    write(
+      `${JSON.stringify(
+        span._tag === "Some" ? { ...entry, trace_id: span.value.traceId, span_id: span.value.spanId } : entry
+      )}\n`
+    )
+  })
+
 /** The structured logger of `LOG_FORMAT` at `LOG_LEVEL`. Requires `AppConfig`. */
 export const LoggingLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const logger = config.logFormat === "json" ? Logger.consoleJson : Logger.consolePretty()
+    const logger = config.logFormat === "json" ? jsonLogger() : Logger.consolePretty()
     return Layer.merge(Logger.layer([logger]), Layer.succeed(References.MinimumLogLevel, config.logLevel))
   })
 )

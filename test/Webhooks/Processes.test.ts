@@ -193,21 +193,26 @@ describe("webhook workers in several processes", () => {
     () =>
       Effect.promise(async () => {
         const receiver = await startReceiver(() => ({ status: 200, delayMs: 300 }))
-        const server = await startServer(env())
+        // A timeout well above the receiver's delay: under load an attempt must not time out (it would
+        // be recorded as a failure while the receiver counted it).
+        const server = await startServer(env({ WEBHOOK_TIMEOUT_MS: "10000" }))
         try {
           const { orgId } = await setUp(server, receiver.url)
           await insertEvents(orgId, 200)
           await waitFor(() => receiver.received.length >= 10, 20_000, "deliveries in flight")
           server.child.kill("SIGTERM")
           assert.strictEqual(await server.exited, 0)
-          const [row] = (await runSql<{ succeeded: number; leased: number; pending: number }>(
+          const [row] = (await runSql<{ succeeded: number; leased: number; pending: number; attempts: number }>(
             `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
                count(*) FILTER (WHERE claimed_by IS NOT NULL)::int AS leased,
-               count(*) FILTER (WHERE status = 'pending')::int AS pending
+               count(*) FILTER (WHERE status = 'pending')::int AS pending,
+               (SELECT count(*)::int FROM delivery_attempts WHERE organization_id = $1) AS attempts
              FROM deliveries WHERE organization_id = $1`,
             [orgId]
-          )) as [{ succeeded: number; leased: number; pending: number }]
+          )) as [{ succeeded: number; leased: number; pending: number; attempts: number }]
           assert.strictEqual(row.leased, 0, server.output())
+          // Every request the receiver saw was an attempt that finished and was recorded.
+          assert.strictEqual(row.attempts, receiver.received.length)
           assert.strictEqual(row.succeeded, receiver.received.length)
           assert.strictEqual(row.succeeded + row.pending, 200)
         } finally {

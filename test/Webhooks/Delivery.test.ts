@@ -106,8 +106,13 @@ withWorkers({
       // Delays of 100 ms and 200 ms, with at most +20% jitter.
       assert.isAtLeast(second!.at - first!.at, 95)
       assert.isAtLeast(third!.at - second!.at, 195)
-      yield* Effect.sleep(100)
-      const [delivery] = yield* deliveries(api, org, app.id)
+      // The result is recorded in the worker's next batch: wait for it rather than a fixed time.
+      let delivery: any
+      for (let tries = 0; tries < 100; tries++) {
+        delivery = (yield* deliveries(api, org, app.id))[0]
+        if (delivery?.status === "succeeded") break
+        yield* Effect.sleep(50)
+      }
       assert.strictEqual(delivery.status, "succeeded")
       assert.strictEqual(delivery.last_status_code, 204)
       assert.deepStrictEqual(
@@ -131,9 +136,12 @@ withWorkers({
       const app = yield* createApp(api, org, { webhook_url: hook.url, events: ["session.created"] })
       yield* org.session()
       yield* eventually(() => hook.received.length >= 3, 10_000, "3 attempts")
-      yield* Effect.sleep(300)
+      let failed: any
+      for (let tries = 0; tries < 100 && failed === undefined; tries++) {
+        failed = (yield* deliveries(api, org, app.id, "?status=failed"))[0]
+        if (failed === undefined) yield* Effect.sleep(50)
+      }
       assert.strictEqual(hook.received.length, 3)
-      const [failed] = yield* deliveries(api, org, app.id, "?status=failed")
       assert.strictEqual(failed.status, "failed")
       assert.strictEqual(failed.attempts.length, 3)
       assert.strictEqual(failed.last_status_code, 503)
@@ -149,8 +157,12 @@ withWorkers({
       assert.strictEqual(retry.status, 202)
       yield* eventually(() => hook.received.length >= 4, 10_000, "the retried attempt")
       assert.strictEqual(hook.received[3]!.body, hook.received[0]!.body)
-      yield* Effect.sleep(100)
-      const [succeeded] = yield* deliveries(api, org, app.id)
+      let succeeded: any
+      for (let tries = 0; tries < 100; tries++) {
+        succeeded = (yield* deliveries(api, org, app.id))[0]
+        if (succeeded?.status === "succeeded") break
+        yield* Effect.sleep(50)
+      }
       assert.strictEqual(succeeded.status, "succeeded")
       assert.strictEqual(succeeded.attempts.length, 4)
 

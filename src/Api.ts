@@ -10,6 +10,7 @@ import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
 import { ExportApi } from "./Export/Api.ts"
 import { MessagesApi } from "./Messages/Api.ts"
+import { RepliesApi } from "./Replies/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
 import { AppsApi } from "./Webhooks/Api.ts"
 
@@ -17,6 +18,7 @@ import { AppsApi } from "./Webhooks/Api.ts"
 export class ParleyApi extends HttpApi.make("parley")
   .add(SessionsApi)
   .add(MessagesApi)
+  .add(RepliesApi)
   .add(AdminApi)
   .add(AssistantsApi)
   .add(AssistantsAdminApi)

@@ -24,6 +24,7 @@ import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
 import { validationIssues } from "./Domain/Validation.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
+import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
@@ -146,7 +147,16 @@ export const HealthRoutes = HttpRouter.use(
 
 /** Every route of the API with its middleware; requires the domain services and `AppConfig`. */
 export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SessionsHttp, MessagesHttp, AdminHttp, AssistantsHttp, AssistantsAdminHttp, ExportHttp, AppsHttp]),
+  Layer.provide([
+    SessionsHttp,
+    MessagesHttp,
+    RepliesHttp,
+    AdminHttp,
+    AssistantsHttp,
+    AssistantsAdminHttp,
+    ExportHttp,
+    AppsHttp
+  ]),
   Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
 )
 

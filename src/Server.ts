@@ -4,6 +4,7 @@
  * services -> HTTP server (and, in later issues, workers by `PARLEY_ROLE`).
  */
 import { Effect, Layer } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
@@ -19,27 +20,49 @@ import { WebhooksRepo } from "./Webhooks/Repo.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
 import { AppConfig } from "./Config.ts"
+import { RepliesRepo } from "./Replies/Repo.ts"
+import { Replies } from "./Replies/Replies.ts"
+import { RepliesWorkerLive } from "./Replies/Worker.ts"
+import { LanguageModelLive } from "./Runtime/Providers.ts"
+import { Runtime } from "./Runtime/Runtime.ts"
 
-/** The domain services over a migrated database; requires `SqlClient`/`PgClient`. */
-export const ServicesLive = Layer.mergeAll(
-  Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
-  Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
-  Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
-  Assistants.layer,
-  Export.layer,
-  Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer))
-)
+/**
+ * The domain services over a migrated database, with `languageModel` as the
+ * AI runtime's model (R3): tests pass a scripted one. Requires
+ * `SqlClient`/`PgClient` and `AppConfig`.
+ */
+export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.LanguageModel, E, R>) => {
+  const core = Layer.mergeAll(
+    Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
+    Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
+    Assistants.layer
+  )
+  return Layer.mergeAll(
+    Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
+    Export.layer,
+    Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer)),
+    Replies.layer.pipe(Layer.provide(RepliesRepo.layer)),
+    Runtime.layer.pipe(Layer.provide(languageModel))
+  ).pipe(Layer.provideMerge(core))
+}
+
+/** The domain services with the model of `AI_PROVIDER` (R3). */
+export const ServicesLive = servicesWith(LanguageModelLive)
 
 /** Database connection with migrations applied; requires `AppConfig`. */
 export const DatabaseLive = Database.migrateLayer.pipe(Layer.provideMerge(Database.layer))
 
 /**
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
- * or `worker`, the webhook delivery worker (W2-W6); none with `api`. They stop
- * gracefully with the application (O5). Requires `PgClient` and `AppConfig`.
+ * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
+ * jobs, schedules) and the expiry sweeper (R1, D15, D16); none with `api`. They
+ * stop gracefully with the application (O5). Requires the domain services,
+ * `PgClient` and `AppConfig`.
  */
 export const WorkersLive = Layer.unwrap(
-  Effect.map(AppConfig, (config: typeof AppConfig.Service) => (config.role === "api" ? Layer.empty : WebhookWorkerLive))
+  Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
+    config.role === "api" ? Layer.empty : Layer.mergeAll(WebhookWorkerLive, RepliesWorkerLive)
+  )
 )
 
 /** The whole application; requires `AppConfig`. */

@@ -16,7 +16,7 @@ import {
 } from "../Domain/Errors.ts"
 import type { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { validationIssues } from "../Domain/Validation.ts"
-import { type DeliveryFields, type MessageSearch, MessagesRepo } from "./Repo.ts"
+import { type DeliveryFields, type MessageSearch, MessagesRepo, type NewMessage } from "./Repo.ts"
 
 /** Body of POST /sessions/{id}/messages. */
 export interface CreateMessage {
@@ -106,6 +106,17 @@ export class Messages extends Context.Service<
       sessionId: string,
       search: MessageSearch
     ): Effect.Effect<JsonText<ReadonlyArray<Message>>, SessionNotFound>
+    /**
+     * Appends a message written by the AI runtime (R2): any content type,
+     * internal ones included (`function_call`, `function_result`), no client
+     * validation; emits message.created (W1). Joins the caller's transaction.
+     * Fails with SessionNotFound or SessionNotOpen (D5).
+     */
+    append(
+      organizationId: string,
+      sessionId: string,
+      message: NewMessage
+    ): Effect.Effect<JsonText<Message>, SessionNotFound | SessionNotOpen>
   }
 >()("parley/Messages") {
   static readonly layer = Layer.effect(
@@ -159,13 +170,18 @@ export class Messages extends Context.Service<
               if (input.replied_provider_message_id !== undefined)
                 fields.replied_provider_message_id = input.replied_provider_message_id
               if (input.delivery_error_code !== undefined) fields.delivery_error_code = input.delivery_error_code
-              if (input.delivery_error_message !== undefined) fields.delivery_error_message = input.delivery_error_message
+              if (input.delivery_error_message !== undefined)
+                fields.delivery_error_message = input.delivery_error_message
               if (input.delivered_at !== undefined) fields.delivered_at = input.delivered_at
               if (input.delivery_status !== undefined) {
                 const next = nextDeliveryStatus(state.delivery_status, input.delivery_status)
                 if (next !== state.delivery_status) {
                   fields.delivery_status = next
-                  if ((next === "delivered" || next === "read") && state.delivered_at === null && !fields.delivered_at) {
+                  if (
+                    (next === "delivered" || next === "read") &&
+                    state.delivered_at === null &&
+                    !fields.delivered_at
+                  ) {
                     fields.delivered_at = new Date()
                   }
                 }
@@ -186,7 +202,17 @@ export class Messages extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      return Messages.of({ create, get, update, search })
+      const append = Effect.fn("Messages.append")(
+        function* (organizationId: string, sessionId: string, message: NewMessage) {
+          const result = yield* repo.insert(organizationId, sessionId, message)
+          if (result.status === undefined) return yield* new SessionNotFound()
+          if (result.body === undefined) return yield* new SessionNotOpen()
+          return result.body as JsonText<Message>
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Messages.of({ create, get, update, search, append })
     })
   )
 }

@@ -62,13 +62,7 @@ const makeRepo = Effect.gen(function* () {
     )
   )
   const conversationEventBody = sql.literal(
-    envelopeText(
-      "e.id",
-      "'conversation.created'",
-      "c.organization_id",
-      "statement_timestamp()",
-      conversationJson("c")
-    )
+    envelopeText("e.id", "'conversation.created'", "c.organization_id", "statement_timestamp()", conversationJson("c"))
   )
 
   /** The agent `agentId` of the organization, if any (D6). */
@@ -133,7 +127,9 @@ const makeRepo = Effect.gen(function* () {
     sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, contact_name, thread_id, status,
           agent_id, metadata, created_at)
         VALUES (${row.id}, ${row.organizationId}, ${row.conversationId}, ${row.contactId}, ${row.contactName},
-          ${row.threadId}, ${row.status}, ${row.agentId}, ${sql.json(row.metadata)}, statement_timestamp())`.pipe(Effect.asVoid)
+          ${row.threadId}, ${row.status}, ${row.agentId}, ${sql.json(row.metadata)}, statement_timestamp())`.pipe(
+      Effect.asVoid
+    )
 
   /** The session's wire JSON, if it exists in the organization (D1). */
   const getJson = (organizationId: string, sessionId: string) =>
@@ -147,7 +143,9 @@ const makeRepo = Effect.gen(function* () {
   const lock = (organizationId: string, sessionId: string) =>
     isUuid(sessionId)
       ? sql<SessionState>`SELECT id, status, agent_id, thread_id FROM sessions
-          WHERE id = ${sessionId} AND organization_id = ${organizationId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]))
+          WHERE id = ${sessionId} AND organization_id = ${organizationId} FOR UPDATE`.pipe(
+          Effect.map((rows) => rows[0])
+        )
       : Effect.succeed(undefined)
 
   /** Applies changed columns to a session and stamps `updated_at`. */
@@ -167,7 +165,9 @@ const makeRepo = Effect.gen(function* () {
     if (fields.threadId !== undefined) set.thread_id = fields.threadId
     if (fields.metadata !== undefined) set.metadata = sql.json(fields.metadata)
     if (fields.endingSurveySubmissionId !== undefined) set.ending_survey_submission_id = fields.endingSurveySubmissionId
-    return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = statement_timestamp() WHERE id = ${sessionId}`.pipe(Effect.asVoid)
+    return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = statement_timestamp() WHERE id = ${sessionId}`.pipe(
+      Effect.asVoid
+    )
   }
 
   /**
@@ -197,10 +197,48 @@ const makeRepo = Effect.gen(function* () {
       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
       WHERE ${sql.and(conditions)}
       ORDER BY s.created_at DESC, s.id DESC
-      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`))
+      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(
+      Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`)
+    )
   }
 
-  return { findAgent, upsertContact, ensureConversation, insertSession, getJson, lock, update, writeEvents, search }
+  /**
+   * Open sessions idle past their organization's `session_idle_timeout_seconds`
+   * (D16): no message and no creation within the timeout. At most `limit`.
+   */
+  const idleSessions = (limit: number) =>
+    sql<{ id: string; organization_id: string }>`
+      SELECT s.id, s.organization_id FROM organization_settings os
+      JOIN sessions s ON s.organization_id = os.organization_id AND s.status = 'open'
+        AND s.created_at < statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)
+      WHERE os.session_idle_timeout_seconds IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+          AND m.created_at >= statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds))
+      LIMIT ${limit}`
+
+  /** Whether the (locked) session is still idle past its organization's timeout (D16). */
+  const isIdle = (sessionId: string) =>
+    sql<{ idle: boolean }>`
+      SELECT coalesce(os.session_idle_timeout_seconds IS NOT NULL
+        AND s.created_at < statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)
+        AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+          AND m.created_at >= statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)), false) AS idle
+      FROM sessions s LEFT JOIN organization_settings os ON os.organization_id = s.organization_id
+      WHERE s.id = ${sessionId}`.pipe(Effect.map((rows) => rows[0]?.idle === true))
+
+  return {
+    findAgent,
+    upsertContact,
+    ensureConversation,
+    insertSession,
+    getJson,
+    lock,
+    update,
+    writeEvents,
+    search,
+    idleSessions,
+    isIdle
+  }
 })
 
 /** The sessions repository (SQL only; see module docs). Requires `PgClient`. */

@@ -55,6 +55,20 @@ export class Sessions extends Context.Service<
       sessionId: string,
       endingSurveyId: string | undefined
     ): Effect.Effect<JsonText<Session>, SessionNotFound | SessionNotOpen>
+    /**
+     * Closes an open session for the system (a `should_close` tool of the AI
+     * runtime, R2): session.finished and session.closed with `action` (W1).
+     * Joins the caller's transaction when there is one. Answers false when the
+     * session is missing or already closed.
+     */
+    closeBySystem(organizationId: string, sessionId: string, action: string | null): Effect.Effect<boolean>
+    /**
+     * One sweep of automatic closing (D16): closes at most `limit` open sessions
+     * idle past their organization's `session_idle_timeout_seconds`, each with
+     * session.finished and session.closed, `action: "expired"` (W1). Answers how
+     * many were closed.
+     */
+    expireIdle(limit: number): Effect.Effect<number>
   }
 >()("parley/Sessions") {
   static readonly layer = Layer.effect(
@@ -179,13 +193,14 @@ export class Sessions extends Context.Service<
         )
       )
 
-      const transfer = Effect.fn("Sessions.transfer")((organizationId: string, sessionId: string, agentId: string | null) =>
-        change(organizationId, sessionId, (state) =>
-          Effect.gen(function* () {
-            if (state.status === "closed") return yield* new SessionNotOpen()
-            return [yield* transferTo(organizationId, state, agentId)]
-          })
-        )
+      const transfer = Effect.fn("Sessions.transfer")(
+        (organizationId: string, sessionId: string, agentId: string | null) =>
+          change(organizationId, sessionId, (state) =>
+            Effect.gen(function* () {
+              if (state.status === "closed") return yield* new SessionNotOpen()
+              return [yield* transferTo(organizationId, state, agentId)]
+            })
+          )
       )
 
       const finish = Effect.fn("Sessions.finish")(
@@ -198,7 +213,49 @@ export class Sessions extends Context.Service<
           )
       )
 
-      return Sessions.of({ create, get, search, update, transfer, finish })
+      const closeBySystem = Effect.fn("Sessions.closeBySystem")(
+        (organizationId: string, sessionId: string, action: string | null) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              const state = yield* repo.lock(organizationId, sessionId)
+              if (state === undefined || state.status === "closed") return false
+              yield* repo.update(state.id, { status: "closed" })
+              yield* repo.writeEvents(state.id, [
+                { type: "session.finished", action },
+                { type: "session.closed", action }
+              ])
+              return true
+            })
+          ),
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const expireIdle = Effect.fn("Sessions.expireIdle")(
+        function* (limit: number) {
+          const candidates = yield* repo.idleSessions(limit)
+          let closed = 0
+          for (const candidate of candidates) {
+            // Re-checked under the row lock: a message inserted since the scan keeps the session open.
+            const done = yield* sql.withTransaction(
+              Effect.gen(function* () {
+                const state = yield* repo.lock(candidate.organization_id, candidate.id)
+                if (state === undefined || state.status === "closed" || !(yield* repo.isIdle(state.id))) return false
+                yield* repo.update(state.id, { status: "closed" })
+                yield* repo.writeEvents(state.id, [
+                  { type: "session.finished", action: "expired" },
+                  { type: "session.closed", action: "expired" }
+                ])
+                return true
+              })
+            )
+            if (done) closed++
+          }
+          return closed
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Sessions.of({ create, get, search, update, transfer, finish, closeBySystem, expireIdle })
     })
   )
 }

@@ -53,5 +53,26 @@ export const LoggingLive = Layer.unwrap(
   })
 )
 
+/**
+ * The W3C `traceparent` of the current span (`00-<trace id>-<span id>-<flags>`),
+ * or null outside any span. Stored with events, reply jobs and schedules so the
+ * work they cause links back to the request that caused it (issue 8, W4).
+ */
+export const currentTraceparent: Effect.Effect<string | null> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
+  span._tag === "None" ? null : `00-${span.value.traceId}-${span.value.spanId}-${span.value.sampled ? "01" : "00"}`
+)
+
+/** A stored W3C `traceparent` as an external span (to parent or link to), or undefined when absent or malformed. */
+export const spanOfTraceparent = (traceparent: string | null | undefined): Tracer.ExternalSpan | undefined => {
+  if (traceparent == null) return undefined
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent)
+  if (match === null) return undefined
+  return Tracer.externalSpan({
+    traceId: match[1]!,
+    spanId: match[2]!,
+    sampled: (Number.parseInt(match[3]!, 16) & 1) === 1
+  })
+}
+
 /** Logging and tracing together. */
 export const layer = Layer.merge(LoggingLive, TracingLive)

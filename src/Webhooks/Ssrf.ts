@@ -115,3 +115,15 @@ export const guardedLookup: net.LookupFunction = ((
     callback(null, first.address, first.family)
   })
 }) as unknown as net.LookupFunction
+
+/**
+ * The W6 check for a URL whose host is an IP literal (such hosts never reach
+ * {@link guardedLookup}): the refusal when the address is not public, else undefined.
+ */
+export const refuseLiteralHost = (url: URL): TargetRefused | undefined => {
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+  if (/^[\d.]+$|:/.test(host) && !isPublicAddress(host)) {
+    return new TargetRefused(`Address ${host} is not a public address (private, loopback, link-local or reserved)`)
+  }
+  return undefined
+}

@@ -22,14 +22,16 @@
  *   record them, and release every lease still held.
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Context, Duration, Effect, Fiber, FiberSet, Layer, Queue, Schedule, Tracer } from "effect"
+import { Cause, Duration, Effect, Fiber, FiberSet, Layer, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { PgClient } from "@effect/sql-pg"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
+import { ClaimScope } from "../Database/ClaimScope.ts"
+import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
-import { guardedLookup, isPublicAddress, parseTargetUrl, TargetRefused } from "./Ssrf.ts"
+import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "./Ssrf.ts"
 
 /** Attempts in flight per process. */
 export const MAX_IN_FLIGHT = 256
@@ -46,33 +48,12 @@ const LEASE_MARGIN_MS = 10_000
 /** Most attempt results recorded per statement. */
 const WRITE_BATCH = 500
 
-/**
- * Test isolation only: when set, the worker claims only deliveries of the
- * organizations it answers (in-process tests share one database with other
- * files' workers). Unset (the default) in the application.
- */
-export const ClaimScope = Context.Reference<(() => ReadonlyArray<string>) | undefined>("parley/Webhooks/ClaimScope", {
-  defaultValue: () => undefined
-})
-
 /** The delay before the attempt after attempt `attempt` (1-based) with up to +20% jitter (W5), or undefined after the last. */
 export const retryDelayMs = (schedule: ReadonlyArray<Duration.Duration>, attempt: number, random = Math.random()) => {
   const base = schedule[attempt - 1]
   if (base === undefined) return undefined
   const ms = Duration.toMillis(base)
   return Math.round(ms + ms * 0.2 * random)
-}
-
-/** A W3C `traceparent` parsed into an external span (the event's trace, when stored). */
-const parentSpan = (traceparent: string | null) => {
-  if (traceparent === null) return undefined
-  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent)
-  if (match === null) return undefined
-  return Tracer.externalSpan({
-    traceId: match[1]!,
-    spanId: match[2]!,
-    sampled: (Number.parseInt(match[3]!, 16) & 1) === 1
-  })
 }
 
 /** A short, secret-free description of why an attempt failed. */
@@ -133,13 +114,9 @@ const makeWorker = Effect.gen(function* () {
   const send = (delivery: ClaimedDelivery) =>
     Effect.suspend(() => {
       const url = parseTargetUrl(delivery.webhook_url)
-      const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
       // IP-literal hosts never reach the agent's lookup: checked here (W6).
-      if (!allowPrivate && /^[\d.]+$|:/.test(host) && !isPublicAddress(host)) {
-        return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(
-          new TargetRefused(`Address ${host} is not a public address (private, loopback, link-local or reserved)`)
-        )
-      }
+      const refused = allowPrivate ? undefined : refuseLiteralHost(url)
+      if (refused !== undefined) return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(refused)
       const request = HttpClientRequest.post(url).pipe(
         HttpClientRequest.setHeaders({
           ...signatureHeaders(delivery.signing_secret, delivery.event_id, new Date(), delivery.body),
@@ -156,7 +133,7 @@ const makeWorker = Effect.gen(function* () {
   const attempt = (delivery: ClaimedDelivery) => {
     const startedAt = new Date()
     const start = performance.now()
-    const parent = parentSpan(delivery.traceparent)
+    const parent = spanOfTraceparent(delivery.traceparent)
     return send(delivery).pipe(
       Effect.timeout(timeoutMs),
       Effect.result,

@@ -15,7 +15,7 @@ import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
 import { AllRoutes, createHttpServer, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
-import { ClaimScope } from "../../src/Webhooks/Worker.ts"
+import { ClaimScope } from "../../src/Database/ClaimScope.ts"
 
 /** Organizations created through this file's `TestApi` (module state: one per test file). */
 const organizationsOfThisFile = new Set<string>()
@@ -168,7 +168,7 @@ export const TestApp = (
         Layer.provideMerge(NodeHttpServer.layer(createHttpServer, { port: 0, host: "127.0.0.1" }))
       )
     ),
-    Layer.provide(services),
+    Layer.provideMerge(services),
     Layer.provideMerge(TestDatabase),
     Layer.provideMerge(testConfig(overrides))
   )

@@ -1,0 +1,303 @@
+/**
+ * SQL of the replies domain: durable reply jobs (R1) and session schedules
+ * (D15). Both are claimed by workers with `FOR UPDATE SKIP LOCKED` under a
+ * lease, so processes sharing a database never run the same job, and a crashed
+ * process's jobs become due again when their lease expires.
+ *
+ * Due times are compared with the application's clock (passed as `now`), not
+ * the database's, so tests can drive debounce windows with `TestClock`; with
+ * several processes, their clocks are assumed synchronized (NTP).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer } from "effect"
+import { v7 as uuidv7 } from "uuid"
+import { isoTimestamp } from "../Database/Json.ts"
+import { isUuid, type JsonObject } from "../Domain/Common.ts"
+
+/** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
+export const repliesChannel = "parley_replies"
+
+/** A claimed reply job. */
+export interface ClaimedJob {
+  readonly id: string
+  readonly organization_id: string
+  readonly session_id: string
+  readonly starting_node_id: string | null
+  readonly metadata: JsonObject
+  readonly triggers: number
+  readonly traceparent: string | null
+  readonly due_at: Date
+}
+
+/** A claimed schedule. */
+export interface ClaimedSchedule {
+  readonly id: string
+  readonly organization_id: string
+  readonly session_id: string
+  readonly config:
+    | { readonly type: "message"; readonly message: JsonObject }
+    | { readonly type: "node"; readonly node_id: string }
+  readonly traceparent: string | null
+  readonly scheduled_for: Date
+}
+
+/** The wire JSON of a schedule (D15), built by PostgreSQL. */
+const scheduleJson = (alias: string) => `json_build_object(
+  'id', ${alias}.id,
+  'session_id', ${alias}.session_id,
+  'organization_id', ${alias}.organization_id,
+  'scheduled_for', ${isoTimestamp(`${alias}.scheduled_for`)},
+  'config', ${alias}.config,
+  'status', ${alias}.status,
+  'error', ${alias}.error,
+  'created_at', ${isoTimestamp(`${alias}.created_at`)},
+  'executed_at', ${isoTimestamp(`${alias}.executed_at`)}
+)`
+
+const makeRepo = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+  const scheduleJsonFragment = sql.literal(scheduleJson("ss"))
+
+  /**
+   * Triggers a reply (R1): creates the session's pending job due at `dueAt`, or
+   * moves the pending job's due time to `dueAt` (trailing debounce), merging
+   * `metadata` and keeping the latest `startingNodeId` given. Notifies workers
+   * at commit. Joins the caller's transaction.
+   */
+  const enqueue = (job: {
+    readonly organizationId: string
+    readonly sessionId: string
+    readonly dueAt: Date
+    readonly startingNodeId: string | null
+    readonly metadata: JsonObject
+    readonly traceparent: string | null
+  }) =>
+    sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, starting_node_id, metadata,
+          trace_context, created_at)
+        VALUES (${uuidv7()}, ${job.organizationId}, ${job.sessionId}, 'pending', ${job.dueAt}, ${job.startingNodeId},
+          ${sql.json(job.metadata)}, ${job.traceparent === null ? null : sql.json({ traceparent: job.traceparent })},
+          statement_timestamp())
+        ON CONFLICT (session_id) WHERE status = 'pending' DO UPDATE SET
+          due_at = EXCLUDED.due_at,
+          starting_node_id = coalesce(EXCLUDED.starting_node_id, reply_jobs.starting_node_id),
+          metadata = reply_jobs.metadata || EXCLUDED.metadata,
+          triggers = reply_jobs.triggers + 1,
+          trace_context = coalesce(EXCLUDED.trace_context, reply_jobs.trace_context),
+          updated_at = statement_timestamp()`.pipe(
+      Effect.andThen(sql`SELECT pg_notify(${repliesChannel}, 'job')`),
+      Effect.asVoid
+    )
+
+  /**
+   * Claims up to `limit` due pending jobs (R1) under a lease until `now +
+   * leaseMs`, skipping rows other workers hold and sessions whose previous
+   * job still runs (turns of one session never overlap).
+   */
+  const claimJobs = (options: {
+    readonly workerId: string
+    readonly now: Date
+    readonly leaseMs: number
+    readonly limit: number
+    readonly organizations: ReadonlyArray<string> | null
+  }) =>
+    sql<ClaimedJob>`
+      WITH due AS (
+        SELECT j.id FROM reply_jobs j
+        WHERE j.status = 'pending' AND j.due_at <= ${options.now}
+          AND (${options.organizations === null}::boolean OR j.organization_id = ANY (${options.organizations ?? []}::uuid[]))
+          AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.session_id = j.session_id AND r.status = 'running')
+        ORDER BY j.due_at
+        LIMIT ${options.limit}
+        FOR UPDATE OF j SKIP LOCKED
+      )
+      UPDATE reply_jobs j SET status = 'running', leased_by = ${options.workerId},
+        lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
+      FROM due WHERE j.id = due.id
+      RETURNING j.id, j.organization_id, j.session_id, j.starting_node_id, j.metadata, j.triggers,
+        j.trace_context->>'traceparent' AS traceparent, j.due_at`
+
+  /**
+   * Makes running jobs whose lease expired (a crashed or stuck process) due
+   * again: back to pending, or dropped when the session already has a pending
+   * job (which will answer the same history).
+   */
+  const recoverJobs = (now: Date) =>
+    sql`WITH expired AS (
+          SELECT j.id, j.session_id FROM reply_jobs j
+          WHERE j.status = 'running' AND j.lease_until < ${now}
+          FOR UPDATE SKIP LOCKED
+        ), dropped AS (
+          DELETE FROM reply_jobs j USING expired e
+          WHERE j.id = e.id AND EXISTS (SELECT 1 FROM reply_jobs p WHERE p.session_id = e.session_id AND p.status = 'pending')
+          RETURNING j.id
+        )
+        UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${now}
+        FROM expired e WHERE j.id = e.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(Effect.asVoid)
+
+  /**
+   * Completes a claimed job: deletes it if this worker still holds it. Run in
+   * the transaction that writes the reply, so a reply is written only by the
+   * job's holder (exactly once, R1). Answers whether the job was held.
+   */
+  const completeJob = (jobId: string, workerId: string) =>
+    sql<{ id: string }>`DELETE FROM reply_jobs WHERE id = ${jobId} AND leased_by = ${workerId} AND status = 'running'
+      RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+
+  /**
+   * O5: gives back this worker's running jobs, due now (or dropped when a newer
+   * pending job exists for the session).
+   */
+  const releaseJobs = (workerId: string, now: Date) =>
+    sql`WITH mine AS (
+          SELECT id, session_id FROM reply_jobs WHERE leased_by = ${workerId} AND status = 'running' FOR UPDATE
+        ), dropped AS (
+          DELETE FROM reply_jobs j USING mine m
+          WHERE j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p WHERE p.session_id = m.session_id AND p.status = 'pending')
+          RETURNING j.id
+        )
+        UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${now}
+        FROM mine m WHERE j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(Effect.asVoid)
+
+  /** The earliest due time of pending jobs and schedules (in scope), if any. */
+  const nextDue = (organizations: ReadonlyArray<string> | null) =>
+    sql<{ due: Date | null }>`SELECT least(
+        (SELECT min(due_at) FROM reply_jobs WHERE status = 'pending'
+          AND (${organizations === null}::boolean OR organization_id = ANY (${organizations ?? []}::uuid[]))),
+        (SELECT min(scheduled_for) FROM session_schedules WHERE status = 'pending'
+          AND (${organizations === null}::boolean OR organization_id = ANY (${organizations ?? []}::uuid[])))
+      ) AS due`.pipe(Effect.map((rows) => rows[0]?.due ?? null))
+
+  /** Inserts a pending schedule (D15) and notifies workers; answers its wire JSON. */
+  const insertSchedule = (schedule: {
+    readonly organizationId: string
+    readonly sessionId: string
+    readonly scheduledFor: Date
+    readonly config: JsonObject
+    readonly traceparent: string | null
+  }) =>
+    sql<{ body: string }>`WITH ss AS (
+        INSERT INTO session_schedules (id, organization_id, session_id, scheduled_for, config, status, trace_context,
+          created_at)
+        VALUES (${uuidv7()}, ${schedule.organizationId}, ${schedule.sessionId}, ${schedule.scheduledFor},
+          ${sql.json(schedule.config)}, 'pending',
+          ${schedule.traceparent === null ? null : sql.json({ traceparent: schedule.traceparent })}, statement_timestamp())
+        RETURNING *
+      )
+      SELECT ${scheduleJsonFragment}::text AS body FROM ss`.pipe(
+      Effect.tap(() => sql`SELECT pg_notify(${repliesChannel}, 'schedule')`),
+      Effect.map((rows) => rows[0]!.body)
+    )
+
+  /** Every schedule of the session, oldest first, as a JSON array text (D15). */
+  const listSchedules = (sessionId: string) =>
+    sql<{ body: string }>`SELECT ${scheduleJsonFragment}::text AS body FROM session_schedules ss
+      WHERE ss.session_id = ${sessionId} ORDER BY ss.created_at, ss.id`.pipe(
+      Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`)
+    )
+
+  /** The status of a schedule of the session, if it exists. */
+  const scheduleStatus = (sessionId: string, scheduleId: string) =>
+    sql<{
+      status: string
+    }>`SELECT status FROM session_schedules WHERE id = ${scheduleId} AND session_id = ${sessionId}`.pipe(
+      Effect.map((rows) => rows[0]?.status)
+    )
+
+  /** Cancels a pending schedule; answers whether it was pending (D15). */
+  const cancelSchedule = (sessionId: string, scheduleId: string) =>
+    sql<{ id: string }>`UPDATE session_schedules SET status = 'canceled'
+      WHERE id = ${scheduleId} AND session_id = ${sessionId} AND status = 'pending' RETURNING id`.pipe(
+      Effect.map((rows) => rows.length > 0)
+    )
+
+  /** Claims up to `limit` due pending schedules under a lease (D15), like {@link claimJobs}. */
+  const claimSchedules = (options: {
+    readonly workerId: string
+    readonly now: Date
+    readonly leaseMs: number
+    readonly limit: number
+    readonly organizations: ReadonlyArray<string> | null
+  }) =>
+    sql<ClaimedSchedule>`
+      WITH due AS (
+        SELECT id FROM session_schedules
+        WHERE status = 'pending' AND scheduled_for <= ${options.now}
+          AND (${options.organizations === null}::boolean OR organization_id = ANY (${options.organizations ?? []}::uuid[]))
+        ORDER BY scheduled_for
+        LIMIT ${options.limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE session_schedules ss SET status = 'running', leased_by = ${options.workerId},
+        lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
+      FROM due WHERE ss.id = due.id
+      RETURNING ss.id, ss.organization_id, ss.session_id, ss.config, ss.trace_context->>'traceparent' AS traceparent,
+        ss.scheduled_for`
+
+  /**
+   * Records a claimed schedule's outcome if this worker still holds it;
+   * answers whether it did. Joins the caller's transaction.
+   */
+  const finishSchedule = (
+    scheduleId: string,
+    workerId: string,
+    status: "done" | "failed" | "canceled",
+    error: string | null
+  ) =>
+    sql<{ id: string }>`UPDATE session_schedules SET status = ${status}, error = ${error},
+        executed_at = statement_timestamp(), leased_by = NULL, lease_until = NULL
+      WHERE id = ${scheduleId} AND leased_by = ${workerId} AND status = 'running' RETURNING id`.pipe(
+      Effect.map((rows) => rows.length > 0)
+    )
+
+  /** Makes running schedules whose lease expired, or this worker's on shutdown (O5), pending again. */
+  const releaseSchedules = (options: { readonly workerId?: string; readonly expiredBefore?: Date }) =>
+    sql`UPDATE session_schedules SET status = 'pending', leased_by = NULL, lease_until = NULL
+      WHERE status = 'running' AND ${
+        options.workerId !== undefined
+          ? sql`leased_by = ${options.workerId}`
+          : sql`lease_until < ${options.expiredBefore!}`
+      }`.pipe(Effect.asVoid)
+
+  /**
+   * The session's reply state (D7), locked for share inside a transaction so
+   * it cannot close between the checks and the trigger.
+   */
+  const sessionForReply = (organizationId: string, sessionId: string) =>
+    isUuid(sessionId)
+      ? sql<{
+          id: string
+          status: string
+          agent_id: string | null
+          agent_type: string | null
+          thread_id: string | null
+        }>`
+          SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id
+          FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+          WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}
+          FOR SHARE OF s`.pipe(Effect.map((rows) => rows[0]))
+      : Effect.succeed(undefined)
+
+  return {
+    sessionForReply,
+    enqueue,
+    claimJobs,
+    recoverJobs,
+    completeJob,
+    releaseJobs,
+    nextDue,
+    insertSchedule,
+    listSchedules,
+    scheduleStatus,
+    cancelSchedule,
+    claimSchedules,
+    finishSchedule,
+    releaseSchedules
+  }
+})
+
+/** The replies repository (SQL only; see module docs). Requires `PgClient`. */
+export class RepliesRepo extends Context.Service<RepliesRepo, Effect.Success<typeof makeRepo>>()(
+  "parley/Replies/RepliesRepo"
+) {
+  static readonly layer = Layer.effect(RepliesRepo, makeRepo)
+}

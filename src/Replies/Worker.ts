@@ -1,0 +1,294 @@
+/**
+ * The replies worker (DECISIONS.md R1, D15, D16, O1, O5), run as fibers in
+ * every process with `PARLEY_ROLE` `all` or `worker`:
+ *
+ * - Reply jobs: due jobs are claimed with `FOR UPDATE SKIP LOCKED` under a
+ *   lease ({@link LEASE_MS}) and run through the AI runtime; the transaction
+ *   that writes the reply deletes the job only if this worker still holds it,
+ *   so each job's reply is written once even with several processes (R1).
+ *   Expired leases (a crashed process) make jobs due again.
+ * - Schedules (D15): due schedules are claimed the same way; `message` inserts
+ *   the assistant message, `node` runs the runtime from that node.
+ * - Wake-up: `LISTEN parley_replies` (triggers and new schedules notify at
+ *   commit), a timer to the earliest due time, and a {@link POLL_MS} poll.
+ *   Times come from Effect's `Clock`, so tests drive debounce with `TestClock`.
+ * - Expiry (D16): every `SESSION_EXPIRY_SWEEP_INTERVAL`, open sessions idle
+ *   past their organization's timeout are closed.
+ * - Shutdown (O5): stop claiming, let runs in flight finish (up to 10 s), then
+ *   release what is still held so another process takes it at once.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Clock, Duration, Effect, Fiber, FiberSet, Layer, Queue } from "effect"
+import { v7 as uuidv7 } from "uuid"
+import { AppConfig } from "../Config.ts"
+import { ClaimScope } from "../Database/ClaimScope.ts"
+import type { Content } from "../Domain/Content.ts"
+import { Messages } from "../Messages/Messages.ts"
+import { Runtime } from "../Runtime/Runtime.ts"
+import { Sessions } from "../Sessions/Sessions.ts"
+import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
+import { type ClaimedJob, type ClaimedSchedule, RepliesRepo, repliesChannel } from "./Repo.ts"
+
+/** Runs in flight per process (jobs and schedules together). */
+export const MAX_CONCURRENT_RUNS = 64
+/** Fallback poll interval, in ms. */
+export const POLL_MS = 1_000
+/** Lease of a claimed job or schedule, in ms: a run taking longer may be run again by another process. */
+export const LEASE_MS = 180_000
+/** How long a run may take before it is abandoned (and its lease left to expire), in ms. */
+export const RUN_TIMEOUT_MS = 150_000
+/** How often expired leases are recovered, in ms. */
+const RECOVER_EVERY_MS = 5_000
+/** How long runs in flight may take to finish on shutdown, in ms (O5). */
+const SHUTDOWN_GRACE_MS = 10_000
+/** Sessions closed per expiry statement batch (D16). */
+const EXPIRY_BATCH = 500
+
+/** A span link to the trace that caused the work, when stored. */
+const linksOf = (traceparent: string | null) => {
+  const span = spanOfTraceparent(traceparent)
+  return span === undefined ? [] : [{ span, attributes: { "link.type": "caused-by" } }]
+}
+
+const makeWorker = Effect.gen(function* () {
+  const repo = yield* RepliesRepo
+  const runtime = yield* Runtime
+  const messages = yield* Messages
+  const pg = yield* PgClient.PgClient
+  const claimScope = yield* ClaimScope
+  const workerId = uuidv7()
+
+  let inFlight = 0
+  let stopping = false
+  const doorbell = yield* Queue.dropping<void>(1)
+  const ring = () => {
+    Queue.offerUnsafe(doorbell, undefined)
+  }
+  const runs = yield* FiberSet.make<void, never>()
+  const scope = () => (claimScope === undefined ? null : claimScope())
+
+  const finished = Effect.sync(() => {
+    inFlight--
+    ring()
+  })
+
+  /** Runs a claimed reply job through the runtime (R1, R2). */
+  const runJob = (job: ClaimedJob) =>
+    runtime
+      .run({
+        organizationId: job.organization_id,
+        sessionId: job.session_id,
+        trigger: "reply",
+        jobId: job.id,
+        startingNodeId: job.starting_node_id,
+        metadata: job.metadata,
+        complete: () => repo.completeJob(job.id, workerId).pipe(Effect.orDie)
+      })
+      .pipe(
+        Effect.timeout(RUN_TIMEOUT_MS),
+        Effect.catchCause((cause) => Effect.logError("Reply job failed", cause)),
+        Effect.withSpan("Replies.job", {
+          attributes: { "parley.job_id": job.id, "parley.session_id": job.session_id, "parley.triggers": job.triggers },
+          links: linksOf(job.traceparent)
+        }),
+        Effect.ensuring(finished)
+      )
+
+  /** Runs a claimed schedule (D15). */
+  const runSchedule = (schedule: ClaimedSchedule) => {
+    const work =
+      schedule.config.type === "message"
+        ? (() => {
+            const content = schedule.config.message as unknown as Content
+            return pg
+              .withTransaction(
+                Effect.gen(function* () {
+                  if (!(yield* repo.finishSchedule(schedule.id, workerId, "done", null))) return
+                  yield* messages.append(schedule.organization_id, schedule.session_id, {
+                    role: "assistant",
+                    content,
+                    provider_message_id: null,
+                    replied_provider_message_id: null,
+                    run_id: null
+                  })
+                })
+              )
+              .pipe(
+                Effect.catchTags({
+                  SessionNotOpen: () => repo.finishSchedule(schedule.id, workerId, "canceled", "Session closed"),
+                  SessionNotFound: () => repo.finishSchedule(schedule.id, workerId, "failed", "Session not found")
+                }),
+                Effect.asVoid
+              )
+          })()
+        : runtime
+            .run({
+              organizationId: schedule.organization_id,
+              sessionId: schedule.session_id,
+              trigger: "schedule",
+              jobId: schedule.id,
+              startingNodeId: schedule.config.node_id,
+              metadata: {},
+              complete: (outcome) =>
+                repo
+                  .finishSchedule(
+                    schedule.id,
+                    workerId,
+                    outcome.status === "succeeded"
+                      ? "done"
+                      : outcome.error === "Session is not open"
+                        ? "canceled"
+                        : "failed",
+                    outcome.error
+                  )
+                  .pipe(Effect.orDie)
+            })
+            .pipe(Effect.asVoid)
+    return work.pipe(
+      Effect.timeout(RUN_TIMEOUT_MS),
+      Effect.catchCause((cause) => Effect.logError("Schedule failed", cause)),
+      Effect.withSpan("Replies.schedule", {
+        attributes: { "parley.schedule_id": schedule.id, "parley.session_id": schedule.session_id },
+        links: linksOf(schedule.traceparent)
+      }),
+      Effect.ensuring(finished)
+    )
+  }
+
+  /** Claims and starts due work while there is capacity; sleeps until the next due time or a notification. */
+  const claimLoop = Effect.gen(function* () {
+    let lastRecovery = 0
+    for (;;) {
+      if (stopping) return
+      const now = yield* Clock.currentTimeMillis
+      const organizations = scope()
+      if (now - lastRecovery >= RECOVER_EVERY_MS) {
+        lastRecovery = now
+        yield* repo
+          .recoverJobs(new Date(now))
+          .pipe(Effect.andThen(repo.releaseSchedules({ expiredBefore: new Date(now) })))
+      }
+      let full = false
+      const free = MAX_CONCURRENT_RUNS - inFlight
+      if (free > 0) {
+        const jobs = yield* repo.claimJobs({
+          workerId,
+          now: new Date(now),
+          leaseMs: LEASE_MS,
+          limit: free,
+          organizations
+        })
+        if (stopping) return
+        for (const job of jobs) {
+          inFlight++
+          yield* FiberSet.run(runs, runJob(job))
+        }
+        const room = MAX_CONCURRENT_RUNS - inFlight
+        const schedules =
+          room > 0
+            ? yield* repo.claimSchedules({
+                workerId,
+                now: new Date(now),
+                leaseMs: LEASE_MS,
+                limit: room,
+                organizations
+              })
+            : []
+        if (stopping) return
+        for (const schedule of schedules) {
+          inFlight++
+          yield* FiberSet.run(runs, runSchedule(schedule))
+        }
+        full = jobs.length === free || schedules.length === room
+      }
+      if (full) continue
+      const next = yield* repo.nextDue(organizations)
+      const untilDue = next === null ? POLL_MS : next.getTime() - (yield* Clock.currentTimeMillis)
+      // Due but not claimable (its session's previous turn still runs): the finishing run rings.
+      const wait = untilDue <= 0 ? POLL_MS : Math.min(POLL_MS, untilDue)
+      yield* Queue.take(doorbell).pipe(Effect.timeoutOption(wait))
+    }
+  }).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logWarning("Replies worker loop failed; restarting", cause).pipe(Effect.andThen(Effect.sleep(POLL_MS)))
+    ),
+    Effect.forever
+  )
+
+  /** Rings the doorbell on every notification; re-listens after a connection loss. */
+  const listener = Effect.scoped(
+    Effect.gen(function* () {
+      const notifications = yield* pg.listen(repliesChannel)
+      ring()
+      for (;;) {
+        yield* Queue.take(notifications)
+        ring()
+      }
+    })
+  ).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Replies listener lost", cause)
+    ),
+    Effect.andThen(Effect.sleep(POLL_MS)),
+    Effect.forever
+  )
+
+  yield* Effect.forkScoped(listener)
+  const loop = yield* Effect.forkScoped(claimLoop)
+
+  // O5: runs before the fibers above are interrupted (finalizers run in reverse order).
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function* () {
+      stopping = true
+      ring()
+      yield* Fiber.await(loop).pipe(Effect.timeout(5_000), Effect.ignore)
+      yield* Fiber.interrupt(loop)
+      const deadline = Date.now() + SHUTDOWN_GRACE_MS
+      while (inFlight > 0 && Date.now() < deadline) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      yield* FiberSet.clear(runs)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      yield* repo.releaseJobs(workerId, now).pipe(
+        Effect.andThen(repo.releaseSchedules({ workerId })),
+        Effect.timeout(5_000),
+        Effect.catchCause((cause) => Effect.logWarning("Could not release reply jobs and schedules", cause))
+      )
+    })
+  )
+})
+
+/** The D16 sweeper: closes idle sessions every `SESSION_EXPIRY_SWEEP_INTERVAL`. */
+const expirySweeper = Effect.gen(function* () {
+  const sessions = yield* Sessions
+  const config = yield* AppConfig
+  const interval = Duration.toMillis(config.sessionExpirySweepInterval)
+  const sweep = Effect.gen(function* () {
+    for (;;) {
+      const closed = yield* sessions.expireIdle(EXPIRY_BATCH)
+      if (closed < EXPIRY_BATCH) return
+    }
+  }).pipe(
+    Effect.withSpan("Sessions.expirySweep"),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Session expiry sweep failed", cause)
+    )
+  )
+  yield* Effect.forkScoped(
+    Effect.forever(
+      Effect.andThen(
+        Effect.promise(() => new Promise((r) => setTimeout(r, interval))),
+        sweep
+      )
+    )
+  )
+})
+
+/**
+ * The replies worker and the expiry sweeper as a layer (O1): starts when
+ * built, stops gracefully when its scope closes (O5). Requires `Runtime`,
+ * `Messages`, `Sessions`, `PgClient` and `AppConfig`.
+ */
+export const RepliesWorkerLive = Layer.effectDiscard(Effect.andThen(makeWorker, expirySweeper)).pipe(
+  Layer.provide(RepliesRepo.layer)
+)

@@ -1,0 +1,123 @@
+/**
+ * Tool calls of the AI runtime (R2): an assistant tool is an HTTP endpoint
+ * (`request.url`, `request.method`). The model's arguments go as a JSON body
+ * (as the query string for GET and DELETE); the answer (JSON when it parses,
+ * else text) is the result given back to the model. The URL passes the SSRF
+ * guard of W6 (on the resolved address) unless
+ * `ALLOW_PRIVATE_NETWORK_TARGETS=true`, and each call is bounded by
+ * {@link TOOL_TIMEOUT_MS}. A failure (refused, timeout, non-2xx) is a result
+ * with `is_error`, not a failed run: the model decides what to say.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { Cause, Context, Effect, Layer } from "effect"
+import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
+import { AppConfig } from "../Config.ts"
+import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Webhooks/Ssrf.ts"
+
+/** Time limit of one tool call, in ms. */
+export const TOOL_TIMEOUT_MS = 10_000
+/** Most characters of a tool's answer kept (stored and sent to the model). */
+export const TOOL_RESULT_MAX_CHARS = 16_384
+
+/** An assistant tool as the runtime calls it (assistants.md "Tool"). */
+export interface ToolTarget {
+  readonly url: string
+  readonly method: string
+}
+
+/** The outcome of one tool call: the result for the model, and whether it failed. */
+export interface ToolOutcome {
+  readonly result: unknown
+  readonly isError: boolean
+}
+
+const describe = (error: unknown): string => {
+  if (Cause.isTimeoutError(error)) return `Timed out after ${TOOL_TIMEOUT_MS} ms`
+  let cause: unknown = error
+  for (let depth = 0; depth < 5 && cause instanceof Error && !(cause instanceof TargetRefused); depth++) {
+    if (cause.cause === undefined) break
+    cause = cause.cause
+  }
+  if (cause instanceof TargetRefused) return `Refused: ${cause.message}`
+  if (cause instanceof Error) {
+    const code = (cause as NodeJS.ErrnoException).code
+    return code === undefined ? cause.message : `${code}: ${cause.message}`
+  }
+  return String(error)
+}
+
+const parseBody = (text: string): unknown => {
+  const clipped = text.length > TOOL_RESULT_MAX_CHARS ? text.slice(0, TOOL_RESULT_MAX_CHARS) : text
+  try {
+    return JSON.parse(clipped)
+  } catch {
+    return clipped
+  }
+}
+
+/** Calls assistant tools over HTTP (see module docs). */
+export class ToolCaller extends Context.Service<
+  ToolCaller,
+  {
+    /** Calls `target` with the model's `args`; never fails (failures are `isError` outcomes). */
+    call(target: ToolTarget, args: unknown): Effect.Effect<ToolOutcome>
+  }
+>()("parley/Runtime/ToolCaller") {
+  /** Node's HTTP client with the W6 lookup unless private targets are allowed. Requires `AppConfig`. */
+  static readonly layer = Layer.effect(
+    ToolCaller,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const allowPrivate = config.allowPrivateNetworkTargets
+      const client = yield* HttpClient.HttpClient
+
+      const call = (target: ToolTarget, args: unknown) =>
+        Effect.suspend(() => {
+          const url = parseTargetUrl(target.url)
+          const refused = allowPrivate ? undefined : refuseLiteralHost(url)
+          if (refused !== undefined) return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(refused)
+          const method = target.method.toUpperCase()
+          const params = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {}
+          let request: HttpClientRequest.HttpClientRequest
+          if (method === "GET" || method === "DELETE") {
+            for (const [key, value] of Object.entries(params)) {
+              url.searchParams.set(key, typeof value === "string" ? value : JSON.stringify(value))
+            }
+            request = HttpClientRequest.make(method)(url)
+          } else {
+            request = HttpClientRequest.make(method as "POST")(url).pipe(
+              HttpClientRequest.bodyText(JSON.stringify(params), "application/json")
+            )
+          }
+          return client.execute(
+            request.pipe(HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": "Parley-Tools/1" }))
+          )
+        }).pipe(
+          Effect.flatMap((response) =>
+            Effect.map(response.text, (text): ToolOutcome => {
+              const body = parseBody(text)
+              return response.status >= 200 && response.status < 300
+                ? { result: body, isError: false }
+                : { result: { status: response.status, body }, isError: true }
+            })
+          ),
+          Effect.timeout(TOOL_TIMEOUT_MS),
+          Effect.catch((error) => Effect.succeed<ToolOutcome>({ result: { error: describe(error) }, isError: true })),
+          Effect.withSpan("Runtime.toolCall", { attributes: { "http.request.method": target.method.toUpperCase() } })
+        )
+
+      return ToolCaller.of({ call })
+    })
+  ).pipe(
+    Layer.provide(
+      Layer.unwrap(
+        Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
+          NodeHttpClient.layerNodeHttpOptions({
+            keepAlive: true,
+            ...(config.allowPrivateNetworkTargets ? {} : { lookup: guardedLookup })
+          })
+        )
+      )
+    )
+  )
+}

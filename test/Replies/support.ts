@@ -1,0 +1,80 @@
+/**
+ * Fixtures for reply and runtime tests: an organization whose AI agent answers
+ * from a published assistant, a session with that agent, and readers of the
+ * runs and messages the runtime wrote.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { assistantFixture } from "../support/Assistants.ts"
+import { ADMIN_TOKEN, type TestOrganization } from "../support/TestApp.ts"
+
+/** An assistant snapshot: `nodes` and `tools`, the first node initial unless given. */
+export const snapshotOf = (
+  nodes: ReadonlyArray<Record<string, unknown>>,
+  tools: ReadonlyArray<Record<string, unknown>> = [],
+  initial: string = nodes[0]!.id as string
+) => ({
+  context: { assistant_name: "Support bot", assistant_description: "Answers customers" },
+  graph: { initial_node_id: initial, nodes },
+  tools
+})
+
+/**
+ * An organization with an assistant holding `snapshot`, published on main
+ * (R2 reads main's HEAD), an AI agent for it, and `session()` making sessions
+ * with that agent.
+ */
+export const aiFixture = (snapshot: Record<string, unknown>) =>
+  Effect.gen(function* () {
+    const assistant = yield* assistantFixture({ snapshot })
+    const commit = yield* assistant.publish()
+    const org: TestOrganization = assistant.org
+    const agent = yield* assistant.api.request("POST", `/admin/v1/organizations/${org.id}/agents`, {
+      token: ADMIN_TOKEN,
+      body: { name: "Bot", type: "ai", assistant_id: assistant.id }
+    })
+    if (agent.status !== 201) throw new Error(`agent create failed: ${agent.text}`)
+    const agentId: string = agent.body.id
+    const session = (fields: Record<string, unknown> = {}) => org.session({ agent_id: agentId, ...fields })
+    return { ...assistant, org, commit, agentId, session }
+  })
+
+/** The runs of a session, oldest first. */
+export const runsOf = (sessionId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{
+      id: string
+      trigger: string
+      commit_id: string | null
+      nodes: Array<string>
+      model: string | null
+      input_tokens: number | null
+      output_tokens: number | null
+      status: string
+      error: string | null
+      duration_ms: number
+    }>`SELECT id, trigger, commit_id, nodes, model, input_tokens, output_tokens, status, error, duration_ms
+       FROM runs WHERE session_id = ${sessionId} ORDER BY started_at, id`
+  })
+
+/** The messages of a session through the API, oldest first. */
+export const messagesOf = (org: TestOrganization, sessionId: string) =>
+  org
+    .call("POST", `/sessions/${sessionId}/messages/search`, { session_id: sessionId, limit: 1000 })
+    .pipe(Effect.map((response) => response.body as Array<any>))
+
+/** Polls `effect` every 50 ms (real time) until `done` holds for its value; fails after `timeoutMs`. */
+export const waitFor = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean, timeoutMs = 15_000) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const value = yield* effect
+      if (done(value)) return value
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`Timed out after ${timeoutMs} ms`))
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+    }
+  })
+
+/** Waits `ms` of real time (also under TestClock). */
+export const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))

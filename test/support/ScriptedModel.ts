@@ -1,0 +1,80 @@
+/**
+ * A scripted language model for runtime tests (R3: "tests script the language
+ * model through a test layer"): each call takes the next scripted answer (text,
+ * tool calls or an error) from the queue, or, when the queue is empty, answers
+ * `Reply to: <last user text>`. Every call's prompt and tool names are recorded.
+ */
+import { Effect, Layer, Stream } from "effect"
+import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
+
+/** One scripted answer. */
+export type ScriptedAnswer =
+  | { readonly text: string }
+  | { readonly toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly params: unknown }> }
+  | { readonly error: "retryable" | "fatal" }
+
+/** A recorded model call. */
+export interface RecordedCall {
+  readonly system: string | undefined
+  readonly messages: ReadonlyArray<Prompt.Message>
+  readonly tools: ReadonlyArray<string>
+  readonly lastUserText: string | undefined
+}
+
+/** The script: push answers, read the calls. */
+export interface Script {
+  readonly answers: Array<ScriptedAnswer>
+  readonly calls: Array<RecordedCall>
+}
+
+const lastUserText = (prompt: Prompt.Prompt): string | undefined => {
+  const message = prompt.content.findLast((m) => m.role === "user")
+  if (message === undefined || message.role !== "user") return undefined
+  return message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n")
+}
+
+/** A new, empty script. */
+export const makeScript = (): Script => ({ answers: [], calls: [] })
+
+/** The `LanguageModel` layer playing `script`. */
+export const scriptedModel = (script: Script) =>
+  Layer.effect(
+    LanguageModel.LanguageModel,
+    LanguageModel.make({
+      generateText: (options) =>
+        Effect.suspend((): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> => {
+          const system = options.prompt.content.find((m) => m.role === "system")
+          script.calls.push({
+            system: system?.role === "system" ? system.content : undefined,
+            messages: options.prompt.content,
+            tools: options.tools.map((tool) => tool.name),
+            lastUserText: lastUserText(options.prompt)
+          })
+          const answer = script.answers.shift() ?? { text: `Reply to: ${lastUserText(options.prompt) ?? ""}` }
+          const usage = { inputTokens: { total: 10 }, outputTokens: { total: 5 } }
+          if ("error" in answer) {
+            return Effect.fail(
+              AiError.make({
+                module: "Scripted",
+                method: "generateText",
+                reason:
+                  answer.error === "retryable"
+                    ? new AiError.InternalProviderError({ description: "scripted outage" })
+                    : new AiError.InvalidRequestError({ description: "scripted bad request" })
+              })
+            )
+          }
+          if ("text" in answer) {
+            return Effect.succeed([
+              { type: "text" as const, text: answer.text },
+              { type: "finish" as const, reason: "stop" as const, usage }
+            ])
+          }
+          return Effect.succeed([
+            ...answer.toolCalls.map((call) => ({ type: "tool-call" as const, ...call })),
+            { type: "finish" as const, reason: "tool-calls" as const, usage }
+          ])
+        }),
+      streamText: () => Stream.empty
+    })
+  )

@@ -14,7 +14,7 @@ import { llm, tool } from "../support/Assistants.ts"
 import { makeScript, scriptedModel } from "../support/ScriptedModel.ts"
 import { assertMessage } from "../support/Shapes.ts"
 import { TestApi, withWorkers } from "../support/TestApp.ts"
-import { aiFixture, messagesOf, runsOf, snapshotOf, waitFor } from "./support.ts"
+import { aiFixture, messagesOf, realSleep, runsOf, snapshotOf, waitFor } from "./support.ts"
 
 const script = makeScript()
 
@@ -366,6 +366,40 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
       const [run] = yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
       assert.strictEqual(run!.status, "failed")
       assert.match(run!.error!, /Assistant has no published version/)
+    })
+  )
+
+  it.effect("R1: a trigger while a turn runs waits for it; a crashed worker's job runs again once its lease expires", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const fx = yield* aiFixture(snapshotOf([llm("start")]))
+      const session = yield* fx.session()
+      // Another process holds a running job of this session (lease valid for 30 s).
+      const held = "0190a000-0000-7000-8000-0000000000aa"
+      yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, leased_by, lease_until, created_at)
+        VALUES (${held}, ${fx.org.id}, ${session.id}, 'running', now(), gen_random_uuid(), now() + interval '30 seconds', now())`
+      assert.strictEqual((yield* reply(fx.org, session.id)).status, 200)
+      const jobs = sql<{ status: string }>`SELECT status FROM reply_jobs WHERE session_id = ${session.id} ORDER BY status`
+      assert.deepStrictEqual(
+        (yield* jobs).map((j) => j.status),
+        ["pending", "running"]
+      )
+      yield* realSleep(1500)
+      assert.strictEqual((yield* runsOf(session.id)).length, 0, "the next turn waits for the running one")
+      // The holder finishes its turn: the pending job runs.
+      yield* sql`DELETE FROM reply_jobs WHERE id = ${held}`
+      yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
+
+      // A crashed worker: its running job's lease expired; recovered and run once.
+      const crashed = "0190a000-0000-7000-8000-0000000000bb"
+      yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, leased_by, lease_until, created_at)
+        VALUES (${crashed}, ${fx.org.id}, ${session.id}, 'running', now() - interval '5 minutes', gen_random_uuid(),
+          now() - interval '1 second', now() - interval '5 minutes')`
+      const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 2, 20_000)
+      assert.strictEqual(runs[1]!.status, "succeeded")
+      yield* realSleep(500)
+      assert.strictEqual((yield* runsOf(session.id)).length, 2)
+      assert.deepStrictEqual(yield* jobs, [])
     })
   )
 })

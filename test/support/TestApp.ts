@@ -10,6 +10,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { layer } from "@effect/vitest"
+import { TestClock } from "effect/testing"
 import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
@@ -181,15 +182,37 @@ export const withApp = (overrides: Partial<AppConfigShape> = {}, services?: Para
   layer(TestApp(overrides, services), { excludeTestServices: true, timeout: "120 seconds" })
 
 /**
+ * On TestClock, shutdown timers (graceful HTTP shutdown, worker grace periods)
+ * would never fire: once teardown starts, this moves the clock on in the
+ * background. Its finalizer runs before the workers' (it is acquired after them).
+ */
+const advanceClockOnTeardown = Layer.effectDiscard(
+  Effect.addFinalizer(() =>
+    Effect.forkDetach(
+      Effect.forever(
+        TestClock.adjust("1 second").pipe(Effect.andThen(Effect.promise(() => new Promise((r) => setTimeout(r, 10)))))
+      )
+    )
+  )
+)
+
+/**
  * {@link withApp} plus the background workers of the role (`WorkersLive`: the
  * webhook delivery worker, O1), stopped gracefully when the file's tests end.
  */
-export const withWorkers = (overrides: Partial<AppConfigShape> = {}, services?: Parameters<typeof TestApp>[1]) =>
+export const withWorkers = (
+  overrides: Partial<AppConfigShape> = {},
+  services?: Parameters<typeof TestApp>[1],
+  options: {
+    /** Run the app and its workers on @effect/vitest's TestClock (and TestConsole) instead of the real clock. */
+    readonly testClock?: boolean
+  } = {}
+) =>
   layer(
-    WorkersLive.pipe(
+    Layer.mergeAll(WorkersLive, options.testClock === true ? advanceClockOnTeardown : Layer.empty).pipe(
       // Test files share one database: each file's worker takes only its own organizations' deliveries.
       Layer.provide(Layer.succeed(ClaimScope, () => [...organizationsOfThisFile])),
       Layer.provideMerge(TestApp(overrides, services))
     ),
-    { excludeTestServices: true, timeout: "120 seconds" }
+    { excludeTestServices: options.testClock !== true, timeout: "120 seconds" }
   )

@@ -159,7 +159,10 @@ describe("reply jobs across processes", () => {
             answers.map((a) => a.length),
             Array(30).fill(1)
           )
-          answers.forEach((a, i) => assert.strictEqual(a[0].content.text, `Echo: question ${i}`))
+          assert.deepStrictEqual(
+            answers.map((a) => a[0].content.text),
+            sessions.map((_, i) => `Echo: question ${i}`)
+          )
         } finally {
           one.child.kill("SIGTERM")
           two.child.kill("SIGTERM")

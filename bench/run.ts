@@ -25,6 +25,10 @@ const benchmarks: Record<
     description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
     load: () => import("./suites/export.ts")
   },
+  replies: {
+    description: "AI replies on the echo model: 1,000 sessions triggering a reply with debounce 0; replies/s, latency",
+    load: () => import("./suites/replies.ts")
+  },
   versioning: {
     description: "Assistant version control with 2,000 nodes: changesets, publish, diff, merge",
     load: () => import("./suites/versioning.ts")

@@ -183,13 +183,15 @@ export const serveOptions = { disableLogger: true, routerConfig: { maxParamLengt
 export const createHttpServer = () => createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
 
 /**
- * The listening server on `HOST:PORT` with {@link serveOptions}; in-flight
- * requests get up to 10 s on shutdown (O5).
+ * The listening server on `HOST:PORT` with {@link serveOptions}: every route,
+ * or with `PARLEY_ROLE=worker` only the health routes (O1). In-flight requests
+ * get up to 10 s on shutdown (O5).
  */
 export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    return HttpRouter.serve(AllRoutes, serveOptions).pipe(
+    // O1: a worker process answers only /healthz and /readyz, for its orchestrator's probes.
+    return HttpRouter.serve(config.role === "worker" ? HealthRoutes : AllRoutes, serveOptions).pipe(
       Layer.provide(
         NodeHttpServer.layer(createHttpServer, {
           port: config.port,

@@ -6,15 +6,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { inject } from "vitest"
-import { startServer } from "../support/Processes.ts"
+import { ownDatabase, startServer } from "../support/Processes.ts"
+
+/** This file's own database: its server processes claim every organization's work. */
+const databaseUrl = ownDatabase("parley_two_servers")
 
 describe("two server processes", () => {
   it.live(
     "share one database: 40 concurrent POSTs over both, then a finish on one is seen by the other",
     () =>
       Effect.promise(async () => {
-        const env = { DATABASE_URL: inject("databaseUrl"), ADMIN_TOKEN: "two-servers", LOG_LEVEL: "error" }
+        const env = { DATABASE_URL: databaseUrl(), ADMIN_TOKEN: "two-servers", LOG_LEVEL: "error" }
         const [one, two] = await Promise.all([startServer(env), startServer(env)])
         try {
           const json = async (base: string, method: string, path: string, token: string, body?: unknown) => {

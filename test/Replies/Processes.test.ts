@@ -6,12 +6,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
-import { inject } from "vitest"
-import { startServer } from "../support/Processes.ts"
+import { ownDatabase, startServer } from "../support/Processes.ts"
+
+/** This file's own database: its server processes claim every organization's work. */
+const databaseUrl = ownDatabase("parley_replies")
 
 const ADMIN = "replies-processes"
 const C = "/conversations/v2/api/v1"
-const env = { DATABASE_URL: inject("databaseUrl"), ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error", AI_PROVIDER: "echo" }
+const env = () => ({ DATABASE_URL: databaseUrl(), ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error", AI_PROVIDER: "echo" })
 
 const json = async (base: string, method: string, path: string, token: string, body?: unknown) => {
   const response = await fetch(`${base}${path}`, {
@@ -86,7 +88,7 @@ describe("reply jobs across processes", () => {
     "R1: a job pending when its process stops runs once after a restart",
     () =>
       Effect.promise(async () => {
-        const first = await startServer(env)
+        const first = await startServer(env())
         let second: Awaited<ReturnType<typeof startServer>> | undefined
         try {
           const fx = await setup(first.baseUrl)
@@ -98,7 +100,7 @@ describe("reply jobs across processes", () => {
           first.child.kill("SIGTERM")
           assert.strictEqual(await first.exited, 0)
           // While no process runs, the job waits in the table and nothing answered yet.
-          const db = postgres(inject("databaseUrl"), { max: 1 })
+          const db = postgres(databaseUrl(), { max: 1 })
           try {
             const jobs = await db`SELECT status FROM reply_jobs WHERE session_id = ${sessionId}`
             assert.deepStrictEqual(
@@ -112,7 +114,7 @@ describe("reply jobs across processes", () => {
             await db.end()
           }
 
-          second = await startServer(env)
+          second = await startServer(env())
           await until(async () => (await fx.replies(second!.baseUrl, sessionId)).length > 0)
           // Give a duplicate the time to appear, if there were one.
           await new Promise((resolve) => setTimeout(resolve, 1500))
@@ -133,7 +135,7 @@ describe("reply jobs across processes", () => {
     "R1: with two processes, 30 sessions triggered on both give exactly one reply each",
     () =>
       Effect.promise(async () => {
-        const [one, two] = await Promise.all([startServer(env), startServer(env)])
+        const [one, two] = await Promise.all([startServer(env()), startServer(env())])
         try {
           const fx = await setup(one.baseUrl)
           const sessions = await Promise.all(Array.from({ length: 30 }, (_, i) => fx.session(`question ${i}`)))

@@ -4,45 +4,21 @@
  * operation; a process killed with SIGKILL while 1,000 deliveries are pending
  * loses none of them after a restart (duplicates allowed, losses not).
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { inject } from "vitest"
 import * as Database from "../../src/Database/Database.ts"
-import { startServer, type ServerProcess } from "../support/Processes.ts"
+import { ownDatabase, startServer, type ServerProcess } from "../support/Processes.ts"
 import { startReceiver } from "../support/Receiver.ts"
 
 const ADMIN = "process-admin-token"
 const C = "/conversations/v2/api/v1"
 
-/**
- * A database of this file's own (migrated like the run's): the workers of these
- * server processes claim every organization's deliveries, so they must not
- * share a database with other test files' apps.
- */
-let databaseUrl = ""
-const serverUrl = () => inject("databaseUrl")
-const adminSql = (statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(Database.clientLayer(Redacted.make(serverUrl()), 1)), Effect.scoped)
-  )
-const databaseName = `parley_webhooks_${process.pid}_${Date.now()}`
-beforeAll(async () => {
-  await adminSql(`CREATE DATABASE "${databaseName}"`)
-  const url = new URL(serverUrl())
-  url.pathname = `/${databaseName}`
-  databaseUrl = url.toString()
-  await Effect.runPromise(Database.migrate.pipe(Effect.provide(Database.clientLayer(Redacted.make(databaseUrl), 1))))
-}, 120_000)
-afterAll(async () => {
-  await adminSql(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => undefined)
-})
+/** This file's own database: its server processes claim every organization's deliveries. */
+const databaseUrl = ownDatabase("parley_webhooks")
 
 const env = (extra: Record<string, string> = {}) => ({
-  DATABASE_URL: databaseUrl,
+  DATABASE_URL: databaseUrl(),
   ADMIN_TOKEN: ADMIN,
   ALLOW_PRIVATE_NETWORK_TARGETS: "true",
   WEBHOOK_TIMEOUT_MS: "1000",
@@ -93,7 +69,7 @@ const runSql = <A extends object>(statement: string, params: ReadonlyArray<unkno
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       return (yield* sql.unsafe<A>(statement, params as Array<unknown>)) as ReadonlyArray<A>
-    }).pipe(Effect.provide(Database.clientLayer(Redacted.make(databaseUrl), 1)), Effect.scoped)
+    }).pipe(Effect.provide(Database.clientLayer(Redacted.make(databaseUrl()), 1)), Effect.scoped)
   )
 
 /** Inserts `n` committed message.created events of the organization in one transaction (fan-out: W2). */

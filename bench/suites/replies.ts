@@ -11,10 +11,13 @@
  * run: job claim, snapshot read, history read, model call, the reply and its
  * message.created event, the run record, in one transaction.
  *
- * Prints a table and writes bench/results/replies-<timestamp>.{json,md}.
+ * Prints a table and writes bench/results/replies-<timestamp>.{json,md};
+ * `--cpu-prof` adds the server's CPU profile.
  * BENCH_DATABASE_URL as in the messages benchmark.
  */
+import * as fs from "node:fs"
 import * as path from "node:path"
+import { analyzeProfile, findProfile, formatProfile, type ProfileSummary } from "../lib/cpuprofile.ts"
 import { makeCleanup } from "../lib/cleanup.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
@@ -22,7 +25,7 @@ import { expectJson } from "../lib/http.ts"
 import { startParley } from "../lib/parley.ts"
 import { cpuSeconds } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
-import { environment, writeResults } from "../lib/results.ts"
+import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
@@ -45,7 +48,10 @@ const pool = async <A, B>(items: ReadonlyArray<A>, concurrency: number, work: (i
   return results
 }
 
-export const run = async (_args: ReadonlyArray<string>) => {
+export const run = async (args: ReadonlyArray<string>) => {
+  const cpuProf = args.includes("--cpu-prof")
+  const profileDirectory = path.join(resultsDirectory, "profiles")
+  if (cpuProf) fs.mkdirSync(profileDirectory, { recursive: true })
   const sessions = envInt("BENCH_REPLY_SESSIONS", 1_000)
   const connections = envInt("BENCH_REPLY_CONNECTIONS", 50)
   const startedAt = new Date()
@@ -56,7 +62,12 @@ export const run = async (_args: ReadonlyArray<string>) => {
     log(
       `replies: ${sessions} sessions, debounce 0, ${connections} connections, echo model; database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion})`
     )
-    const parley = await startParley(database.url, cleanup, { AI_PROVIDER: "echo" })
+    const parley = await startParley(
+      database.url,
+      cleanup,
+      { AI_PROVIDER: "echo" },
+      cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profileDirectory}`] : []
+    )
     const base = parley.server.baseUrl
     const api = (expected: number, method: string, route: string, body?: unknown) =>
       expectJson(expected, method, `${base}${route}`, { token: parley.token, body })
@@ -130,6 +141,12 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const p99 = percentile(latencies, 99)
     const duplicates = replies.filter((r) => r.n !== 1).length
     const triggerSeconds = (triggersDone - first) / 1000
+    let profile: ProfileSummary | undefined
+    if (cpuProf) {
+      await parley.server.stop()
+      const file = findProfile(profileDirectory, parley.server.pid)
+      profile = file === undefined ? undefined : analyzeProfile(file, 25)
+    }
 
     const columns: ReadonlyArray<Column> = [{ header: "measure", align: "left" }, { header: "value" }]
     const rows = [
@@ -144,6 +161,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
     ]
     log("")
     log(formatTable(columns, rows))
+    if (profile !== undefined) log(`\nParley ${formatProfile(profile)}`)
     const env = environment()
     const json = {
       benchmark: "replies",
@@ -164,7 +182,8 @@ export const run = async (_args: ReadonlyArray<string>) => {
       `One Parley process, echo model; ${sessions} sessions each triggering a reply with debounce 0 over ${connections} connections.`,
       `Node ${env.node}, ${env.cpus} CPU (${env.cpuModel}); PostgreSQL ${database.serverVersion} (${database.kind}); commit ${env.commit ?? "?"}.`,
       "",
-      markdownTable(columns, rows)
+      markdownTable(columns, rows),
+      ...(profile !== undefined ? ["", "## Parley CPU profile", "", "```", formatProfile(profile), "```"] : [])
     ].join("\n")
     const written = writeResults("replies", json, markdown, startedAt)
     log(`\nresults: ${path.relative(rootDirectory, written.json)}, ${path.relative(rootDirectory, written.markdown)}`)

@@ -50,6 +50,9 @@ import { AssistantsRepo, type BranchRow } from "./Repo.ts"
 /** The name of the production branch (assistants.md). */
 export const MAIN = "main"
 
+/** Published snapshots kept per process for the runtime (R2); a commit never changes, so entries never go stale. */
+const SNAPSHOT_CACHE_SIZE = 256
+
 /** An item collection of a draft (A9). */
 export type ItemKind = "nodes" | "tools" | "variables"
 
@@ -651,6 +654,9 @@ const makeService = Effect.gen(function* () {
     Effect.catchTag("SqlError", Effect.die)
   )
 
+  /** Snapshots of published commits by `<assistant id>:<commit id>`, oldest first (see runtime). */
+  const snapshots = new Map<string, ReturnType<typeof snapshotOf>>()
+
   const runtime = Effect.fn("Assistants.runtime")(
     function* (organizationId: string, assistantId: string) {
       const assistant = yield* repo.findAssistant(organizationId, assistantId)
@@ -664,11 +670,15 @@ const makeService = Effect.gen(function* () {
       }
       const main = yield* branchOf(assistantId, MAIN)
       if (main.head_commit_id === null) return yield* new NotFound({ detail: "Assistant has no published version" })
-      return {
-        assistant_id: assistant.id,
-        commit_id: main.head_commit_id,
-        snapshot: snapshotOf(yield* repo.commitFiles(assistantId, main.head_commit_id))
+      // Commits are immutable: their snapshot is assembled once per process (every AI run reads it).
+      const key = `${assistantId}:${main.head_commit_id}`
+      let snapshot = snapshots.get(key)
+      if (snapshot === undefined) {
+        snapshot = snapshotOf(yield* repo.commitFiles(assistantId, main.head_commit_id))
+        if (snapshots.size >= SNAPSHOT_CACHE_SIZE) snapshots.delete(snapshots.keys().next().value!)
+        snapshots.set(key, snapshot)
       }
+      return { assistant_id: assistant.id, commit_id: main.head_commit_id, snapshot }
     },
     Effect.catchTag("SqlError", Effect.die)
   )

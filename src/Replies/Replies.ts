@@ -18,10 +18,9 @@ import {
 } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
 import { validateContent } from "../Messages/Messages.ts"
-import { Sessions } from "../Sessions/Sessions.ts"
 import { currentTraceparent } from "../Telemetry/Telemetry.ts"
 import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
-import { RepliesRepo } from "./Repo.ts"
+import { NOTIFY_WITHIN_MS, RepliesRepo } from "./Repo.ts"
 
 /** Default debounce of POST /reply, in seconds (conversations.md). */
 export const DEFAULT_DEBOUNCE_SECONDS = 3
@@ -99,13 +98,13 @@ export class Replies extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       const repo = yield* RepliesRepo
-      const sessions = yield* Sessions
 
       const enqueue = Effect.fnUntraced(function* (organizationId: string, sessionId: string, trigger: ReplyTrigger) {
         const now = yield* Clock.currentTimeMillis
         yield* repo.enqueue({
           organizationId,
           sessionId,
+          notify: trigger.debounceSeconds * 1000 < NOTIFY_WITHIN_MS,
           dueAt: new Date(now + trigger.debounceSeconds * 1000),
           startingNodeId: trigger.startingNodeId ?? null,
           metadata: trigger.metadata ?? {},
@@ -115,23 +114,23 @@ export class Replies extends Context.Service<
 
       const reply = Effect.fn("Replies.reply")(
         function* (organizationId: string, sessionId: string, request: ReplyRequest) {
-          yield* sql.withTransaction(
-            Effect.gen(function* () {
-              const state = yield* repo.sessionForReply(organizationId, sessionId)
-              if (state === undefined) return yield* new SessionNotFound()
-              if (state.status !== "open") return yield* new SessionNotOpen()
-              if (state.agent_id === null) return yield* new BadRequest({ detail: "Session has no agent" })
-              if (state.agent_type !== "ai")
-                return yield* new BadRequest({ detail: "Session agent is not an AI agent" })
-              if (state.thread_id === null) return yield* new BadRequest({ detail: "Session has no thread" })
-              yield* enqueue(organizationId, state.id, {
-                debounceSeconds: request.debounce_time ?? DEFAULT_DEBOUNCE_SECONDS,
-                startingNodeId: request.starting_node_id,
-                metadata: request.metadata
-              })
-            })
-          )
-          return yield* sessions.get(organizationId, sessionId).pipe(Effect.orDie)
+          const now = yield* Clock.currentTimeMillis
+          const debounceMs = (request.debounce_time ?? DEFAULT_DEBOUNCE_SECONDS) * 1000
+          const state = yield* repo.reply({
+            organizationId,
+            sessionId,
+            notify: debounceMs < NOTIFY_WITHIN_MS,
+            dueAt: new Date(now + debounceMs),
+            startingNodeId: request.starting_node_id ?? null,
+            metadata: request.metadata ?? {},
+            traceparent: yield* currentTraceparent
+          })
+          if (state === undefined) return yield* new SessionNotFound()
+          if (state.status !== "open") return yield* new SessionNotOpen()
+          if (state.agent_id === null) return yield* new BadRequest({ detail: "Session has no agent" })
+          if (state.agent_type !== "ai") return yield* new BadRequest({ detail: "Session agent is not an AI agent" })
+          if (state.thread_id === null) return yield* new BadRequest({ detail: "Session has no thread" })
+          return state.body as JsonText<Session>
         },
         Effect.catchTag("SqlError", Effect.die)
       )

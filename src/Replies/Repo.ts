@@ -10,8 +10,9 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { Statement } from "effect/sql"
 import { v7 as uuidv7 } from "uuid"
-import { isoTimestamp } from "../Database/Json.ts"
+import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 
 /** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
@@ -54,39 +55,84 @@ const scheduleJson = (alias: string) => `json_build_object(
   'executed_at', ${isoTimestamp(`${alias}.executed_at`)}
 )`
 
+/** A reply trigger (R1). */
+export interface NewJob {
+  readonly organizationId: string
+  readonly sessionId: string
+  readonly dueAt: Date
+  readonly startingNodeId: string | null
+  readonly metadata: JsonObject
+  readonly traceparent: string | null
+  /** Whether to NOTIFY the workers at commit: for jobs due within {@link NOTIFY_WITHIN_MS}. */
+  readonly notify: boolean
+}
+
+/** Triggers due sooner than this (ms from now) NOTIFY the workers; later ones are found by their poll. */
+export const NOTIFY_WITHIN_MS = 1_500
+
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const scheduleJsonFragment = sql.literal(scheduleJson("ss"))
+  const sessionJsonFragment = sql.literal(sessionJson("s2", "a2"))
 
-  /**
-   * Triggers a reply (R1): creates the session's pending job due at `dueAt`, or
-   * moves the pending job's due time to `dueAt` (trailing debounce), merging
-   * `metadata` and keeping the latest `startingNodeId` given. Notifies workers
-   * at commit. Joins the caller's transaction.
-   */
-  const enqueue = (job: {
-    readonly organizationId: string
-    readonly sessionId: string
-    readonly dueAt: Date
-    readonly startingNodeId: string | null
-    readonly metadata: JsonObject
-    readonly traceparent: string | null
-  }) =>
+  /** The upsert of a trigger for the session selected by `session` (R1 trailing debounce). */
+  const upsertJob = (job: NewJob, session: Statement.Fragment) =>
     sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, starting_node_id, metadata,
           trace_context, created_at)
-        VALUES (${uuidv7()}, ${job.organizationId}, ${job.sessionId}, 'pending', ${job.dueAt}, ${job.startingNodeId},
+        SELECT ${uuidv7()}, ${job.organizationId}, t.id, 'pending', ${job.dueAt}, ${job.startingNodeId},
           ${sql.json(job.metadata)}, ${job.traceparent === null ? null : sql.json({ traceparent: job.traceparent })},
-          statement_timestamp())
+          statement_timestamp()
+        FROM (${session}) t
         ON CONFLICT (session_id) WHERE status = 'pending' DO UPDATE SET
           due_at = EXCLUDED.due_at,
           starting_node_id = coalesce(EXCLUDED.starting_node_id, reply_jobs.starting_node_id),
           metadata = reply_jobs.metadata || EXCLUDED.metadata,
           triggers = reply_jobs.triggers + 1,
           trace_context = coalesce(EXCLUDED.trace_context, reply_jobs.trace_context),
-          updated_at = statement_timestamp()`.pipe(
-      Effect.andThen(sql`SELECT pg_notify(${repliesChannel}, 'job')`),
-      Effect.asVoid
-    )
+          updated_at = statement_timestamp()`
+
+  /** `pg_notify` when the job is due soon (see {@link NOTIFY_WITHIN_MS}), else a no-op. */
+  const notifyFragment = (job: NewJob) =>
+    job.notify ? sql`pg_notify(${repliesChannel}, 'job')` : sql`1`
+
+  /**
+   * Triggers a reply (R1): creates the session's pending job due at `dueAt`, or
+   * moves the pending job's due time to `dueAt` (trailing debounce), merging
+   * `metadata` and keeping the latest `startingNodeId` given. Workers are
+   * notified at commit when the job is due within {@link NOTIFY_WITHIN_MS}
+   * (later jobs are found by their 1 s poll; NOTIFY serializes commits, so it
+   * is spared when not needed). Joins the caller's transaction.
+   */
+  const enqueue = (job: NewJob) =>
+    sql`WITH j AS (${upsertJob(job, sql`SELECT ${job.sessionId}::uuid AS id`)} RETURNING 1)
+      SELECT ${notifyFragment(job)} FROM j`.pipe(Effect.asVoid)
+
+  /**
+   * POST /reply in one statement (R1, D7): locks the session for share, reads
+   * what D7 checks, triggers the job only when every check passes (open, an AI
+   * agent, a thread), and answers the checked state with the session's wire
+   * JSON; undefined when the session is not in the organization.
+   */
+  const reply = (job: NewJob) =>
+    isUuid(job.sessionId)
+      ? sql<{ status: string; agent_id: string | null; agent_type: string | null; thread_id: string | null; body: string }>`
+          WITH s AS (
+            SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id FROM sessions s
+            LEFT JOIN agents a ON a.id = s.agent_id
+            WHERE s.id = ${job.sessionId} AND s.organization_id = ${job.organizationId}
+            FOR SHARE OF s
+          ), j AS (
+            ${upsertJob(job, sql`SELECT s.id FROM s WHERE s.status = 'open' AND s.agent_type = 'ai' AND s.thread_id IS NOT NULL`)}
+            RETURNING 1
+          ), n AS (
+            SELECT ${notifyFragment(job)} FROM j
+          )
+          SELECT s.status, s.agent_id, s.agent_type, s.thread_id, (SELECT count(*) FROM n) AS notified,
+            ${sessionJsonFragment}::text AS body
+          FROM s JOIN sessions s2 ON s2.id = s.id LEFT JOIN agents a2 ON a2.id = s2.agent_id`.pipe(
+          Effect.map((rows) => rows[0])
+        )
+      : Effect.succeed(undefined)
 
   /**
    * Claims up to `limit` due pending jobs (R1) under a lease until `now +
@@ -280,6 +326,7 @@ const makeRepo = Effect.gen(function* () {
   return {
     sessionForReply,
     enqueue,
+    reply,
     claimJobs,
     recoverJobs,
     completeJob,

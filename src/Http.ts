@@ -10,8 +10,8 @@ import * as crypto from "node:crypto"
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Cause, Effect, Layer, Redacted } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
+import { FindMyWay, HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApi, HttpApiBuilder, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminHttp } from "./Admin/Http.ts"
 import { ParleyApi } from "./Api.ts"
@@ -26,6 +26,7 @@ import { validationIssues } from "./Domain/Validation.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
+import * as Metrics from "./Telemetry/Metrics.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
 /** Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked or expired token. */
@@ -110,7 +111,11 @@ const shapeFailure = (cause: Cause.Cause<unknown>) => {
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 415 ? detail(415, "Content-Type must be application/json") : response
 
-/** The router-level error shaping described in the module docs (on every request: kept lean). */
+/**
+ * The router-level error shaping described in the module docs, and the
+ * `http.server.request.duration` metric of every request (on every request:
+ * kept lean).
+ */
 export const ErrorShaping = HttpRouter.middleware(
   Effect.gen(function* () {
     const config = yield* AppConfig
@@ -118,11 +123,21 @@ export const ErrorShaping = HttpRouter.middleware(
     const tooLarge = Effect.succeed(detail(413, "Request body too large", { connection: "close" }))
     return (httpEffect) =>
       Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
+        const started = performance.now()
         const length = request.headers["content-length"]
-        if (length !== undefined && Number(length) > config.maxBodyBytes) return tooLarge
-        return Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes).pipe(
-          Effect.map(unsupportedMediaType),
-          Effect.catchCause(shapeFailure)
+        const response =
+          length !== undefined && Number(length) > config.maxBodyBytes
+            ? tooLarge
+            : Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes).pipe(
+                Effect.map(unsupportedMediaType),
+                Effect.catchCause(shapeFailure)
+              )
+        return Effect.tap(response, (sent) =>
+          Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
+            "http.request.method": request.method,
+            "http.route": routeTemplateOf(request.method, request.url) ?? "unmatched",
+            "http.response.status_code": sent.status
+          })
         )
       })
   }),
@@ -169,6 +184,32 @@ export const AllRoutes = Layer.mergeAll(
 )
 
 /**
+ * The route template of a request (`/conversations/v2/api/v1/sessions/:session_id`),
+ * or undefined for a path no route matches. Built once from the API's endpoints
+ * and the health routes.
+ */
+export const routeTemplateOf: (method: string, url: string) => string | undefined = (() => {
+  const router = FindMyWay.make<string>({ maxParamLength: 1024 })
+  HttpApi.reflect(ParleyApi, {
+    onGroup: () => undefined,
+    onEndpoint: ({ endpoint }) => router.on(endpoint.method, endpoint.path as `/${string}`, endpoint.path)
+  })
+  for (const path of ["/healthz", "/readyz", "/openapi.json", "/docs"] as const) router.on("GET", path, path)
+  return (method, url) => router.find(method, url)?.handler
+})()
+
+/**
+ * Server spans named by the HTTP semantic conventions: `{method} {route}`
+ * (`POST /conversations/v2/api/v1/sessions/:session_id/messages`), the method
+ * alone when no route matches. The span also carries `http.route` and
+ * `http.response.status_code` (issue 8).
+ */
+export const ServerSpanNamesLive = Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) => {
+  const route = routeTemplateOf(request.method, request.url)
+  return route === undefined ? request.method : `${request.method} ${route}`
+})
+
+/**
  * Options of `HttpRouter.serve`: no built-in per-request logger (it halves
  * light-endpoint throughput), and path parameters up to 1024 characters so an
  * overlong id reaches validation (422) instead of missing the route.
@@ -192,6 +233,7 @@ export const ServerLive = Layer.unwrap(
     const config = yield* AppConfig
     // O1: a worker process answers only /healthz and /readyz, for its orchestrator's probes.
     return HttpRouter.serve(config.role === "worker" ? HealthRoutes : AllRoutes, serveOptions).pipe(
+      Layer.provide(ServerSpanNamesLive),
       Layer.provide(
         NodeHttpServer.layer(createHttpServer, {
           port: config.port,

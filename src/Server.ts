@@ -15,6 +15,7 @@ import { Messages } from "./Messages/Messages.ts"
 import { MessagesRepo } from "./Messages/Repo.ts"
 import { SessionsRepo } from "./Sessions/Repo.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
+import { GaugeSamplerLive } from "./Telemetry/Metrics.ts"
 import * as Telemetry from "./Telemetry/Telemetry.ts"
 import { WebhooksRepo } from "./Webhooks/Repo.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
@@ -55,13 +56,14 @@ export const DatabaseLive = Database.migrateLayer.pipe(Layer.provideMerge(Databa
 /**
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
  * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
- * jobs, schedules) and the expiry sweeper (R1, D15, D16); none with `api`. They
+ * jobs, schedules), the expiry sweeper (R1, D15, D16) and the sampler of the
+ * database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient` and `AppConfig`.
  */
 export const WorkersLive = Layer.unwrap(
   Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
-    config.role === "api" ? Layer.empty : Layer.mergeAll(WebhookWorkerLive, RepliesWorkerLive)
+    config.role === "api" ? Layer.empty : Layer.mergeAll(WebhookWorkerLive, RepliesWorkerLive, GaugeSamplerLive)
   )
 )
 

@@ -16,6 +16,7 @@ import { isUuid } from "../Domain/Common.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { DeliveryStatus, MessageRole } from "../Domain/Message.ts"
+import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
 /** A message to insert: everything but the columns with defaults. */
 export interface NewMessage {
@@ -155,18 +156,19 @@ const makeRepo = Effect.gen(function* () {
    * Updates delivery columns, stamps `updated_at`, writes message.updated
    * (W1) when a delivery field changed, and answers the wire JSON.
    */
-  const updateDelivery = (messageId: string, fields: DeliveryFields) => {
+  const updateDelivery = Effect.fnUntraced(function* (messageId: string, fields: DeliveryFields) {
     const set: Record<string, unknown> = { ...fields }
     const eventId = uuidv7()
-    return sql<{ body: string }>`
+    const traceContext = yield* currentTraceContext
+    return yield* sql<{ body: string }>`
       WITH before AS (
         SELECT * FROM messages WHERE id = ${messageId}
       ), m AS (
         UPDATE messages SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} updated_at = statement_timestamp()
         WHERE id = ${messageId} RETURNING *
       ), e AS (
-        INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT ev.id, m.organization_id, 'message.updated', ${updatedEvent}, statement_timestamp()
+        INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
+        SELECT ev.id, m.organization_id, 'message.updated', ${updatedEvent}, ${traceContext}::jsonb, statement_timestamp()
         FROM m CROSS JOIN before b CROSS JOIN (SELECT ${eventId}::uuid AS id) ev
         WHERE (m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
                m.provider_message_id, m.replied_provider_message_id)
@@ -174,7 +176,7 @@ const makeRepo = Effect.gen(function* () {
                b.provider_message_id, b.replied_provider_message_id)
       )
       SELECT ${messageJsonFragment}::text AS body FROM m`.pipe(Effect.map((rows) => rows[0]!.body))
-  }
+  })
 
   /** Messages of a session matching `search`, oldest first (D3), as a JSON array text. */
   const search = (sessionId: string, search: MessageSearch) => {

@@ -26,6 +26,7 @@ import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { Runtime } from "../Runtime/Runtime.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
+import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type ClaimedJob, type ClaimedSchedule, RepliesRepo, repliesChannel } from "./Repo.ts"
 
@@ -86,6 +87,13 @@ const makeWorker = Effect.gen(function* () {
       })
       .pipe(
         Effect.timeout(RUN_TIMEOUT_MS),
+        Effect.tap((outcome) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Metrics.record(Metrics.replyLatency, Math.max(0, now - job.due_at.getTime()) / 1000, {
+              status: outcome.status
+            })
+          )
+        ),
         Effect.catchCause((cause) => Effect.logError("Reply job failed", cause)),
         Effect.withSpan("Replies.job", {
           attributes: { "parley.job_id": job.id, "parley.session_id": job.session_id, "parley.triggers": job.triggers },

@@ -38,6 +38,7 @@ import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
 import type { NewMessage } from "../Messages/Repo.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
+import * as Metrics from "../Telemetry/Metrics.ts"
 import { modelName } from "./Providers.ts"
 import { type HistoryEntry, RuntimeRepo } from "./Repo.ts"
 import { ToolCaller } from "./Tools.ts"
@@ -474,6 +475,7 @@ export class Runtime extends Context.Service<
           Effect.catchTag("Lost", () => Effect.succeed<RunOutcome>({ runId, status: "lost", error: null })),
           Effect.catchTag("SqlError", Effect.die)
         )
+        yield* Metrics.record(Metrics.runs, 1, { trigger: request.trigger, status: outcome.status })
         if (outcome.status === "failed") {
           yield* Effect.logError("AI run failed", {
             run_id: runId,

@@ -16,6 +16,7 @@ import { isUuid } from "../Domain/Common.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { SessionStatus } from "../Domain/Session.ts"
 import type { EventType } from "../Events/Events.ts"
+import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
 /** The columns of a session that its rules read, locked for update. */
 export interface SessionState {
@@ -101,8 +102,10 @@ const makeRepo = Effect.gen(function* () {
       ON CONFLICT (organization_id, contact_id, channel_type, channel_to) DO NOTHING
       RETURNING id`
     if (inserted.length > 0) {
-      yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT e.id, c.organization_id, 'conversation.created', ${conversationEventBody}, statement_timestamp()
+      const traceContext = yield* currentTraceContext
+      yield* sql`INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
+        SELECT e.id, c.organization_id, 'conversation.created', ${conversationEventBody}, ${traceContext}::jsonb,
+          statement_timestamp()
         FROM conversations c CROSS JOIN (SELECT ${uuidv7()}::uuid AS id) e WHERE c.id = ${id}`
       return { id, created: true }
     }
@@ -177,8 +180,9 @@ const makeRepo = Effect.gen(function* () {
   const writeEvents = Effect.fnUntraced(function* (sessionId: string, events: ReadonlyArray<SessionEvent>) {
     if (events.length > 0) {
       const ids = events.map(() => uuidv7())
-      yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
-        SELECT e.id, s.organization_id, e.type, ${eventBody}, statement_timestamp()
+      const traceContext = yield* currentTraceContext
+      yield* sql`INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
+        SELECT e.id, s.organization_id, e.type, ${eventBody}, ${traceContext}::jsonb, statement_timestamp()
         FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
         CROSS JOIN LATERAL (SELECT u.*, nullif(u.action_text, '') AS action FROM unnest(${ids}::uuid[], ${events.map((event) => event.type)}::text[],
           ${events.map((event) => event.action ?? "")}::text[]) WITH ORDINALITY AS u(id, type, action_text, ordinal)) e

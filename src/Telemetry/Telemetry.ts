@@ -1,7 +1,8 @@
 /**
- * Traces and logs. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans (every
+ * Traces, metrics and logs. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans (every
  * `Effect.fn` service method, SQL statements, HTTP requests) are exported by
- * OTLP over HTTP to `<endpoint>/v1/traces`, sampled by the standard
+ * OTLP over HTTP to `<endpoint>/v1/traces` and metrics (`Metrics.ts`) to
+ * `<endpoint>/v1/metrics`; spans are sampled by the standard
  * `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG` variables; without it,
  * nothing is installed and spans cost next to nothing.
  *
@@ -9,20 +10,34 @@
  * TTY), filtered by `LOG_LEVEL`.
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer, Logger, References, Tracer } from "effect"
 import { AppConfig } from "../Config.ts"
 
-/** OTLP trace export when configured, else nothing. Requires `AppConfig`. */
+/** How often metrics are exported, in ms. */
+export const METRICS_EXPORT_INTERVAL_MS = 15_000
+
+/**
+ * OTLP export of traces (`<endpoint>/v1/traces`) and metrics
+ * (`<endpoint>/v1/metrics`, every {@link METRICS_EXPORT_INTERVAL_MS}; see
+ * `Metrics.ts`) when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else nothing.
+ * Requires `AppConfig`.
+ */
 export const TracingLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
     if (config.otlpEndpoint === undefined) return Layer.empty
-    const url = `${config.otlpEndpoint.replace(/\/+$/, "")}/v1/traces`
+    const base = config.otlpEndpoint.replace(/\/+$/, "")
     return NodeSdk.layer(() => ({
       resource: { serviceName: config.serviceName, serviceVersion: "0.1.0" },
-      spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url }))
+      spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` })),
+      metricReader: new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+        exportIntervalMillis: METRICS_EXPORT_INTERVAL_MS
+      })
     }))
   })
 )
@@ -60,6 +75,14 @@ export const LoggingLive = Layer.unwrap(
  */
 export const currentTraceparent: Effect.Effect<string | null> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
   span._tag === "None" ? null : `00-${span.value.traceId}-${span.value.spanId}-${span.value.sampled ? "01" : "00"}`
+)
+
+/**
+ * The current span's trace context as stored with outbox events, reply jobs and
+ * schedules: JSON text `{"traceparent": "00-..."}`, or null outside any span.
+ */
+export const currentTraceContext: Effect.Effect<string | null> = Effect.map(currentTraceparent, (traceparent) =>
+  traceparent === null ? null : JSON.stringify({ traceparent })
 )
 
 /** A stored W3C `traceparent` as an external span (to parent or link to), or undefined when absent or malformed. */

@@ -22,12 +22,13 @@
  *   record them, and release every lease still held.
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Duration, Effect, Fiber, FiberSet, Layer, Queue, Schedule } from "effect"
+import { Cause, Duration, Effect, Fiber, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { PgClient } from "@effect/sql-pg"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
 import { ClaimScope } from "../Database/ClaimScope.ts"
+import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
@@ -154,7 +155,9 @@ const makeWorker = Effect.gen(function* () {
         }
         const delayMs = error === null ? undefined : retryDelayMs(schedule, number)
         const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"
-        return Queue.offer(results, {
+        return Metrics.record(Metrics.webhookAttempts, 1, { outcome: status === "pending" ? "retry" : status }).pipe(
+          Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)),
+          Effect.andThen(Queue.offer(results, {
           id: delivery.id,
           statusCode,
           error,
@@ -162,7 +165,8 @@ const makeWorker = Effect.gen(function* () {
           startedAt,
           status,
           delayMs: delayMs ?? 0
-        })
+        }))
+        )
       }),
       Effect.asVoid
     )

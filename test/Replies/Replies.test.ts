@@ -113,6 +113,12 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
       assert.deepStrictEqual(ok.body, session)
       // No body at all: defaults (debounce 3 s).
       assert.strictEqual((yield* fx.org.call("POST", `/sessions/${session.id}/reply`)).status, 200)
+      const sql = yield* SqlClient.SqlClient
+      const [job] = yield* sql<{ triggers: number }>`SELECT triggers FROM reply_jobs WHERE session_id = ${session.id}`
+      assert.strictEqual(job!.triggers, 2)
+      // Closing the session drops its pending job (it would otherwise answer during a later test).
+      yield* fx.org.call("POST", `/sessions/${session.id}/finish`, {})
+      assert.deepStrictEqual(yield* sql`SELECT 1 FROM reply_jobs WHERE session_id = ${session.id}`, [])
     })
   )
 

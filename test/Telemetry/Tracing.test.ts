@@ -58,8 +58,8 @@ describe("tracing", () => {
         )
         // Closing the layer shut the SDK down, which flushes the batch processor.
         assert.include(otlp.spans, "Sessions.create")
-        // The HTTP server span (named by method) and the SQL spans of @effect/sql-pg.
-        assert.include(otlp.spans, "POST")
+        // The HTTP server span (named `{method} {route}`) and the SQL spans of @effect/sql-pg.
+        assert.include(otlp.spans, "POST /conversations/v2/api/v1/sessions")
         assert.include(otlp.spans, "postgres")
         assert.include(otlp.spans, "sql.transaction")
       }),

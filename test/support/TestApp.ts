@@ -14,7 +14,7 @@ import { TestClock } from "effect/testing"
 import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
-import { AllRoutes, createHttpServer, serveOptions } from "../../src/Http.ts"
+import { AllRoutes, createHttpServer, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
 import { ClaimScope } from "../../src/Database/ClaimScope.ts"
 
@@ -166,6 +166,7 @@ export const TestApp = (
   TestApiLive.pipe(
     Layer.provideMerge(
       HttpRouter.serve(AllRoutes, { ...serveOptions, disableListenLog: true }).pipe(
+        Layer.provide(ServerSpanNamesLive),
         Layer.provideMerge(NodeHttpServer.layer(createHttpServer, { port: 0, host: "127.0.0.1" }))
       )
     ),
@@ -206,13 +207,16 @@ export const withWorkers = (
   options: {
     /** Run the app and its workers on @effect/vitest's TestClock (and TestConsole) instead of the real clock. */
     readonly testClock?: boolean
+    /** A tracer for the app and its workers (for example an in-memory span exporter), and what else it provides. */
+    readonly tracing?: Layer.Layer<never>
   } = {}
 ) =>
   layer(
     Layer.mergeAll(WorkersLive, options.testClock === true ? advanceClockOnTeardown : Layer.empty).pipe(
       // Test files share one database: each file's worker takes only its own organizations' deliveries.
       Layer.provide(Layer.succeed(ClaimScope, () => [...organizationsOfThisFile])),
-      Layer.provideMerge(TestApp(overrides, services))
+      Layer.provideMerge(TestApp(overrides, services)),
+      Layer.provide(options.tracing ?? Layer.empty)
     ),
     { excludeTestServices: options.testClock !== true, timeout: "120 seconds" }
   )

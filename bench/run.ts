@@ -29,6 +29,10 @@ const benchmarks: Record<
     description: "AI replies on the echo model: 1,000 sessions triggering a reply with debounce 0; replies/s, latency",
     load: () => import("./suites/replies.ts")
   },
+  tracing: {
+    description: "Tracing overhead: POST message with tracing off and on (OTLP/HTTP to a local receiver); spans counted",
+    load: () => import("./suites/tracing.ts")
+  },
   versioning: {
     description: "Assistant version control with 2,000 nodes: changesets, publish, diff, merge",
     load: () => import("./suites/versioning.ts")

@@ -10,7 +10,15 @@ import * as crypto from "node:crypto"
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Cause, Effect, Layer, Redacted } from "effect"
-import { FindMyWay, HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  FindMyWay,
+  HttpMiddleware,
+  HttpRouter,
+  HttpServer,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminHttp } from "./Admin/Http.ts"
@@ -132,12 +140,16 @@ export const ErrorShaping = HttpRouter.middleware(
                 Effect.map(unsupportedMediaType),
                 Effect.catchCause(shapeFailure)
               )
-        return Effect.tap(response, (sent) =>
-          Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
-            "http.request.method": request.method,
-            "http.route": routeTemplateOf(request.method, request.url) ?? "unmatched",
-            "http.response.status_code": sent.status
-          })
+        return Effect.map(response, (sent) =>
+          draining.active ? HttpServerResponse.setHeader(sent, "connection", "close") : sent
+        ).pipe(
+          Effect.tap((sent) =>
+            Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
+              "http.request.method": request.method,
+              "http.route": routeTemplateOf(request.method, request.url) ?? "unmatched",
+              "http.response.status_code": sent.status
+            })
+          )
         )
       })
   }),
@@ -224,6 +236,31 @@ export const serveOptions = { disableLogger: true, routerConfig: { maxParamLengt
 export const createHttpServer = () => createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
 
 /**
+ * Whether the server is shutting down (O5): from then on every response
+ * carries `Connection: close`, so kept-alive connections end after their
+ * current request and the server's close completes as soon as the requests in
+ * flight are answered (Node's `server.close()` only drops idle connections).
+ * One HTTP server per process.
+ */
+export const draining = { active: false }
+
+/**
+ * Marks the server as {@link draining} when its scope closes, before the
+ * Node server's close (it is built after the server, so finalized first).
+ */
+export const DrainOnShutdown = Layer.effectDiscard(
+  Effect.gen(function* () {
+    yield* HttpServer.HttpServer
+    draining.active = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        draining.active = true
+      })
+    )
+  })
+)
+
+/**
  * The listening server on `HOST:PORT` with {@link serveOptions}: every route,
  * or with `PARLEY_ROLE=worker` only the health routes (O1). In-flight requests
  * get up to 10 s on shutdown (O5).
@@ -234,6 +271,7 @@ export const ServerLive = Layer.unwrap(
     // O1: a worker process answers only /healthz and /readyz, for its orchestrator's probes.
     return HttpRouter.serve(config.role === "worker" ? HealthRoutes : AllRoutes, serveOptions).pipe(
       Layer.provide(ServerSpanNamesLive),
+      Layer.merge(DrainOnShutdown),
       Layer.provide(
         NodeHttpServer.layer(createHttpServer, {
           port: config.port,

@@ -164,8 +164,8 @@ const makeWorker = Effect.gen(function* () {
   }
 
   /** Claims and starts due work while there is capacity; sleeps until the next due time or a notification. */
-  const claimLoop = Effect.gen(function* () {
-    let lastRecovery = 0
+  let lastRecovery = 0
+  const claimUntilStopped = Effect.gen(function* () {
     for (;;) {
       if (stopping) return
       const now = yield* Clock.currentTimeMillis
@@ -221,9 +221,12 @@ const makeWorker = Effect.gen(function* () {
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
         : Effect.logWarning("Replies worker loop failed; restarting", cause).pipe(Effect.andThen(Effect.sleep(POLL_MS)))
-    ),
-    Effect.forever
+    )
   )
+  /** The claim loop, restarted after a failure, until shutdown. */
+  const claimLoop = Effect.gen(function* () {
+    while (!stopping) yield* claimUntilStopped
+  })
 
   /** Rings the doorbell on every notification; re-listens after a connection loss. */
   const listener = Effect.scoped(

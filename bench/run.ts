@@ -25,6 +25,10 @@ const benchmarks: Record<
     description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
     load: () => import("./suites/export.ts")
   },
+  ingest: {
+    description: "POST /ingest: 1,000 distinct (to, from) pairs and one hot pair, Parley vs the baseline",
+    load: () => import("./suites/ingest.ts")
+  },
   replies: {
     description: "AI replies on the echo model: 1,000 sessions triggering a reply with debounce 0; replies/s, latency",
     load: () => import("./suites/replies.ts")

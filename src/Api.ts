@@ -9,6 +9,7 @@ import { AdminApi } from "./Admin/Api.ts"
 import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
 import { ExportApi } from "./Export/Api.ts"
+import { IngestApi } from "./Ingest/Api.ts"
 import { MessagesApi } from "./Messages/Api.ts"
 import { RepliesApi } from "./Replies/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
@@ -19,6 +20,7 @@ export class ParleyApi extends HttpApi.make("parley")
   .add(SessionsApi)
   .add(MessagesApi)
   .add(RepliesApi)
+  .add(IngestApi)
   .add(AdminApi)
   .add(AssistantsApi)
   .add(AssistantsAdminApi)

@@ -27,6 +27,7 @@ import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { ExportHttp } from "./Export/Http.ts"
+import { IngestHttp } from "./Ingest/Http.ts"
 import { Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
@@ -178,6 +179,7 @@ export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openap
     SessionsHttp,
     MessagesHttp,
     RepliesHttp,
+    IngestHttp,
     AdminHttp,
     AssistantsHttp,
     AssistantsAdminHttp,

@@ -10,6 +10,8 @@ import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
 import * as Database from "./Database/Database.ts"
 import { Export } from "./Export/Export.ts"
+import { Ingest } from "./Ingest/Ingest.ts"
+import { IngestRepo } from "./Ingest/Repo.ts"
 import { ServerLive } from "./Http.ts"
 import { Messages } from "./Messages/Messages.ts"
 import { MessagesRepo } from "./Messages/Repo.ts"
@@ -38,13 +40,18 @@ export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.Lang
     Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
     Assistants.layer
   )
-  return Layer.mergeAll(
+  const domain = Layer.mergeAll(
     Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
     Export.layer,
     Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer)),
     Replies.layer.pipe(Layer.provide(RepliesRepo.layer)),
     Runtime.layer.pipe(Layer.provide(languageModel))
   ).pipe(Layer.provideMerge(core))
+  // Ingest uses Replies (D11), so it sits on top of the other services.
+  return Ingest.layer.pipe(
+    Layer.provide([IngestRepo.layer, SessionsRepo.layer]),
+    Layer.provideMerge(domain)
+  )
 }
 
 /** The domain services with the model of `AI_PROVIDER` (R3). */

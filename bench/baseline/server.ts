@@ -1,5 +1,6 @@
 /**
- * The baseline of the messages benchmark: POST message on Fastify +
+ * The baseline of the messages benchmark (and of the ingest benchmark, see
+ * the /ingest route): POST message on Fastify +
  * postgres.js with prepared statements, doing per request the same work as
  * Parley: bearer token -> sha256 -> the API-key lookup; minimal body
  * validation; the same insert statement (message + message.created event in
@@ -8,11 +9,11 @@
  *
  * `DATABASE_URL=... PORT=8081 node bench/baseline/server.ts`
  */
-import { createHash } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import Fastify, { type FastifyReply } from "fastify"
 import postgres from "postgres"
 import { v7 as uuidv7 } from "uuid"
-import { apiKeyLookupSql, insertMessageSql } from "./sql.ts"
+import { apiKeyLookupSql, ingestLockSql, ingestOpenSql, ingestStepSql, insertMessageSql } from "./sql.ts"
 
 /** Connections in the pool, as Parley's src/Database/Database.ts POOL_SIZE. */
 const POOL_SIZE = 20
@@ -103,6 +104,131 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
     return reply.code(201).header("content-type", "application/json").send(row.body)
   }
 )
+
+interface IngestStepRow {
+  readonly conversation_id: string
+  readonly conversation_created: boolean
+  readonly session_id: string | null
+  readonly message_id: string | null
+  readonly duplicate_message_id: string | null
+  readonly duplicate_session_id: string | null
+  readonly default_agent_id: string | null
+  readonly default_agent_type: string | null
+}
+
+const isIdentifier = (value: unknown): value is string =>
+  typeof value === "string" && value.length > 0 && value.length <= 255
+
+/**
+ * POST /ingest for the ingest benchmark: a text message with `session`
+ * `continue` (what the benchmark sends), the same work as Parley in one
+ * transaction with the same statements: the pair's advisory lock, the step
+ * (contact, conversation, open session, receipt claim, message to the open
+ * session), and when no session is open a new one with the message. No reply
+ * job (the benchmark's organization has no agent); other modes answer 422.
+ */
+app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, reply) => {
+  const authorization = request.headers.authorization ?? ""
+  const token = authorization.startsWith("Bearer ") ? authorization.slice(7) : ""
+  if (token.length === 0 || token.length > 512) return detail(reply, 401, "Invalid or expired token")
+  const tokenHash = createHash("sha256").update(token, "utf8").digest()
+  const keys = await sql.unsafe<Array<{ organization_id: string }>>(apiKeyLookupSql, [tokenHash], { prepare: true })
+  const organizationId = keys[0]?.organization_id
+  if (organizationId === undefined) return detail(reply, 401, "Invalid or expired token")
+
+  const body = request.body
+  if (!isObject(body)) return invalid(reply, [], "Expected an object")
+  const { to, from, content, contact } = body
+  if (!isIdentifier(to)) return invalid(reply, ["to"], "Expected an identifier")
+  if (!isIdentifier(from)) return invalid(reply, ["from"], "Expected an identifier")
+  const channelType = body.channel_type ?? "whatsapp"
+  if (!isIdentifier(channelType)) return invalid(reply, ["channel_type"], "Expected an identifier")
+  const role = body.role ?? "user"
+  if (role !== "user" && role !== "assistant") return invalid(reply, ["role"], "Expected user or assistant")
+  if ((body.session ?? "continue") !== "continue") return invalid(reply, ["session"], "Only continue here")
+  if (!isObject(content)) return invalid(reply, ["content"], "Expected an object")
+  if (content.type !== "text") return detail(reply, 400, "Invalid content type")
+  if (typeof content.text !== "string" || content.text.length === 0) {
+    return invalid(reply, ["content", "text"], "Expected a non-empty string")
+  }
+  const providerMessageId = body.provider_message_id ?? null
+  if (providerMessageId !== null && !isIdentifier(providerMessageId)) {
+    return invalid(reply, ["provider_message_id"], "Expected an identifier")
+  }
+  if (contact !== undefined && contact !== null && !isObject(contact)) return invalid(reply, ["contact"], "Expected an object")
+  const name = contact?.name ?? null
+  const phone = contact?.phone ?? null
+  if ((name !== null && typeof name !== "string") || (phone !== null && typeof phone !== "string")) {
+    return invalid(reply, ["contact"], "Expected strings")
+  }
+
+  const messageId = uuidv7()
+  const newSessionId = uuidv7()
+  const contentText = JSON.stringify({ type: "text", text: content.text })
+  // Parley stores the trace context of its request span with the events (W4).
+  const traceContext = JSON.stringify({
+    traceparent: `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`
+  })
+  const answer = await sql.begin(async (tx) => {
+    await tx.unsafe(ingestLockSql, [organizationId, channelType, to, from], { prepare: true })
+    const [state] = await tx.unsafe<Array<IngestStepRow>>(
+      ingestStepSql,
+      [
+        organizationId,
+        from,
+        channelType,
+        to,
+        uuidv7(),
+        uuidv7(),
+        name,
+        phone,
+        providerMessageId,
+        messageId,
+        newSessionId,
+        true,
+        role,
+        contentText,
+        true,
+        uuidv7(),
+        null,
+        traceContext
+      ],
+      { prepare: true }
+    )
+    if (state === undefined) throw new Error("ingest step answered no row")
+    if (state.duplicate_message_id !== null) {
+      return [state.conversation_id, state.duplicate_session_id, state.duplicate_message_id, false, false] as const
+    }
+    if (state.message_id !== null) return [state.conversation_id, state.session_id, state.message_id, false, false] as const
+    await tx.unsafe(
+      ingestOpenSql,
+      [
+        newSessionId,
+        organizationId,
+        state.conversation_id,
+        from,
+        name,
+        state.default_agent_type === "ai" ? uuidv7() : null,
+        state.default_agent_id,
+        "{}",
+        uuidv7(),
+        messageId,
+        role,
+        contentText,
+        providerMessageId,
+        uuidv7(),
+        traceContext
+      ],
+      { prepare: true }
+    )
+    return [state.conversation_id, newSessionId, messageId, state.conversation_created, true] as const
+  })
+  const [conversation_id, session_id, message_id, created_conversation, created_session] = answer
+  return reply
+    .code(200)
+    .header("content-type", "application/json")
+    .send(JSON.stringify({ conversation_id, session_id, message_id, created_conversation, created_session }))
+})
 
 const shutdown = async () => {
   await app.close()

@@ -7,3 +7,10 @@
  */
 export { organizationOfTokenSql as apiKeyLookupSql } from "../../src/Admin/Repo.ts"
 export { insertMessageSql } from "../../src/Messages/Repo.ts"
+/**
+ * Ingest (bench/suites/ingest.ts): the pair's advisory lock, the step (contact,
+ * conversation, open session, receipt claim and the message to an open session
+ * in one statement) and the new session with its first message, from
+ * src/Ingest/Repo.ts.
+ */
+export { ingestLockSql, ingestOpenSql, ingestStepSql } from "../../src/Ingest/Repo.ts"

@@ -1,0 +1,292 @@
+/**
+ * The ingest service (conversations.md "Unified ingest", "Session status";
+ * DECISIONS.md D6-D12, D17, W1, W2): one call finds or creates the contact and
+ * the conversation, handles the session's lifecycle, stores the message,
+ * changes the agent, patches the metadata and triggers the AI reply, in one
+ * transaction with its outbox events.
+ *
+ * Calls for one (organization, channel_type, to, from) are serialized across
+ * processes by a PostgreSQL advisory transaction lock taken first (D9), so
+ * concurrent calls never create duplicate contacts, conversations or open
+ * sessions. A `provider_message_id` is claimed in `ingest_receipts` (primary
+ * key (conversation, provider_message_id)) before anything changes; a repeated
+ * one answers the first call's ids and does nothing else (D10).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer } from "effect"
+import * as MergePatch from "json-merge-patch"
+import { v7 as uuidv7 } from "uuid"
+import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
+import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
+import { validateContent } from "../Messages/Messages.ts"
+import { Replies } from "../Replies/Replies.ts"
+import { SessionsRepo } from "../Sessions/Repo.ts"
+import { currentTraceparent } from "../Telemetry/Telemetry.ts"
+import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"
+import { type IngestMessage, IngestRepo, type IngestState } from "./Repo.ts"
+
+/** An agent as the session rules need it. */
+interface AgentRef {
+  readonly id: string
+  readonly type: "ai" | "human"
+}
+
+/** The session an ingest call acts on. */
+interface Target {
+  readonly id: string
+  readonly agentId: string | null
+  readonly agentType: "ai" | "human" | null
+  readonly threadId: string | null
+}
+
+const answer = (
+  conversationId: string,
+  sessionId: string | null,
+  messageId: string | null,
+  createdConversation: boolean,
+  createdSession: boolean
+): IngestResponse => ({
+  conversation_id: conversationId,
+  session_id: sessionId,
+  message_id: messageId,
+  created_conversation: createdConversation,
+  created_session: createdSession
+})
+
+/**
+ * `current` with the RFC 7396 merge `patch` applied (`json-merge-patch`); fails
+ * with ValidationFailed at `["body", "metadata"]` when the result is over 16
+ * KiB as JSON (D17).
+ */
+const patchMetadata = (current: JsonObject, patch: JsonObject): Effect.Effect<JsonObject, ValidationFailed> => {
+  const result = MergePatch.apply(current, patch) as JsonObject
+  return Buffer.byteLength(JSON.stringify(result), "utf8") <= MAX_METADATA_BYTES
+    ? Effect.succeed(result)
+    : Effect.fail(
+        ValidationFailed.one(
+          ["body", "metadata"],
+          `Metadata must be at most ${MAX_METADATA_BYTES} bytes as JSON after the patch`
+        )
+      )
+}
+
+/** The ingest service. */
+export class Ingest extends Context.Service<
+  Ingest,
+  {
+    /**
+     * POST /ingest for the organization (spec "Unified ingest"): answers the
+     * five fields of {@link IngestResponse}. Session semantics: `continue`
+     * reuses the open session or creates one (also without content, D9); `new`
+     * closes the open session (session.closed, `action: "ingest"`, W1) and
+     * creates one; `close` inserts the message (if any) into the open session
+     * (or a new one) and closes it (session.closed, `action: "ingest"`);
+     * `close` without content and without an open session answers
+     * `session_id: null` (D9). A new session gets `agent_id`, else the
+     * organization's `default_agent_id` (D9), carried by session.created; on an
+     * existing session a different `agent_id` (null removes) emits
+     * session.transferred (W1). A thread is made when a session first gets an
+     * AI agent (D7). A `user` message in an open session whose agent is AI
+     * triggers a reply job due in the organization's `reply_debounce_seconds`
+     * (D11). Events in order: conversation.created, session.closed,
+     * session.created, session.transferred, message.created, session.closed.
+     * Calls for one (organization, channel_type, to, from) run one at a time
+     * across processes (D9). A message whose `provider_message_id` this
+     * conversation already stored answers the first call's ids with both
+     * `created_*` false and changes nothing (D10).
+     *
+     * Fails with InvalidContentType (400) or ValidationFailed (422) for bad
+     * content (D12), AgentNotFound (400) for an agent that is not the
+     * organization's (D6), ValidationFailed at `["body", "metadata"]` when the
+     * patched metadata is over 16 KiB (D17). Nothing is written on failure.
+     */
+    ingest(
+      organizationId: string,
+      input: IngestPayload
+    ): Effect.Effect<IngestResponse, AgentNotFound | InvalidContentType | ValidationFailed>
+  }
+>()("parley/Ingest") {
+  static readonly layer = Layer.effect(
+    Ingest,
+    Effect.gen(function* () {
+      const sql = yield* PgClient.PgClient
+      const repo = yield* IngestRepo
+      const sessions = yield* SessionsRepo
+      const replies = yield* Replies
+
+      /** Closes a locked open session for ingest: session.closed with `action: "ingest"` only (W1). */
+      const close = (sessionId: string) =>
+        sessions
+          .update(sessionId, { status: "closed" })
+          .pipe(Effect.andThen(sessions.writeEvents(sessionId, [{ type: "session.closed", action: "ingest" }])))
+
+      /** D11: a reply for a `user` message in a session whose agent is AI (and so has a thread, D7). */
+      const replyIfAi = (organizationId: string, target: Target, message: IngestMessage, debounceSeconds: number) =>
+        message.role === "user" && target.agentType === "ai" && target.threadId !== null
+          ? replies.trigger(organizationId, target.id, { debounceSeconds })
+          : Effect.void
+
+      /**
+       * Everything but a plain message to an open session: the session
+       * lifecycle of `mode`, agent change, metadata patch and the message,
+       * after the step locked the open session `FOR UPDATE` and claimed the
+       * receipt.
+       */
+      const control = Effect.fnUntraced(function* (
+        organizationId: string,
+        input: IngestPayload,
+        mode: IngestSessionMode,
+        message: IngestMessage | undefined,
+        newSessionId: string,
+        state: IngestState,
+        traceContext: string | null
+      ) {
+        // D6: the requested agent (undefined keeps, null removes).
+        let requested: AgentRef | null | undefined = input.agent_id === null ? null : undefined
+        if (typeof input.agent_id === "string") {
+          if (state.requested_agent_id === null) return yield* new AgentNotFound()
+          requested = { id: state.requested_agent_id, type: state.requested_agent_type! }
+        }
+        let target: Target | undefined =
+          state.session_id === null
+            ? undefined
+            : {
+                id: state.session_id,
+                agentId: state.agent_id,
+                agentType: state.agent_type,
+                threadId: state.thread_id
+              }
+        if (target !== undefined && mode === "new") {
+          yield* close(target.id)
+          target = undefined
+        }
+        let createdSession = false
+        let messageId: string | null = null
+        if (target === undefined) {
+          if (mode === "close" && message === undefined) {
+            return answer(state.conversation_id, null, null, state.conversation_created, false)
+          }
+          // D9: a new session without agent_id gets the organization's default agent.
+          const agent: AgentRef | null =
+            requested !== undefined
+              ? requested
+              : state.default_agent_id === null
+                ? null
+                : { id: state.default_agent_id, type: state.default_agent_type! }
+          const metadata = input.metadata === undefined ? {} : yield* patchMetadata({}, input.metadata)
+          target = {
+            id: newSessionId,
+            agentId: agent?.id ?? null,
+            agentType: agent?.type ?? null,
+            threadId: agent?.type === "ai" ? uuidv7() : null
+          }
+          messageId = yield* repo.open({
+            id: target.id,
+            organizationId,
+            conversationId: state.conversation_id,
+            contactId: input.from,
+            contactName: input.contact?.name ?? null,
+            threadId: target.threadId,
+            agentId: target.agentId,
+            metadata,
+            message,
+            traceContext,
+            newId: uuidv7
+          })
+          createdSession = true
+        } else {
+          if (input.metadata !== undefined) {
+            const current = JSON.parse(state.metadata ?? "{}") as JsonObject
+            const before = JSON.stringify(current)
+            const metadata = yield* patchMetadata(current, input.metadata)
+            // A patch that changes nothing writes nothing (members keep their place when replaced).
+            if (JSON.stringify(metadata) !== before) yield* sessions.update(target.id, { metadata })
+          }
+          if (requested !== undefined && (requested?.id ?? null) !== target.agentId) {
+            // D7: the thread is kept once set, made when the session first gets an AI agent.
+            const threadId = target.threadId ?? (requested?.type === "ai" ? uuidv7() : null)
+            yield* sessions.update(target.id, { agentId: requested?.id ?? null, threadId })
+            yield* sessions.writeEvents(target.id, [{ type: "session.transferred" }])
+            target = { id: target.id, agentId: requested?.id ?? null, agentType: requested?.type ?? null, threadId }
+          }
+          if (message !== undefined) {
+            // The session is locked open: the insert always succeeds.
+            yield* repo.insertMessage(organizationId, target.id, message, uuidv7(), traceContext)
+            messageId = message.id
+          }
+        }
+        if (mode === "close") yield* close(target.id)
+        else if (message !== undefined) yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
+        return answer(state.conversation_id, target.id, messageId, state.conversation_created, createdSession)
+      })
+
+      const ingest = Effect.fn("Ingest.ingest")(
+        function* (organizationId: string, input: IngestPayload) {
+          const content = input.content == null ? undefined : yield* validateContent(input.content, ["body", "content"])
+          const mode = input.session ?? "continue"
+          const channelType = input.channel_type ?? DEFAULT_CHANNEL_TYPE
+          const message: IngestMessage | undefined =
+            content === undefined
+              ? undefined
+              : {
+                  id: uuidv7(),
+                  role: input.role ?? "user",
+                  content,
+                  providerMessageId: input.provider_message_id ?? null
+                }
+          // A plain message to the open session is stored by the step itself (one statement).
+          const append =
+            message !== undefined && mode === "continue" && input.agent_id === undefined && input.metadata === undefined
+          const newSessionId = uuidv7()
+          const traceparent = yield* currentTraceparent
+          const traceContext = traceparent === null ? null : JSON.stringify({ traceparent })
+          return yield* sql.withTransaction(
+            Effect.gen(function* () {
+              yield* repo.lock(organizationId, channelType, input.to, input.from)
+              const state = yield* repo.step({
+                organizationId,
+                contactId: input.from,
+                channelType,
+                channelTo: input.to,
+                contactName: input.contact?.name ?? null,
+                contactPhone: input.contact?.phone ?? null,
+                message,
+                append,
+                reuseOpen: mode !== "new",
+                newSessionId,
+                // An id that is not a UUID names no agent: AgentNotFound below, after the D10 check.
+                requestedAgentId: typeof input.agent_id === "string" && isUuid(input.agent_id) ? input.agent_id : null,
+                traceContext,
+                newId: uuidv7
+              })
+              if (state.duplicate_message_id !== null) {
+                // D10: the first call's ids; nothing was written.
+                return answer(
+                  state.conversation_id,
+                  state.duplicate_session_id,
+                  state.duplicate_message_id,
+                  false,
+                  false
+                )
+              }
+              if (state.message_id !== null && state.session_id !== null && message !== undefined) {
+                const target = {
+                  id: state.session_id,
+                  agentId: state.agent_id,
+                  agentType: state.agent_type,
+                  threadId: state.thread_id
+                }
+                yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
+                return answer(state.conversation_id, state.session_id, state.message_id, false, false)
+              }
+              return yield* control(organizationId, input, mode, message, newSessionId, state, traceContext)
+            })
+          )
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Ingest.of({ ingest })
+    })
+  )
+}

@@ -94,7 +94,8 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
         replied_provider_message_id ?? null,
         run_id ?? null,
         "{}",
-        uuidv7()
+        uuidv7(),
+        null
       ],
       { prepare: true }
     )

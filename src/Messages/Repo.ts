@@ -63,7 +63,8 @@ const MESSAGE_JSON = messageJson("m")
  * with that JSON (W2, W3), answer the session's status and the JSON.
  * Parameters: $1 session id, $2 organization id, $3 message id, $4 role,
  * $5 content (JSON text), $6 provider_message_id, $7 replied_provider_message_id,
- * $8 run_id, $9 metadata (JSON text), $10 event id. The benchmark's baseline
+ * $8 run_id, $9 metadata (JSON text), $10 event id, $11 the event's trace
+ * context (JSON text `{"traceparent": ...}` or null). The benchmark's baseline
  * executes this same text.
  */
 export const insertMessageSql = `WITH s AS (
@@ -77,9 +78,9 @@ export const insertMessageSql = `WITH s AS (
 ), j AS (
   SELECT m.organization_id, m.created_at, ${MESSAGE_JSON} AS body FROM m
 ), e AS (
-  INSERT INTO events (id, organization_id, type, body, created_at)
+  INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
   SELECT ev.id, j.organization_id, 'message.created',
-    ${envelopeText("ev.id", "'message.created'", "j.organization_id", "j.created_at", "j.body")}, j.created_at
+    ${envelopeText("ev.id", "'message.created'", "j.organization_id", "j.created_at", "j.body")}, $11::jsonb, j.created_at
   FROM j CROSS JOIN (SELECT $10::uuid AS id) ev
 )
 SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
@@ -87,7 +88,9 @@ SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
-  const updatedEvent = sql.literal(envelopeText("ev.id", "'message.updated'", "m.organization_id", "statement_timestamp()", MESSAGE_JSON))
+  const updatedEvent = sql.literal(
+    envelopeText("ev.id", "'message.updated'", "m.organization_id", "statement_timestamp()", MESSAGE_JSON)
+  )
 
   /**
    * Inserts a message into an open session of the organization and writes its
@@ -97,20 +100,23 @@ const makeRepo = Effect.gen(function* () {
    */
   const insert = (organizationId: string, sessionId: string, message: NewMessage) => {
     if (!isUuid(sessionId)) return Effect.succeed({ status: undefined, body: undefined })
-    return sql
-      .unsafe<{ status: string; body: string | null }>(insertMessageSql, [
-        sessionId,
-        organizationId,
-        uuidv7(),
-        message.role,
-        JSON.stringify(message.content),
-        message.provider_message_id,
-        message.replied_provider_message_id,
-        message.run_id,
-        JSON.stringify(message.metadata ?? {}),
-        uuidv7()
-      ])
-      .pipe(Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined })))
+    return Effect.flatMap(currentTraceContext, (traceContext) =>
+      sql
+        .unsafe<{ status: string; body: string | null }>(insertMessageSql, [
+          sessionId,
+          organizationId,
+          uuidv7(),
+          message.role,
+          JSON.stringify(message.content),
+          message.provider_message_id,
+          message.replied_provider_message_id,
+          message.run_id,
+          JSON.stringify(message.metadata ?? {}),
+          uuidv7(),
+          traceContext
+        ])
+        .pipe(Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined })))
+    )
   }
 
   /**
@@ -189,7 +195,9 @@ const makeRepo = Effect.gen(function* () {
     return sql<{ body: string }>`SELECT ${messageJsonFragment}::text AS body FROM messages m
       WHERE ${sql.and(conditions)}
       ORDER BY m.created_at, m.id
-      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`))
+      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(
+      Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`)
+    )
   }
 
   /** Whether the session exists in the organization (D1). */

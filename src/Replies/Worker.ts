@@ -21,6 +21,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, Fiber, FiberSet, Layer, Queue } from "effect"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
+import { listenForever } from "../Database/Database.ts"
 import { ClaimScope } from "../Database/ClaimScope.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
@@ -229,22 +230,7 @@ const makeWorker = Effect.gen(function* () {
   })
 
   /** Rings the doorbell on every notification; re-listens after a connection loss. */
-  const listener = Effect.scoped(
-    Effect.gen(function* () {
-      const notifications = yield* pg.listen(repliesChannel)
-      ring()
-      for (;;) {
-        yield* Queue.take(notifications)
-        ring()
-      }
-    })
-  ).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Replies listener lost", cause)
-    ),
-    Effect.andThen(Effect.sleep(POLL_MS)),
-    Effect.forever
-  )
+  const listener = listenForever(repliesChannel, ring, POLL_MS)
 
   yield* Effect.forkScoped(listener)
   const loop = yield* Effect.forkScoped(claimLoop)

@@ -24,9 +24,9 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Duration, Effect, Fiber, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
-import { PgClient } from "@effect/sql-pg"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
+import { listenForever } from "../Database/Database.ts"
 import { ClaimScope } from "../Database/ClaimScope.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
@@ -86,7 +86,6 @@ const httpClientLayer = Layer.unwrap(
 
 const makeWorker = Effect.gen(function* () {
   const repo = yield* WebhooksRepo
-  const pg = yield* PgClient.PgClient
   const config = yield* AppConfig
   const client = yield* HttpClient.HttpClient
   const workerId = uuidv7()
@@ -252,22 +251,7 @@ const makeWorker = Effect.gen(function* () {
   })
 
   /** Rings the doorbell on every notification; re-listens after a connection loss. */
-  const listener = Effect.scoped(
-    Effect.gen(function* () {
-      const notifications = yield* pg.listen(deliveriesChannel)
-      ring()
-      for (;;) {
-        yield* Queue.take(notifications)
-        ring()
-      }
-    })
-  ).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Webhook listener lost", cause)
-    ),
-    Effect.andThen(Effect.sleep(POLL_MS)),
-    Effect.forever
-  )
+  const listener = listenForever(deliveriesChannel, ring, POLL_MS)
 
   yield* Effect.forkScoped(writer)
   yield* Effect.forkScoped(listener)

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ownDatabase, startServer } from "../support/Processes.ts"
+import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
 
 /** This file's own database: its server processes claim every organization's work. */
 const databaseUrl = ownDatabase("parley_ingest")
@@ -20,14 +20,7 @@ describe("ingest on two server processes", () => {
         const env = { DATABASE_URL: databaseUrl(), ADMIN_TOKEN: "ingest-processes", LOG_LEVEL: "error" }
         const [one, two] = await Promise.all([startServer(env), startServer(env)])
         try {
-          const json = async (base: string, method: string, path: string, token: string, body?: unknown) => {
-            const response = await fetch(`${base}${path}`, {
-              method,
-              headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-              ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-            })
-            return { status: response.status, body: (await response.json()) as any }
-          }
+          const json = callJson
           const org = (await json(one.baseUrl, "POST", "/admin/v1/organizations", "ingest-processes", { name: "I" }))
             .body
           const key = (

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
-import { ownDatabase, startServer } from "../support/Processes.ts"
+import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
 
 /** This file's own database: its server processes claim every organization's work. */
 const databaseUrl = ownDatabase("parley_replies")
@@ -15,15 +15,7 @@ const ADMIN = "replies-processes"
 const C = "/conversations/v2/api/v1"
 const env = () => ({ DATABASE_URL: databaseUrl(), ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error", AI_PROVIDER: "echo" })
 
-const json = async (base: string, method: string, path: string, token: string, body?: unknown) => {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-  })
-  const text = await response.text()
-  return { status: response.status, body: text === "" ? undefined : (JSON.parse(text) as any) }
-}
+const json = callJson
 
 /** An organization with an echo-answering AI agent (published assistant), through the APIs of `base`. */
 const setup = async (base: string) => {

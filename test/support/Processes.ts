@@ -112,3 +112,18 @@ export const ownDatabase = (prefix: string): (() => string) => {
   })
   return () => url
 }
+
+/**
+ * A JSON request to a server process: `base` + `path` with a bearer `token`
+ * and `body` as JSON; answers the status and the parsed body (undefined when
+ * empty).
+ */
+export const callJson = async (base: string, method: string, path: string, token: string, body?: unknown) => {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
+  })
+  const text = await response.text()
+  return { status: response.status, body: text === "" ? undefined : (JSON.parse(text) as any) }
+}

@@ -346,7 +346,7 @@ export class Runtime extends Context.Service<
       })
 
       /** Computes the turn (no writes). */
-      const computeTurn = Effect.fnUntraced(function* (
+      const computeTurn = Effect.fn("Runtime.turn")(function* (
         request: RunRequest,
         run: { assistantId: string | null; commitId: string | null }
       ) {

@@ -73,7 +73,12 @@ export class ToolCaller extends Context.Service<
 
       const call = (target: ToolTarget, args: unknown) =>
         Effect.suspend(() => {
-          const url = parseTargetUrl(target.url)
+          let url: URL
+          try {
+            url = parseTargetUrl(target.url)
+          } catch (error) {
+            return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(error as TargetRefused)
+          }
           const refused = allowPrivate ? undefined : refuseLiteralHost(url)
           if (refused !== undefined) return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(refused)
           const method = target.method.toUpperCase()

@@ -18,6 +18,14 @@ export interface BenchParley {
 }
 
 /**
+ * `BENCH_SERVER_NODE_OPTIONS` as the `NODE_OPTIONS` of a Parley server started
+ * by a benchmark (for example the V8 flags of `npm start`), leaving the
+ * benchmark process and the baseline server as they are.
+ */
+export const serverNodeOptions = (): Record<string, string> =>
+  process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}
+
+/**
  * Starts `node src/main.ts` on `databaseUrl` (stopped by `cleanup`) with `env`
  * added, waits for /readyz, and creates an organization and an API key.
  * `BENCH_SERVER_NODE_OPTIONS` becomes the server's `NODE_OPTIONS` (for example
@@ -42,7 +50,7 @@ export const startParley = async (
       LOG_LEVEL: "warn",
       LOG_FORMAT: "json",
       ADMIN_TOKEN: adminToken,
-      ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
+      ...serverNodeOptions(),
       ...env
     },
     readyPath: "/readyz",

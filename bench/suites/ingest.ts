@@ -45,6 +45,7 @@ import {
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envFlag, envInt } from "../lib/env.ts"
 import { expectJson, requestJson } from "../lib/http.ts"
+import { serverNodeOptions } from "../lib/parley.ts"
 import { measureCpu, measureMachine, pidsNamed, processAndChildren, sampleRss } from "../lib/proc.ts"
 import { freePort, rootDirectory, type ServerProcess, sleep, startServer } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
@@ -431,7 +432,8 @@ export const run = async (args: ReadonlyArray<string>) => {
         HOST: "127.0.0.1",
         LOG_LEVEL: "warn",
         LOG_FORMAT: "json",
-        ADMIN_TOKEN: adminToken
+        ADMIN_TOKEN: adminToken,
+        ...serverNodeOptions()
       },
       readyPath: "/readyz",
       cwd: rootDirectory

@@ -35,6 +35,7 @@ import { startDatabase } from "../lib/database.ts"
 import { envFlag, envInt } from "../lib/env.ts"
 import { expectJson, requestJson } from "../lib/http.ts"
 import { type LoadResult, runLoad } from "../lib/load.ts"
+import { serverNodeOptions } from "../lib/parley.ts"
 import { freePort, rootDirectory, type ServerProcess, sleep, startServer } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
@@ -293,7 +294,8 @@ export const run = async (args: ReadonlyArray<string>) => {
         HOST: "127.0.0.1",
         LOG_LEVEL: "warn",
         LOG_FORMAT: "json",
-        ADMIN_TOKEN: adminToken
+        ADMIN_TOKEN: adminToken,
+        ...serverNodeOptions()
       },
       readyPath: "/readyz",
       cwd: rootDirectory

@@ -1,9 +1,10 @@
 /**
  * SQL of bulk export (conversations.md "Data export", DECISIONS.md D14).
  *
- * A page is one index range scan over (organization_id, sort key, id), rows
- * rendered to JSON by PostgreSQL with the same fragments as every other
- * endpoint (`Database/Json.ts`), joined into one array text without decoding.
+ * A page is read in keyset reads (`page`), each one index range scan over
+ * (organization_id, sort key, id) returning wire-ordered columns that
+ * `JSON.stringify` turns into the same JSON as every other endpoint
+ * (`Database/Json.ts`).
  *
  * No loss while records are being written: a page only returns rows whose
  * sort key is below the *horizon*, the start of the oldest transaction still
@@ -11,7 +12,10 @@
  * `RowExclusiveLock` until it ends: `pg_locks`, `pg_stat_activity`). Every row
  * such a transaction writes is stamped at or after its start
  * (`statement_timestamp()`), so once a page has passed a key, no row can later
- * appear before it.
+ * appear before it. For the same reason the rows below a horizon taken once
+ * (`horizon`) stay the rows below it, so the reads of one page under that
+ * horizon return what one statement would have (a record updated meanwhile
+ * moves above the horizon and comes in a later page, as between pages).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -31,7 +35,10 @@ export type ExportKind = "sessions" | "messages"
 /** `created_at`: (created_at, id); `updated_at`: (coalesce(updated_at, created_at), id) (D14). */
 export type SortBy = "created_at" | "updated_at"
 
-/** Filters and cursor of one page. Moments are ISO 8601 texts; `afterKey` is a sort key as text. */
+/**
+ * Filters, cursor and horizon of one read. Moments are ISO 8601 texts; `after.key`
+ * (a sort key) and `horizon` are timestamptz texts.
+ */
 export interface PageQuery {
   readonly organizationId: string
   readonly sortBy: SortBy
@@ -41,6 +48,7 @@ export interface PageQuery {
   readonly updatedBefore?: string | undefined
   readonly sessionId?: string | undefined
   readonly after?: { readonly key: string; readonly id: string } | undefined
+  readonly horizon: string
   readonly limit: number
 }
 
@@ -82,18 +90,34 @@ const makeRepo = Effect.gen(function* () {
   }
 
   /**
-   * One page: rows whose members are the wire members in wire order, timestamps
-   * already ISO 8601 text (`Database/Json.ts` `messageColumns`, `sessionColumns`),
-   * so `JSON.stringify` of the rows is the page's JSON. Measured the cheapest
-   * correct rendering (`npm run bench -- encoding`): a third less time per page
-   * than rendering rows to JSON in PostgreSQL or encoding them with the schema.
+   * The horizon of `kind`'s table now, as text: a page reads only keys below it
+   * (see the top of this file). Taken once per page, so every read of the page
+   * stops at the same key.
+   */
+  const horizon = (kind: ExportKind) =>
+    sql<{ h: string }>`SELECT least(statement_timestamp(), min(a.xact_start))::text AS h
+      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'relation' AND l.relation = ${tables[kind].table}::regclass AND l.mode = 'RowExclusiveLock'
+        AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND a.pid <> pg_backend_pid()`.pipe(Effect.map((rows) => rows[0]!.h))
+
+  /**
+   * Up to `limit` rows after `after` and below `horizon`: rows whose members are
+   * the wire members in wire order, timestamps already ISO 8601 text
+   * (`Database/Json.ts` `messageColumns`, `sessionColumns`), so `JSON.stringify`
+   * of the rows is the page's JSON. Measured the cheapest correct rendering
+   * (`npm run bench -- encoding`): a third less time per page than rendering
+   * rows to JSON in PostgreSQL or encoding them with the schema.
    */
   const page = (kind: ExportKind, query: PageQuery) => {
     const { table, alias, columns, join } = tables[kind]
     const a = sql.literal(alias)
     const key = sql.literal(keyOf(alias, query.sortBy))
     const updatedKey = sql.literal(keyOf(alias, "updated_at"))
-    const conditions = [sql`${a}.organization_id = ${query.organizationId}`, sql`${key} < horizon.h`]
+    const conditions = [
+      sql`${a}.organization_id = ${query.organizationId}`,
+      sql`${key} < ${query.horizon}::timestamptz`
+    ]
     if (query.after !== undefined) {
       conditions.push(sql`(${key}, ${a}.id) > (${query.after.key}::timestamptz, ${query.after.id}::uuid)`)
     }
@@ -103,15 +127,8 @@ const makeRepo = Effect.gen(function* () {
     if (query.updatedBefore !== undefined) conditions.push(sql`${updatedKey} < ${query.updatedBefore}::timestamptz`)
     if (query.sessionId !== undefined) conditions.push(sql`${a}.session_id = ${query.sessionId}::uuid`)
     return sql<WireRow>`
-      WITH horizon AS (
-        SELECT least(statement_timestamp(), min(a.xact_start)) AS h
-        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-        WHERE l.locktype = 'relation' AND l.relation = ${table}::regclass AND l.mode = 'RowExclusiveLock'
-          AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND a.pid <> pg_backend_pid()
-      )
       SELECT ${sql.literal(columns)}
-      FROM horizon, ${sql(table)} ${a} ${sql.literal(join)}
+      FROM ${sql(table)} ${a} ${sql.literal(join)}
       WHERE ${sql.and(conditions)}
       ORDER BY ${key}, ${a}.id
       LIMIT ${query.limit}`
@@ -135,7 +152,7 @@ const makeRepo = Effect.gen(function* () {
       LEFT JOIN agents a ON a.id = s.agent_id
       ORDER BY wanted.position`
 
-  return { cursorKey, page, rememberCursor, sessionsByIds }
+  return { cursorKey, horizon, page, rememberCursor, sessionsByIds }
 })
 
 /** The export repository (SQL only). Requires `PgClient`. */

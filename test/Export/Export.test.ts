@@ -89,6 +89,31 @@ withApp()("export", (it) => {
       )
     }))
 
+  it.effect("a page of several reads (over 500 rows) has the rows and bytes of small pages, for both sort keys", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      // 1,500 rows: pages of 1000 end with a read of 500 and an empty one; a third updated out of order.
+      yield* sql`INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, metadata, created_at, updated_at)
+        SELECT gen_random_uuid(), ${org.id}, ${session.id}, ${session.conversation_id}, 'user',
+          jsonb_build_object('type', 'text', 'text', 'bulk ' || i || ' é "q"'), jsonb_build_object('i', i),
+          now() - interval '1 hour' + i * interval '1 millisecond',
+          CASE WHEN i % 3 = 0 THEN now() - interval '30 minutes' - i * interval '1 millisecond' END
+        FROM generate_series(1, 1500) AS i`
+      for (const sort_by of ["created_at", "updated_at"]) {
+        const small = yield* eventually(walk(org, "/data/messages", { sort_by }, 100), (walked) =>
+          assert.strictEqual(walked.items.length, 1500)
+        )
+        for (const limit of [500, 1000, 3000]) {
+          assert.deepStrictEqual((yield* walk(org, "/data/messages", { sort_by }, limit)).items, small.items)
+        }
+        const whole = yield* org.call("GET", `/data/messages?${new URLSearchParams({ sort_by, limit: "3000" })}`)
+        assert.strictEqual(whole.text, JSON.stringify(small.items))
+      }
+    }))
+
   it.effect("no loss and no duplicate for created_at while messages are inserted during the walk", () =>
     Effect.gen(function* () {
       const api = yield* TestApi

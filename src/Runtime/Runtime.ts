@@ -39,7 +39,7 @@ import { Messages } from "../Messages/Messages.ts"
 import type { NewMessage } from "../Messages/Repo.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
-import { modelName } from "./Providers.ts"
+import { languageModelFor, modelName } from "./Providers.ts"
 import { type HistoryEntry, RuntimeRepo } from "./Repo.ts"
 import { ToolCaller } from "./Tools.ts"
 
@@ -109,6 +109,8 @@ interface Turn {
   shouldClose: boolean
   inputTokens: number
   outputTokens: number
+  /** The model that answered (the last node's), as recorded on the run. */
+  model: string
 }
 
 /** The parts of a model response a run uses. */
@@ -160,12 +162,39 @@ export class Runtime extends Context.Service<
       const sessions = yield* Sessions
       const tools = yield* ToolCaller
       const config = yield* AppConfig
-      const model_ = modelName(config)
+      const defaultModel = modelName(config)
+      const scope = yield* Effect.scope
+      /** Models named by nodes' `config.model`, built once each (HTTP providers only). */
+      const nodeModels = new Map<string, LanguageModel.LanguageModel>()
+
+      /**
+       * The language model of a node: the process's model (`AI_MODEL`), or with
+       * an HTTP provider the model the node names in `config.model` (R2). The echo
+       * provider and models given by tests answer every node.
+       */
+      const modelOf = (
+        name: string | undefined
+      ): Effect.Effect<{ model: LanguageModel.LanguageModel; name: string }> => {
+        if (name === undefined || config.aiProvider === "echo" || name === config.aiModel) {
+          return Effect.succeed({ model, name: defaultModel })
+        }
+        const recorded = modelName({ ...config, aiModel: name })
+        const built = nodeModels.get(name)
+        if (built !== undefined) return Effect.succeed({ model: built, name: recorded })
+        return Layer.buildWithScope(languageModelFor({ ...config, aiModel: name }), scope).pipe(
+          Effect.map((context) => {
+            const service = Context.get(context, LanguageModel.LanguageModel)
+            nodeModels.set(name, service)
+            return { model: service, name: recorded }
+          })
+        )
+      }
 
       const fail = (message: string) => Effect.fail(new RunFailed({ message }))
 
       /** One model call with retries; AiErrors become RunFailed after the last retry. */
       const generate = (
+        model: LanguageModel.LanguageModel,
         prompt: Array<Prompt.MessageEncoded>,
         toolkit: Toolkit.Toolkit<any> | undefined
       ): Effect.Effect<ModelAnswer, RunFailed> => {
@@ -234,8 +263,10 @@ export class Runtime extends Context.Service<
           ...(instructions === undefined ? [] : [{ role: "system" as const, content: instructions }]),
           ...historyPrompt(history)
         ]
+        const chosen = yield* modelOf(str(nodeConfig.model))
+        turn.model = chosen.name
         for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
-          const response = yield* generate(prompt, toolkit)
+          const response = yield* generate(chosen.model, prompt, toolkit)
           turn.inputTokens += response.inputTokens
           turn.outputTokens += response.outputTokens
           const calls = response.toolCalls
@@ -322,7 +353,10 @@ export class Runtime extends Context.Service<
           return yield* fail(`Classifier node "${node.id}" has no categories ([{name, next_node}]) to route by`)
         }
         const list = categories.map((c) => `- ${c.name}${c.description ? `: ${c.description}` : ""}`).join("\n")
+        const chosen = yield* modelOf(str(nodeConfig.model))
+        turn.model = chosen.name
         const response = yield* generate(
+          chosen.model,
           [
             {
               role: "system",
@@ -375,7 +409,8 @@ export class Runtime extends Context.Service<
           nextNode: undefined,
           shouldClose: false,
           inputTokens: 0,
-          outputTokens: 0
+          outputTokens: 0,
+          model: defaultModel
         }
         let nodeId = request.startingNodeId ?? session.current_node_id ?? str(snapshot.graph?.initial_node_id)
         if (nodeId === undefined) return yield* fail("The assistant has no initial_node_id and no node to start from")
@@ -424,7 +459,7 @@ export class Runtime extends Context.Service<
             assistantId: info.assistantId,
             commitId: info.commitId,
             nodes: turn?.nodes ?? [],
-            model: model_,
+            model: turn?.model ?? defaultModel,
             inputTokens: turn?.inputTokens ?? null,
             outputTokens: turn?.outputTokens ?? null,
             status,

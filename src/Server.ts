@@ -1,7 +1,7 @@
 /**
  * The application composed once (STYLE "Compose the application once"):
  * configuration -> logging and tracing -> database and migrations -> domain
- * services -> HTTP server (and, in later issues, workers by `PARLEY_ROLE`).
+ * services -> HTTP server and the background workers of `PARLEY_ROLE` (O1).
  */
 import { Effect, Layer } from "effect"
 import type { LanguageModel } from "effect/ai"

@@ -147,7 +147,7 @@ export const ErrorShaping = HttpRouter.middleware(
           Effect.tap((sent) =>
             Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
               "http.request.method": request.method,
-              "http.route": routeTemplateOf(request.method, request.url) ?? "unmatched",
+              "http.route": routeOf(request) ?? "unmatched",
               "http.response.status_code": sent.status
             })
           )
@@ -212,6 +212,19 @@ export const routeTemplateOf: (method: string, url: string) => string | undefine
   return (method, url) => router.find(method, url)?.handler
 })()
 
+/** Route templates of requests already looked up (the server span's name and the request metric both need it). */
+const routes = new WeakMap<HttpServerRequest.HttpServerRequest, string | null>()
+
+/** {@link routeTemplateOf} of a request, looked up once per request. */
+const routeOf = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  let route = routes.get(request)
+  if (route === undefined) {
+    route = routeTemplateOf(request.method, request.url) ?? null
+    routes.set(request, route)
+  }
+  return route ?? undefined
+}
+
 /**
  * Server spans named by the HTTP semantic conventions: `{method} {route}`
  * (`POST /conversations/v2/api/v1/sessions/:session_id/messages`), the method
@@ -219,7 +232,7 @@ export const routeTemplateOf: (method: string, url: string) => string | undefine
  * `http.response.status_code` (issue 8).
  */
 export const ServerSpanNamesLive = Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) => {
-  const route = routeTemplateOf(request.method, request.url)
+  const route = routeOf(request)
   return route === undefined ? request.method : `${request.method} ${route}`
 })
 

@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Cause, Context, Effect, Layer, Queue, type Redacted } from "effect"
+import { Context, Effect, Layer, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
 import { AppConfig } from "../Config.ts"
@@ -102,29 +102,3 @@ export const isReady = Effect.gen(function* () {
   Effect.timeout("2 seconds"),
   Effect.catchCause(() => Effect.succeed(false))
 )
-
-/**
- * Calls `onNotification` for every NOTIFY on `channel` (and once when
- * listening starts, so a worker re-checks after a reconnect); after a lost
- * connection, logs `Listener lost: <channel>` and listens again after
- * `retryMs`. Runs until interrupted. Requires `PgClient`.
- */
-export const listenForever = (channel: string, onNotification: () => void, retryMs: number) =>
-  Effect.flatMap(PgClient.PgClient, (pg) =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const notifications = yield* pg.listen(channel)
-        onNotification()
-        for (;;) {
-          yield* Queue.take(notifications)
-          onNotification()
-        }
-      })
-    ).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning(`Listener lost: ${channel}`, cause)
-      ),
-      Effect.andThen(Effect.sleep(retryMs)),
-      Effect.forever
-    )
-  )

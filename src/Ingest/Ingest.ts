@@ -21,7 +21,7 @@ import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Dom
 import { validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
 import { SessionsRepo } from "../Sessions/Repo.ts"
-import { currentTraceparent } from "../Telemetry/Telemetry.ts"
+import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"
 import { type IngestMessage, IngestRepo, type IngestState } from "./Repo.ts"
 
@@ -238,8 +238,7 @@ export class Ingest extends Context.Service<
           const append =
             message !== undefined && mode === "continue" && input.agent_id === undefined && input.metadata === undefined
           const newSessionId = uuidv7()
-          const traceparent = yield* currentTraceparent
-          const traceContext = traceparent === null ? null : JSON.stringify({ traceparent })
+          const traceContext = yield* currentTraceContext
           return yield* sql.withTransaction(
             Effect.gen(function* () {
               yield* repo.lock(organizationId, channelType, input.to, input.from)

@@ -18,7 +18,7 @@ import {
 } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
 import { validateContent } from "../Messages/Messages.ts"
-import { currentTraceparent } from "../Telemetry/Telemetry.ts"
+import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
 import { NOTIFY_WITHIN_MS, RepliesRepo } from "./Repo.ts"
 
@@ -108,7 +108,7 @@ export class Replies extends Context.Service<
           dueAt: new Date(now + trigger.debounceSeconds * 1000),
           startingNodeId: trigger.startingNodeId ?? null,
           metadata: trigger.metadata ?? {},
-          traceparent: yield* currentTraceparent
+          traceContext: yield* currentTraceContext
         })
       })
 
@@ -123,7 +123,7 @@ export class Replies extends Context.Service<
             dueAt: new Date(now + debounceMs),
             startingNodeId: request.starting_node_id ?? null,
             metadata: request.metadata ?? {},
-            traceparent: yield* currentTraceparent
+            traceContext: yield* currentTraceContext
           })
           if (state === undefined) return yield* new SessionNotFound()
           if (state.status !== "open") return yield* new SessionNotOpen()
@@ -150,7 +150,7 @@ export class Replies extends Context.Service<
             config.type === "message"
               ? { type: "message", message: yield* validateContent(config.message, ["body", "config", "message"]) }
               : { type: "node", node_id: config.node_id }
-          const traceparent = yield* currentTraceparent
+          const traceContext = yield* currentTraceContext
           return yield* sql.withTransaction(
             Effect.gen(function* () {
               const state = yield* sessionState(organizationId, sessionId)
@@ -160,7 +160,7 @@ export class Replies extends Context.Service<
                 sessionId: state.id,
                 scheduledFor,
                 config: stored,
-                traceparent
+                traceContext
               })
               return body as JsonText<SessionSchedule>
             })

@@ -62,7 +62,8 @@ export interface NewJob {
   readonly dueAt: Date
   readonly startingNodeId: string | null
   readonly metadata: JsonObject
-  readonly traceparent: string | null
+  /** The trigger's trace context, JSON text (`Telemetry.currentTraceContext`), or null. */
+  readonly traceContext: string | null
   /** Whether to NOTIFY the workers at commit: for jobs due within {@link NOTIFY_WITHIN_MS}. */
   readonly notify: boolean
 }
@@ -80,7 +81,7 @@ const makeRepo = Effect.gen(function* () {
     sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, starting_node_id, metadata,
           trace_context, created_at)
         SELECT ${uuidv7()}, ${job.organizationId}, t.id, 'pending', ${job.dueAt}, ${job.startingNodeId},
-          ${sql.json(job.metadata)}, ${job.traceparent === null ? null : sql.json({ traceparent: job.traceparent })},
+          ${sql.json(job.metadata)}, ${job.traceContext}::jsonb,
           statement_timestamp()
         FROM (${session}) t
         ON CONFLICT (session_id) WHERE status = 'pending' DO UPDATE SET
@@ -92,8 +93,7 @@ const makeRepo = Effect.gen(function* () {
           updated_at = statement_timestamp()`
 
   /** `pg_notify` when the job is due soon (see {@link NOTIFY_WITHIN_MS}), else a no-op. */
-  const notifyFragment = (job: NewJob) =>
-    job.notify ? sql`pg_notify(${repliesChannel}, 'job')` : sql`1`
+  const notifyFragment = (job: NewJob) => (job.notify ? sql`pg_notify(${repliesChannel}, 'job')` : sql`1`)
 
   /**
    * Triggers a reply (R1): creates the session's pending job due at `dueAt`, or
@@ -115,7 +115,13 @@ const makeRepo = Effect.gen(function* () {
    */
   const reply = (job: NewJob) =>
     isUuid(job.sessionId)
-      ? sql<{ status: string; agent_id: string | null; agent_type: string | null; thread_id: string | null; body: string }>`
+      ? sql<{
+          status: string
+          agent_id: string | null
+          agent_type: string | null
+          thread_id: string | null
+          body: string
+        }>`
           WITH s AS (
             SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id FROM sessions s
             LEFT JOIN agents a ON a.id = s.agent_id
@@ -219,14 +225,14 @@ const makeRepo = Effect.gen(function* () {
     readonly sessionId: string
     readonly scheduledFor: Date
     readonly config: JsonObject
-    readonly traceparent: string | null
+    readonly traceContext: string | null
   }) =>
     sql<{ body: string }>`WITH ss AS (
         INSERT INTO session_schedules (id, organization_id, session_id, scheduled_for, config, status, trace_context,
           created_at)
         VALUES (${uuidv7()}, ${schedule.organizationId}, ${schedule.sessionId}, ${schedule.scheduledFor},
           ${sql.json(schedule.config)}, 'pending',
-          ${schedule.traceparent === null ? null : sql.json({ traceparent: schedule.traceparent })}, statement_timestamp())
+          ${schedule.traceContext}::jsonb, statement_timestamp())
         RETURNING *
       )
       SELECT ${scheduleJsonFragment}::text AS body FROM ss`.pipe(

@@ -18,11 +18,10 @@
  *   release what is still held so another process takes it at once.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, Fiber, FiberSet, Layer, Queue } from "effect"
+import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
-import { listenForever } from "../Database/Database.ts"
-import { ClaimScope } from "../Database/ClaimScope.ts"
+import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { Runtime } from "../Runtime/Runtime.ts"
@@ -41,8 +40,6 @@ export const LEASE_MS = 180_000
 export const RUN_TIMEOUT_MS = 150_000
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
-/** How long runs in flight may take to finish on shutdown, in ms (O5). */
-const SHUTDOWN_GRACE_MS = 10_000
 /** Sessions closed per expiry statement batch (D16). */
 const EXPIRY_BATCH = 500
 
@@ -237,20 +234,18 @@ const makeWorker = Effect.gen(function* () {
 
   // O5: runs before the fibers above are interrupted (finalizers run in reverse order).
   yield* Effect.addFinalizer(() =>
-    Effect.gen(function* () {
-      stopping = true
-      ring()
-      yield* Fiber.await(loop).pipe(Effect.timeout(5_000), Effect.ignore)
-      yield* Fiber.interrupt(loop)
-      const deadline = Date.now() + SHUTDOWN_GRACE_MS
-      while (inFlight > 0 && Date.now() < deadline) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
-      yield* FiberSet.clear(runs)
-      const now = new Date(yield* Clock.currentTimeMillis)
-      yield* repo.releaseJobs(workerId, now).pipe(
-        Effect.andThen(repo.releaseSchedules({ workerId })),
-        Effect.timeout(5_000),
-        Effect.catchCause((cause) => Effect.logWarning("Could not release reply jobs and schedules", cause))
-      )
+    stopWorker({
+      stop: () => {
+        stopping = true
+        ring()
+      },
+      loop,
+      inFlight: () => inFlight,
+      work: runs,
+      release: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        repo.releaseJobs(workerId, new Date(now)).pipe(Effect.andThen(repo.releaseSchedules({ workerId })))
+      ),
+      cannotRelease: "Could not release reply jobs and schedules"
     })
   )
 })

@@ -22,12 +22,11 @@
  *   record them, and release every lease still held.
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Duration, Effect, Fiber, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
+import { Cause, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
-import { listenForever } from "../Database/Database.ts"
-import { ClaimScope } from "../Database/ClaimScope.ts"
+import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
@@ -42,8 +41,6 @@ export const MAX_IN_FLIGHT_PER_APP = 128
 const CLAIM_BATCH = 128
 /** Fallback poll interval, in ms. */
 const POLL_MS = 1_000
-/** How long in-flight attempts may take to finish on shutdown, in ms (O5). */
-const SHUTDOWN_GRACE_MS = 10_000
 /** Lease margin over the attempt timeout, in ms. */
 const LEASE_MARGIN_MS = 10_000
 /** Most attempt results recorded per statement. */
@@ -156,15 +153,17 @@ const makeWorker = Effect.gen(function* () {
         const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"
         return Metrics.record(Metrics.webhookAttempts, 1, { outcome: status === "pending" ? "retry" : status }).pipe(
           Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)),
-          Effect.andThen(Queue.offer(results, {
-          id: delivery.id,
-          statusCode,
-          error,
-          durationMs,
-          startedAt,
-          status,
-          delayMs: delayMs ?? 0
-        }))
+          Effect.andThen(
+            Queue.offer(results, {
+              id: delivery.id,
+              statusCode,
+              error,
+              durationMs,
+              startedAt,
+              status,
+              delayMs: delayMs ?? 0
+            })
+          )
         )
       }),
       Effect.asVoid
@@ -259,22 +258,19 @@ const makeWorker = Effect.gen(function* () {
 
   // O5: runs before the fibers above are interrupted (finalizers run in reverse order).
   yield* Effect.addFinalizer(() =>
-    Effect.gen(function* () {
-      stopping = true
-      // The loop finishes its current claim (never interrupted mid-statement, so no lease is
-      // committed after the release below) and stops at its next check.
-      ring()
-      yield* Fiber.await(loop).pipe(Effect.timeout(5_000), Effect.ignore)
-      yield* Fiber.interrupt(loop)
-      const deadline = Date.now() + SHUTDOWN_GRACE_MS
-      while (inFlight > 0 && Date.now() < deadline) yield* Effect.sleep(20)
-      yield* FiberSet.clear(attempts)
-      yield* Effect.logInfo(`Webhook worker stopping; ${inFlight} attempt(s) still in flight are released`)
-      yield* repo.release(workerId).pipe(
-        Effect.timeout(5_000),
-        Effect.catchCause((cause) => Effect.logWarning("Could not release webhook leases", cause))
-      )
-    })
+    stopWorker({
+      stop: () => {
+        stopping = true
+        ring()
+      },
+      loop,
+      inFlight: () => inFlight,
+      work: attempts,
+      release: repo.release(workerId),
+      cannotRelease: "Could not release webhook leases"
+    }).pipe(
+      Effect.tap((left) => Effect.logInfo(`Webhook worker stopped; ${left} attempt(s) still in flight were released`))
+    )
   )
 })
 

@@ -16,7 +16,7 @@ import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
 import { AllRoutes, createHttpServer, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
-import { ClaimScope } from "../../src/Database/ClaimScope.ts"
+import { ClaimScope } from "../../src/Database/Workers.ts"
 
 /** Organizations created through this file's `TestApi` (module state: one per test file). */
 const organizationsOfThisFile = new Set<string>()

@@ -290,6 +290,33 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
     })
   )
 
+  it.effect("R2: the runtime answers from main's HEAD: a new publish is used by the next run", () =>
+    Effect.gen(function* () {
+      const fx = yield* aiFixture(snapshotOf([llm("start", { instructions: "Version one." })]))
+      const session = yield* fx.session()
+      script.calls.length = 0
+      yield* reply(fx.org, session.id)
+      const [first] = yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
+      assert.strictEqual(script.calls[0]!.system, "Version one.")
+      // A draft edit is not live until published (assistants.md); then the next run uses it.
+      const patched = yield* fx.call("PATCH", fx.draft("main"), {
+        nodes: { upsert: [llm("start", { instructions: "Version two." })] }
+      })
+      assert.strictEqual(patched.status, 200, patched.text)
+      yield* reply(fx.org, session.id)
+      yield* waitFor(runsOf(session.id), (rows) => rows.length === 2)
+      assert.strictEqual(script.calls[1]!.system, "Version one.")
+      const second = yield* fx.publish("main", "v2")
+      yield* reply(fx.org, session.id)
+      const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 3)
+      assert.strictEqual(script.calls[2]!.system, "Version two.")
+      assert.deepStrictEqual(
+        [first!.commit_id, runs[2]!.commit_id],
+        [fx.commit.id, second.id]
+      )
+    })
+  )
+
   it.effect("R2: a classifier node routes by the model's category", () =>
     Effect.gen(function* () {
       const fx = yield* aiFixture(

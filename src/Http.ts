@@ -9,9 +9,10 @@
 import * as crypto from "node:crypto"
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Cause, Effect, Layer, Redacted } from "effect"
+import { ByteSize, Cause, Effect, Layer, Redacted, Schema, type Types } from "effect"
 import {
   FindMyWay,
+  HttpMethod,
   HttpMiddleware,
   HttpRouter,
   HttpServer,
@@ -19,19 +20,22 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "effect/http"
-import { HttpApi, HttpApiBuilder, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
+import { HttpApi, HttpApiBuilder, type HttpApiEndpoint, HttpApiError, HttpApiScalar } from "effect/http-api"
+import { v7 as uuidv7 } from "uuid"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminHttp } from "./Admin/Http.ts"
 import { ParleyApi } from "./Api.ts"
 import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
-import { ExportHttp } from "./Export/Http.ts"
-import { IngestHttp } from "./Ingest/Http.ts"
+import { DatabaseHealth } from "./Database/Health.ts"
 import { Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
+import { isStorableString, STRING_INVALID_MESSAGE, unstorableStringPaths } from "./Domain/Limits.ts"
 import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
-import { validationIssues } from "./Domain/Validation.ts"
+import { dedupeIssues, validationIssues } from "./Domain/Validation.ts"
+import { ExportHttp } from "./Export/Http.ts"
+import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
@@ -78,8 +82,81 @@ export const AdminAuthorizationLive = Layer.effect(
 
 const locationOf = { Payload: "body", Params: "path", Query: "query", Headers: "header" } as const
 
+const stringInvalid = (loc: ReadonlyArray<string | number>): ValidationIssue => ({
+  loc,
+  msg: STRING_INVALID_MESSAGE,
+  type: "string_invalid"
+})
+
+/**
+ * D18: the strings of a request that storage cannot hold (a NUL or a lone
+ * surrogate), in its path parameters, query (names and values) and JSON body
+ * (keys and values), as validation entries. A JSON text can carry either only
+ * as a `\u` escape (raw control characters are invalid JSON, and the body is
+ * decoded from UTF-8, which has no lone surrogates), so the body is parsed a
+ * second time only when its text has one: ordinary requests pay one substring
+ * search.
+ */
+const unstorableStrings = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const route = yield* HttpRouter.RouteContext
+  const query = yield* HttpServerRequest.ParsedSearchParams
+  const issues: Array<ValidationIssue> = []
+  for (const [name, value] of Object.entries(route.params)) {
+    if (value !== undefined && !isStorableString(value)) issues.push(stringInvalid(["path", name]))
+  }
+  for (const [name, value] of Object.entries(query)) {
+    if (!isStorableString(name) || (Array.isArray(value) ? value : [value]).some((v) => !isStorableString(v))) {
+      issues.push(stringInvalid(["query", name]))
+    }
+  }
+  if (HttpMethod.hasBody(request.method)) {
+    const text = yield* Effect.orElseSucceed(request.text, () => "")
+    if (text.includes("\\u")) {
+      let body: unknown
+      try {
+        body = JSON.parse(text)
+      } catch {
+        return issues // Malformed JSON: decoding reports it.
+      }
+      for (const path of unstorableStringPaths(body)) issues.push(stringInvalid(["body", ...path]))
+    }
+  }
+  return issues
+})
+
+/** Every schema problem of a request's params, query and JSON body, for a complete 422 (Errors). */
+const schemaIssues = (endpoint: HttpApiEndpoint.Top) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const route = yield* HttpRouter.RouteContext
+    const query = yield* HttpServerRequest.ParsedSearchParams
+    const issues: Array<ValidationIssue> = []
+    const check = (schema: Schema.Top | undefined, input: unknown, location: string) => {
+      if (schema === undefined) return
+      const exit = Schema.decodeUnknownExit(schema as Schema.Codec<unknown, unknown>, { errors: "all" })(input)
+      if (exit._tag === "Success") return
+      const error = Cause.findErrorOption(exit.cause)
+      if (error._tag === "Some" && Schema.isSchemaError(error.value)) {
+        issues.push(...validationIssues(error.value.issue, [location]))
+      }
+    }
+    check(endpoint.params, route.params, "path")
+    check(endpoint.query === undefined ? undefined : Schema.toCodecArrayFromSingle(endpoint.query), query, "query")
+    const json = endpoint.payload.get("application/json")
+    if (json !== undefined && HttpMethod.hasBody(request.method)) {
+      const text = yield* Effect.orElseSucceed(request.text, () => "")
+      try {
+        check(Schema.Union(json.schemas), text === "" ? undefined : JSON.parse(text), "body")
+      } catch {}
+    }
+    return issues
+  })
+
 /** Request decoding failures -> 422 with every problem (Errors); an empty body is `["body"]` missing. */
-export const ValidationErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(ValidationErrors, (error) => {
+const schemaFailure = (
+  error: HttpApiError.HttpApiSchemaError
+): Effect.Effect<never, ValidationFailed | HttpApiError.HttpApiSchemaError, HttpServerRequest.HttpServerRequest> => {
   if (error.kind === "Body" || error.kind === "ResponseHeaders") return Effect.fail(error)
   const issues: Array<ValidationIssue> = validationIssues(error.cause.issue, [locationOf[error.kind]])
   if (error.kind !== "Payload" || issues.length !== 1 || issues[0]!.loc.length !== 1) {
@@ -92,7 +169,30 @@ export const ValidationErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(
       detail: text.trim() === "" ? [{ loc: ["body"], msg: "Field required", type: "missing" }] : issues
     })
   })
-})
+}
+
+/**
+ * Every request's input checks (DECISIONS.md "Errors", D18): strings storage
+ * cannot hold are refused before decoding, with the schemas' own problems of
+ * the same request; decoding failures become 422 with every problem.
+ */
+export const ValidationErrorsLive = Layer.succeed(ValidationErrors)((httpEffect, { endpoint }) =>
+  Effect.flatMap(unstorableStrings, (unstorable) =>
+    unstorable.length > 0
+      ? Effect.flatMap(schemaIssues(endpoint), (issues) =>
+          Effect.fail(new ValidationFailed({ detail: dedupeIssues([...unstorable, ...issues]) }))
+        )
+      : Effect.catch(httpEffect, (error) =>
+          HttpApiError.HttpApiSchemaError.is(error)
+            ? (schemaFailure(error) as Effect.Effect<
+                never,
+                ValidationFailed | Types.unhandled,
+                HttpServerRequest.HttpServerRequest
+              >)
+            : Effect.fail(error)
+        )
+  )
+)
 
 const detail = (status: number, text: string, headers?: Record<string, string>) =>
   HttpServerResponse.jsonUnsafe({ detail: text }, { status, ...(headers ? { headers } : {}) })
@@ -102,8 +202,15 @@ const isBodyTooLarge = (error: unknown) =>
   error.reason._tag === "RequestParseError" &&
   error.reason.reason === "BodyTooLarge"
 
+/** O9: the answer while the database cannot be reached; clients retry 5xx after `Retry-After`. */
+const unavailable = detail(503, "Service unavailable", { "retry-after": "1" })
+
 /** Maps a failure that escaped the handlers to its `{detail}` response (see module docs). */
-const shapeFailure = (cause: Cause.Cause<unknown>) => {
+const shapeFailure = (
+  health: typeof DatabaseHealth.Service,
+  request: HttpServerRequest.HttpServerRequest,
+  cause: Cause.Cause<unknown>
+) => {
   const failure = Cause.findErrorOption(cause)
   if (failure._tag === "Some" && HttpServerError.isHttpServerError(failure.value)) {
     if (failure.value.reason._tag === "RouteNotFound") return Effect.succeed(detail(404, "Not Found"))
@@ -114,20 +221,31 @@ const shapeFailure = (cause: Cause.Cause<unknown>) => {
     return Effect.succeed(detail(413, "Request body too large"))
   }
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-  return Effect.logError("Unhandled error in request", cause).pipe(Effect.as(detail(500, "Internal server error")))
+  return Effect.flatMap(health.isOutage(cause), (outage) =>
+    outage
+      ? Effect.succeed(unavailable)
+      : Effect.logError("Unhandled error in request", cause).pipe(
+          // O8: with the request id (annotated for the whole request) the line leads to the request.
+          Effect.annotateLogs({ "http.request.method": request.method, "http.route": routeOf(request) ?? "unmatched" }),
+          Effect.as(detail(500, "Internal server error"))
+        )
+  )
 }
 
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 415 ? detail(415, "Content-Type must be application/json") : response
 
 /**
- * The router-level error shaping described in the module docs, and the
+ * The router-level error shaping described in the module docs, 503 while the
+ * database is unreachable (O9), the request id of every response, log line and
+ * server span (O8, {@link requestIdOf}), and the
  * `http.server.request.duration` metric of every request (on every request:
  * kept lean).
  */
 export const ErrorShaping = HttpRouter.middleware(
   Effect.gen(function* () {
     const config = yield* AppConfig
+    const health = yield* DatabaseHealth
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const tooLarge = Effect.succeed(detail(413, "Request body too large", { connection: "close" }))
     return (httpEffect) =>
@@ -139,10 +257,14 @@ export const ErrorShaping = HttpRouter.middleware(
             ? tooLarge
             : Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes).pipe(
                 Effect.map(unsupportedMediaType),
-                Effect.catchCause(shapeFailure)
+                Effect.catchCause((cause) => shapeFailure(health, request, cause))
               )
+        const requestId = requestIdOf(request.headers["x-request-id"])
         return Effect.map(response, (sent) =>
-          draining.active ? HttpServerResponse.setHeader(sent, "connection", "close") : sent
+          HttpServerResponse.setHeaders(
+            sent,
+            draining.active ? { "x-request-id": requestId, connection: "close" } : { "x-request-id": requestId }
+          )
         ).pipe(
           Effect.tap((sent) =>
             Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
@@ -150,12 +272,21 @@ export const ErrorShaping = HttpRouter.middleware(
               "http.route": routeOf(request) ?? "unmatched",
               "http.response.status_code": sent.status
             })
-          )
+          ),
+          Effect.tap(Effect.annotateCurrentSpan("parley.request_id", requestId)),
+          Effect.annotateLogs("request_id", requestId)
         )
       })
   }),
   { global: true }
 )
+
+/** A request id as clients may send it (O8): 1-200 visible ASCII characters. */
+const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,200}$/
+
+/** O8: the request's own `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7. */
+export const requestIdOf = (header: string | undefined): string =>
+  header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : uuidv7()
 
 /** `/healthz` (process alive) and `/readyz` (database reachable, migrations applied) (O4). */
 export const HealthRoutes = HttpRouter.use(
@@ -284,7 +415,10 @@ export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
     // O1: a worker process answers only /healthz and /readyz, for its orchestrator's probes.
-    return HttpRouter.serve(config.role === "worker" ? HealthRoutes : AllRoutes, serveOptions).pipe(
+    return HttpRouter.serve(
+      config.role === "worker" ? Layer.merge(HealthRoutes, ErrorShaping) : AllRoutes,
+      serveOptions
+    ).pipe(
       Layer.provide(ServerSpanNamesLive),
       Layer.merge(DrainOnShutdown),
       Layer.provide(

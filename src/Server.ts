@@ -8,13 +8,20 @@ import type { LanguageModel } from "effect/ai"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
+import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
+import { DatabaseHealth } from "./Database/Health.ts"
 import { Export } from "./Export/Export.ts"
+import { ServerLive } from "./Http.ts"
 import { Ingest } from "./Ingest/Ingest.ts"
 import { IngestRepo } from "./Ingest/Repo.ts"
-import { ServerLive } from "./Http.ts"
 import { Messages } from "./Messages/Messages.ts"
 import { MessagesRepo } from "./Messages/Repo.ts"
+import { Replies } from "./Replies/Replies.ts"
+import { RepliesRepo } from "./Replies/Repo.ts"
+import { RepliesWorkerLive } from "./Replies/Worker.ts"
+import { LanguageModelLive } from "./Runtime/Providers.ts"
+import { Runtime } from "./Runtime/Runtime.ts"
 import { SessionsRepo } from "./Sessions/Repo.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
 import { GaugeSamplerLive } from "./Telemetry/Metrics.ts"
@@ -22,12 +29,6 @@ import * as Telemetry from "./Telemetry/Telemetry.ts"
 import { WebhooksRepo } from "./Webhooks/Repo.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
-import { AppConfig } from "./Config.ts"
-import { RepliesRepo } from "./Replies/Repo.ts"
-import { Replies } from "./Replies/Replies.ts"
-import { RepliesWorkerLive } from "./Replies/Worker.ts"
-import { LanguageModelLive } from "./Runtime/Providers.ts"
-import { Runtime } from "./Runtime/Runtime.ts"
 
 /**
  * The domain services over a migrated database, with `languageModel` as the
@@ -36,6 +37,7 @@ import { Runtime } from "./Runtime/Runtime.ts"
  */
 export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.LanguageModel, E, R>) => {
   const core = Layer.mergeAll(
+    DatabaseHealth.layer,
     Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
     Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
     Assistants.layer
@@ -48,10 +50,7 @@ export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.Lang
     Runtime.layer.pipe(Layer.provide(languageModel))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
-  return Ingest.layer.pipe(
-    Layer.provide([IngestRepo.layer, SessionsRepo.layer]),
-    Layer.provideMerge(domain)
-  )
+  return Ingest.layer.pipe(Layer.provide([IngestRepo.layer, SessionsRepo.layer]), Layer.provideMerge(domain))
 }
 
 /** The domain services with the model of `AI_PROVIDER` (R3). */

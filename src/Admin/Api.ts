@@ -7,6 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Agent } from "../Domain/Agent.ts"
 import { DateTimeInput, Identifier, ShortText } from "../Domain/Common.ts"
 import { AgentNotFound, NotFound } from "../Domain/Errors.ts"
+import { Int32 } from "../Domain/Limits.ts"
 import { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
 
@@ -34,9 +35,11 @@ export const CreateAgentPayload = Schema.Struct({
 
 /** PATCH /organizations/{id}/settings body: members present are changed. */
 export const UpdateSettingsPayload = Schema.Struct({
-  reply_debounce_seconds: Schema.optionalKey(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 0, maximum: 60 })))),
+  reply_debounce_seconds: Schema.optionalKey(
+    Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 0, maximum: 60 })))
+  ),
   session_idle_timeout_seconds: Schema.optionalKey(
-    Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(1))))
+    Schema.NullOr(Int32.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(1))))
   ),
   default_agent_id: Schema.optionalKey(Schema.NullOr(Identifier))
 })

@@ -10,8 +10,11 @@ import {
   Commit,
   CommitFile,
   Config,
+  ConfigInput,
   Context,
+  ContextInput,
   DiffEntry,
+  FilePath,
   ItemId,
   Node,
   NodeInput,
@@ -21,9 +24,10 @@ import {
   SnapshotInput,
   Tool,
   ToolInput,
-  Variable
+  Variable,
+  VariableInput
 } from "../Domain/Assistant.ts"
-import { Identifier, JsonObject, Limit, Offset } from "../Domain/Common.ts"
+import { Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
 import { BadRequest, Conflict, NotFound } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 
@@ -50,11 +54,11 @@ const items = <S extends Schema.Top>(item: S) =>
 
 /** PATCH {draft_base} body: RFC 7396 patches for context and config, upserts and deletes of items. */
 export const ChangesetPayload = Schema.Struct({
-  context: Schema.optionalKey(JsonObject),
-  config: Schema.optionalKey(JsonObject),
+  context: Schema.optionalKey(JsonObjectInput),
+  config: Schema.optionalKey(JsonObjectInput),
   nodes: Schema.optionalKey(items(NodeInput)),
   tools: Schema.optionalKey(items(ToolInput)),
-  variables: Schema.optionalKey(items(Variable))
+  variables: Schema.optionalKey(items(VariableInput))
 })
 
 /** Answer of a changeset. */
@@ -75,7 +79,7 @@ export const NodeBody = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalKey(Schema.String),
   type: NodeType,
-  config: Schema.optionalKey(JsonObject),
+  config: Schema.optionalKey(JsonObjectInput),
   position: Schema.optionalKey(Schema.NullOr(Position))
 })
 
@@ -87,7 +91,7 @@ export const VariableBody = Schema.Struct({
   name: Schema.optionalKey(ItemId),
   permission: Schema.Literals(["read_only", "read_write"]),
   type: Schema.String,
-  default_value: Schema.optionalKey(Schema.Unknown)
+  default_value: Schema.optionalKey(VariableInput.fields.default_value)
 })
 
 /** Publish body: all optional; `author_type` defaults to `human`. */
@@ -111,22 +115,39 @@ const failures = [NotFound.Wire, Conflict.Wire, BadRequest.Wire]
 const draft = "/assistants/:assistant_id/branches/:branch_name/draft"
 const branches = "/assistants/:assistant_id/branches"
 
-const itemEndpoints = <const Kind extends string, const Param extends string, S extends Schema.Top, B extends Schema.Top>(
+const itemEndpoints = <
+  const Kind extends string,
+  const Param extends string,
+  S extends Schema.Top,
+  B extends Schema.Top
+>(
   kind: Kind,
   param: Param,
   item: S,
   body: B
 ) => {
-  const params = { ...branchPath, [param]: ItemId } as { assistant_id: typeof Identifier; branch_name: typeof BranchName } & {
+  const params = { ...branchPath, [param]: ItemId } as {
+    assistant_id: typeof Identifier
+    branch_name: typeof BranchName
+  } & {
     [K in Param]: typeof ItemId
   }
   return [
-    HttpApiEndpoint.get(`list_${kind}`, `${draft}/${kind}`, { params: branchPath, success: Schema.Array(item), error: failures }),
+    HttpApiEndpoint.get(`list_${kind}`, `${draft}/${kind}`, {
+      params: branchPath,
+      success: Schema.Array(item),
+      error: failures
+    }),
     HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, { params, success: item, error: failures }),
-    HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}/:${param}`, { params, payload: body, success: item, error: failures }),
+    HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}/:${param}`, {
+      params,
+      payload: body,
+      success: item,
+      error: failures
+    }),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
-      payload: JsonObject,
+      payload: JsonObjectInput,
       success: item,
       error: failures
     }),
@@ -138,18 +159,22 @@ const itemEndpoints = <const Kind extends string, const Param extends string, S 
   ] as const
 }
 
-const singletonEndpoints = <const Kind extends string, S extends Schema.Top>(kind: Kind, schema: S) =>
+const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I extends Schema.Top>(
+  kind: Kind,
+  schema: S,
+  input: I
+) =>
   [
     HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, { params: branchPath, success: schema, error: failures }),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
-      payload: schema,
+      payload: input,
       success: schema,
       error: failures
     }),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
-      payload: JsonObject,
+      payload: JsonObjectInput,
       success: schema,
       error: failures
     })
@@ -178,7 +203,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     }),
     HttpApiEndpoint.post("discard", `${draft}/discard`, {
       params: branchPath,
-      payload: Schema.Struct({ path: Schema.String }),
+      payload: Schema.Struct({ path: FilePath }),
       success: HttpApiSchema.NoContent,
       error: failures
     }),
@@ -191,8 +216,8 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ...itemEndpoints("nodes", "node_id", Node, NodeBody),
     ...itemEndpoints("tools", "tool_id", Tool, ToolBody),
     ...itemEndpoints("variables", "variable_id", Variable, VariableBody),
-    ...singletonEndpoints("config", Config),
-    ...singletonEndpoints("context", Context),
+    ...singletonEndpoints("config", Config, ConfigInput),
+    ...singletonEndpoints("context", Context, ContextInput),
     HttpApiEndpoint.post("createBranch", branches, {
       params: assistantPath,
       payload: Schema.Struct({ name: BranchName }),
@@ -301,5 +326,3 @@ export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
   .middleware(AdminAuthorization)
   .prefix("/admin/v1")
   .annotateMerge(OpenApi.annotations({ title: "Admin: assistants" })) {}
-
-

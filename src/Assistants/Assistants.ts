@@ -6,15 +6,14 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
-import * as MergePatch from "json-merge-patch"
 import { v7 as uuidv7 } from "uuid"
 import {
   type Assistant,
+  Context as AssistantContext,
   type Branch,
   type Commit,
   type CommitFile,
   Config,
-  Context as AssistantContext,
   type DiffEntry,
   Node,
   type NodeInput,
@@ -27,6 +26,7 @@ import {
 import type { JsonObject } from "../Domain/Common.ts"
 import { BadRequest, Conflict, NotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { validationIssues } from "../Domain/Validation.ts"
+import { applyMergePatch } from "../Shared/MergePatch.ts"
 import {
   commitId,
   diffFiles,
@@ -119,7 +119,7 @@ const decodeItem = <S extends Schema.Top>(schema: S, value: unknown, loc: Readon
   return Effect.die(exit.cause)
 }
 
-const applyPatch = (current: unknown, patch: unknown) => MergePatch.apply(structuredClone(current ?? {}), patch)
+const applyPatch = (current: unknown, patch: unknown) => applyMergePatch(current ?? {}, patch)
 
 const makeService = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
@@ -202,7 +202,14 @@ const makeService = Effect.gen(function* () {
       }
     ) {
       const isVersioned = input.versioned ?? true
-      const files = filesFromSnapshot(input.snapshot)
+      // A2: the draft holds the assistant's context: its name and description unless the snapshot gives one.
+      const files = filesFromSnapshot({
+        ...input.snapshot,
+        context: input.snapshot?.context ?? {
+          assistant_name: input.name,
+          assistant_description: input.description ?? ""
+        }
+      })
       if (isVersioned) {
         const issues = referenceIssues(files, (path, field) => ["body", "snapshot", path, ...field])
         if (issues.length > 0) return yield* new ValidationFailed({ detail: issues })
@@ -218,13 +225,14 @@ const makeService = Effect.gen(function* () {
             legacySnapshot: isVersioned ? undefined : (input.snapshot ?? {})
           })
           if (isVersioned) {
-            const branch = (yield* repo.insertBranch({ id: uuidv7(), assistantId: assistant.id, name: MAIN, head: null }))!
+            const branch = (yield* repo.insertBranch({
+              id: uuidv7(),
+              assistantId: assistant.id,
+              name: MAIN,
+              head: null
+            }))!
             yield* repo.insertFiles(assistant.id, [...files.values()])
-            yield* repo.writeDraft(
-              branch.id,
-              new Map([...files].map(([path, file]) => [path, file.hash])),
-              []
-            )
+            yield* repo.writeDraft(branch.id, new Map([...files].map(([path, file]) => [path, file.hash])), [])
           }
           return assistant
         })
@@ -328,7 +336,11 @@ const makeService = Effect.gen(function* () {
           const original = head.get(path)
           if (original === undefined) next.delete(path)
           else next.set(path, original)
-          return yield* commitEdit(assistantId, branch, draft, { next, result: undefined, locate: () => ["body", "path"] })
+          return yield* commitEdit(assistantId, branch, draft, {
+            next,
+            result: undefined,
+            locate: () => ["body", "path"]
+          })
         })
       )
   )
@@ -398,8 +410,11 @@ const makeService = Effect.gen(function* () {
             value = { ...(value as object), [idKey]: id }
           }
           let content: unknown
-          if (kind === "nodes") content = nodeContent((yield* decodeItem(Node, { description: "", ...(value as object) }, ["body"])) as NodeInput)
-          else if (kind === "tools") content = toolContent((yield* decodeItem(Tool, value, ["body"])) as ToolInput)
+          // A node's description defaults to "" and its config to {} (spec "Node").
+          if (kind === "nodes") {
+            const node = yield* decodeItem(Node, { description: "", config: {}, ...(value as object) }, ["body"])
+            content = nodeContent(node as NodeInput)
+          } else if (kind === "tools") content = toolContent((yield* decodeItem(Tool, value, ["body"])) as ToolInput)
           else if (kind === "variables") content = yield* decodeItem(Variable, value, ["body"])
           else content = yield* decodeItem(singletonSchemas[kind], value, ["body"])
           const next: Draft = new Map(draft)
@@ -449,8 +464,11 @@ const makeService = Effect.gen(function* () {
       return branch as Branch
     })
 
-  const fork = Effect.fn("Assistants.fork")((organizationId: string, assistantId: string, source: string, name: string) =>
-    onBranch(organizationId, assistantId, source, (branch) => newBranch(assistantId, name, branch.head_commit_id, branch.id))
+  const fork = Effect.fn("Assistants.fork")(
+    (organizationId: string, assistantId: string, source: string, name: string) =>
+      onBranch(organizationId, assistantId, source, (branch) =>
+        newBranch(assistantId, name, branch.head_commit_id, branch.id)
+      )
   )
 
   const listBranches = Effect.fn("Assistants.listBranches")(
@@ -553,7 +571,9 @@ const makeService = Effect.gen(function* () {
           const sourceHead = source.head_commit_id
           if (sourceHead === null || sourceHead === target.head_commit_id) return null
           const base =
-            target.head_commit_id === null ? null : yield* repo.mergeBase(assistantId, sourceHead, target.head_commit_id)
+            target.head_commit_id === null
+              ? null
+              : yield* repo.mergeBase(assistantId, sourceHead, target.head_commit_id)
           if (base === sourceHead) return null
           const draft = yield* repo.draftHashes(target.id)
           const targetHead = yield* repo.commitHashes(assistantId, target.head_commit_id)
@@ -573,7 +593,9 @@ const makeService = Effect.gen(function* () {
           for (const [path, hash] of outcome.set) merged.set(path, hash)
           for (const path of outcome.remove) merged.delete(path)
           const contents = yield* repo.contents(assistantId, [...merged.values()])
-          const files = new Map([...merged].map(([path, hash]) => [path, { hash, content: contents.get(hash) }] as const))
+          const files = new Map(
+            [...merged].map(([path, hash]) => [path, { hash, content: contents.get(hash) }] as const)
+          )
           const issues = referenceIssues(files, () => ["body", "source_branch_name"])
           if (issues.length > 0) return yield* new ValidationFailed({ detail: issues })
           yield* repo.writeDraft(target.id, outcome.set, outcome.remove)
@@ -646,7 +668,8 @@ const makeService = Effect.gen(function* () {
   const diffVersions = Effect.fn("Assistants.diffVersions")(
     function* (organizationId: string, assistantId: string, a: string, b: string) {
       yield* versioned(organizationId, assistantId)
-      for (const id of [a, b]) if ((yield* repo.findCommit(assistantId, id)) === undefined) return yield* commitNotFound()
+      for (const id of [a, b])
+        if ((yield* repo.findCommit(assistantId, id)) === undefined) return yield* commitNotFound()
       return {
         diffs: diffFiles(yield* repo.commitFiles(assistantId, a), yield* repo.commitFiles(assistantId, b))
       } as { readonly diffs: ReadonlyArray<DiffEntry> }
@@ -683,34 +706,33 @@ const makeService = Effect.gen(function* () {
     Effect.catchTag("SqlError", Effect.die)
   )
 
-  const migrate = Effect.fn("Assistants.migrate")(
-    (organizationId: string, assistantId: string) =>
-      sql
-        .withTransaction(
-          Effect.gen(function* () {
-            const assistant = yield* repo.findAssistant(organizationId, assistantId, true)
-            if (assistant === undefined) return yield* assistantNotFound()
-            if (assistant.versioned) return yield* new Conflict({ detail: "Assistant is already versioned" })
-            const files = filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)
-            const main =
-              (yield* repo.findBranch(assistantId, MAIN, true)) ??
-              (yield* repo.insertBranch({ id: uuidv7(), assistantId, name: MAIN, head: null }))!
-            yield* repo.insertFiles(assistantId, [...files.values()])
-            yield* repo.resetDraft(assistantId, main.id, null)
-            const hashes = new Map([...files].map(([path, file]) => [path, file.hash]))
-            yield* repo.writeDraft(main.id, hashes, [])
-            const commit = yield* commitDraft(
-              assistantId,
-              main,
-              hashes,
-              { message: "Migrated from the legacy snapshot", author_type: "system" },
-              null
-            )
-            yield* repo.markVersioned(assistantId)
-            return { assistant_id: assistantId, branch: (yield* branchOf(assistantId, MAIN))!, commit }
-          })
-        )
-        .pipe(Effect.catchTag("SqlError", Effect.die))
+  const migrate = Effect.fn("Assistants.migrate")((organizationId: string, assistantId: string) =>
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const assistant = yield* repo.findAssistant(organizationId, assistantId, true)
+          if (assistant === undefined) return yield* assistantNotFound()
+          if (assistant.versioned) return yield* new Conflict({ detail: "Assistant is already versioned" })
+          const files = filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)
+          const main =
+            (yield* repo.findBranch(assistantId, MAIN, true)) ??
+            (yield* repo.insertBranch({ id: uuidv7(), assistantId, name: MAIN, head: null }))!
+          yield* repo.insertFiles(assistantId, [...files.values()])
+          yield* repo.resetDraft(assistantId, main.id, null)
+          const hashes = new Map([...files].map(([path, file]) => [path, file.hash]))
+          yield* repo.writeDraft(main.id, hashes, [])
+          const commit = yield* commitDraft(
+            assistantId,
+            main,
+            hashes,
+            { message: "Migrated from the legacy snapshot", author_type: "system" },
+            null
+          )
+          yield* repo.markVersioned(assistantId)
+          return { assistant_id: assistantId, branch: (yield* branchOf(assistantId, MAIN))!, commit }
+        })
+      )
+      .pipe(Effect.catchTag("SqlError", Effect.die))
   )
 
   return {

@@ -3,8 +3,10 @@
  * share: wake-ups by LISTEN, graceful stopping (O5), and, for tests, the scope
  * of organizations they claim work of.
  */
+
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Context, Effect, Fiber, FiberSet, Queue } from "effect"
+import { Context, Effect, Fiber, FiberSet, Queue } from "effect"
+import { logUnlessOutage } from "./Health.ts"
 
 /**
  * Test isolation: when set, a worker claims only work of the organizations it
@@ -35,9 +37,7 @@ export const listenForever = (channel: string, onNotification: () => void, retry
         }
       })
     ).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning(`Listener lost: ${channel}`, cause)
-      ),
+      Effect.catchCause((cause) => logUnlessOutage(`Listener lost: ${channel}`, cause)),
       Effect.andThen(Effect.sleep(retryMs)),
       Effect.forever
     )

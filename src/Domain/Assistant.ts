@@ -4,7 +4,8 @@
  * snapshot, branches, commits, commit files and diff entries.
  */
 import { Schema } from "effect"
-import { JsonObject, Timestamp } from "./Common.ts"
+import { JsonObject, JsonObjectInput, JsonValueInput, Timestamp } from "./Common.ts"
+import { isShallowJson } from "./Limits.ts"
 
 /** An item id (node id, tool id, variable name): 1-255 characters without `/` (its file path is `<kind>/<id>`). */
 export const ItemId = Schema.String.pipe(
@@ -14,11 +15,23 @@ export const ItemId = Schema.String.pipe(
   )
 )
 
+/**
+ * A file path of a draft or commit (A5): `context`, `config`, `nodes/<node_id>`,
+ * `tools/<tool_id>` or `variables/<name>`, the id being an {@link ItemId}.
+ */
+export const FilePath = Schema.String.pipe(
+  Schema.check(
+    Schema.isPattern(/^(?:context|config|(?:nodes|tools|variables)\/[^/]{1,255})$/, {
+      message: "Must be context, config, nodes/<node_id>, tools/<tool_id> or variables/<name>"
+    })
+  )
+)
+
 /** Node types (spec "Node"). */
 export const NodeType = Schema.Literals(["llm", "classifier", "router", "logic", "skill"])
 
-/** `{x, y}` position in the visual editor. */
-export const Position = Schema.Struct({ x: Schema.Number, y: Schema.Number })
+/** `{x, y}` position in the visual editor (finite numbers). */
+export const Position = Schema.Struct({ x: Schema.Finite, y: Schema.Finite })
 
 /** A node as sent in a changeset upsert or a PUT (spec "Node"); `description` defaults to "". */
 export const NodeInput = Schema.Struct({
@@ -26,7 +39,7 @@ export const NodeInput = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalKey(Schema.String),
   type: NodeType,
-  config: Schema.optionalKey(JsonObject),
+  config: Schema.optionalKey(JsonObjectInput),
   position: Schema.optionalKey(Schema.NullOr(Position))
 })
 export type NodeInput = typeof NodeInput.Type
@@ -51,13 +64,13 @@ export const ToolRequest = Schema.StructWithRest(
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
 
-/** A tool as sent (spec "Tool"); `id` defaults to `name` (A5). */
+/** A tool as sent (spec "Tool"); `id` defaults to `name` (A5); `request` and `parameters` nest at most 32 levels (D18). */
 export const ToolInput = Schema.Struct({
   id: Schema.optionalKey(ItemId),
   name: ItemId,
   description: Schema.String,
-  request: ToolRequest,
-  parameters: Schema.optionalKey(JsonObject),
+  request: ToolRequest.pipe(Schema.check(isShallowJson())),
+  parameters: Schema.optionalKey(JsonObjectInput),
   should_close: Schema.optionalKey(Schema.Boolean)
 })
 export type ToolInput = typeof ToolInput.Type
@@ -73,7 +86,7 @@ export const Tool = Schema.Struct({
 }).annotate({ identifier: "Tool" })
 export type Tool = typeof Tool.Type
 
-/** A variable (spec "Variable"), identified by `name` (A5). */
+/** A variable (spec "Variable"), identified by `name` (A5), as stored and returned. */
 export const Variable = Schema.Struct({
   name: ItemId,
   permission: Schema.Literals(["read_only", "read_write"]),
@@ -82,12 +95,21 @@ export const Variable = Schema.Struct({
 }).annotate({ identifier: "Variable" })
 export type Variable = typeof Variable.Type
 
+/** A variable as sent: `default_value` nests at most 32 levels (D18). */
+export const VariableInput = Schema.Struct({
+  ...Variable.fields,
+  default_value: Schema.optionalKey(JsonValueInput)
+})
+
 /** Config (spec "Config and context"): `initial_node_id` and further members. */
 export const Config = Schema.StructWithRest(
   Schema.Struct({ initial_node_id: Schema.optionalKey(Schema.NullOr(Schema.String)) }),
   [Schema.Record(Schema.String, Schema.Unknown)]
 ).annotate({ identifier: "Config" })
 export type Config = typeof Config.Type
+
+/** Config as sent (PUT): nested at most 32 levels (D18). */
+export const ConfigInput = Config.pipe(Schema.check(isShallowJson()))
 
 /** Context (spec "Config and context"): `assistant_name`, `assistant_description` and further members. */
 export const Context = Schema.StructWithRest(
@@ -98,6 +120,9 @@ export const Context = Schema.StructWithRest(
   [Schema.Record(Schema.String, Schema.Unknown)]
 ).annotate({ identifier: "Context" })
 export type Context = typeof Context.Type
+
+/** Context as sent (PUT): nested at most 32 levels (D18). */
+export const ContextInput = Context.pipe(Schema.check(isShallowJson()))
 
 /**
  * A snapshot assembled from files (spec "Snapshot"): `graph` holds the config
@@ -114,9 +139,9 @@ export const Snapshot = Schema.Struct({
 }).annotate({ identifier: "Snapshot" })
 export type Snapshot = typeof Snapshot.Type
 
-/** A snapshot as sent at creation: every member optional, items as inputs. */
+/** A snapshot as sent at creation: every member optional, items as inputs; nested at most 32 levels as a whole (D18). */
 export const SnapshotInput = Schema.Struct({
-  context: Schema.optionalKey(JsonObject),
+  context: Schema.optionalKey(JsonObjectInput),
   graph: Schema.optionalKey(
     Schema.StructWithRest(
       Schema.Struct({
@@ -127,8 +152,8 @@ export const SnapshotInput = Schema.Struct({
     )
   ),
   tools: Schema.optionalKey(Schema.Array(ToolInput)),
-  variables: Schema.optionalKey(Schema.Array(Variable))
-})
+  variables: Schema.optionalKey(Schema.Array(VariableInput))
+}).pipe(Schema.check(isShallowJson()))
 export type SnapshotInput = typeof SnapshotInput.Type
 
 /** A branch (spec "Branch"). */

@@ -2,7 +2,8 @@
  * Small schemas shared by every domain: identifiers, metadata objects and
  * timestamps as they travel on the wire (DECISIONS.md D17).
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
+import { isShallowJson, MAX_JSON_DEPTH, nestsDeeperThan, readDateTime } from "./Limits.ts"
 
 /** Maximum length of ids and identifiers, in characters (D17). */
 export const MAX_IDENTIFIER_LENGTH = 255
@@ -11,46 +12,78 @@ export const MAX_IDENTIFIER_LENGTH = 255
 export const MAX_METADATA_BYTES = 16 * 1024
 
 /** A client-supplied identifier or id: a string of 1 to 255 characters (D17). */
-export const Identifier = Schema.String.pipe(
-  Schema.check(Schema.isBetweenLength(1, MAX_IDENTIFIER_LENGTH))
-)
+export const Identifier = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, MAX_IDENTIFIER_LENGTH)))
 
 /** A free text of at most 255 characters (names, ids of external systems; D17). */
 export const ShortText = Schema.String.pipe(Schema.check(Schema.isMaxLength(MAX_IDENTIFIER_LENGTH)))
 
-/** A JSON object of arbitrary key-value data. */
+/** A JSON object of arbitrary key-value data, as stored and answered. */
 export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 export type JsonObject = typeof JsonObject.Type
 
+/**
+ * A free-form JSON object sent by a client (config, context, parameters,
+ * merge patches): nested at most 32 levels (D18, `too_deep`).
+ */
+export const JsonObjectInput = JsonObject.pipe(Schema.check(isShallowJson()))
+
+/** Any free-form JSON value sent by a client (`default_value`): nested at most 32 levels (D18). */
+export const JsonValueInput = Schema.Unknown.pipe(Schema.check(isShallowJson()))
+
 const metadataSize = Schema.makeFilter<JsonObject>(
   (value) =>
+    // The size is measured only on shallow input: JSON.stringify recurses (the depth check reports the rest).
+    nestsDeeperThan(value, MAX_JSON_DEPTH) ||
     Buffer.byteLength(JSON.stringify(value), "utf8") <= MAX_METADATA_BYTES ||
     `Metadata must be at most ${MAX_METADATA_BYTES} bytes as JSON`,
   { expected: "an object of at most 16 KiB as JSON" }
 )
 
-/** A `metadata` object, at most 16 KiB as JSON (D17). */
-export const Metadata = JsonObject.pipe(Schema.check(metadataSize))
+/** A `metadata` object sent by a client: nested at most 32 levels (D18), at most 16 KiB as JSON (D17). */
+export const Metadata = JsonObject.pipe(Schema.check(isShallowJson(), metadataSize))
 
 /**
- * A moment as sent on the wire: ISO 8601 in UTC with milliseconds
- * (`2026-11-22T08:02:07.123Z`). Timestamps are produced by Parley, never parsed
- * from this form, so the domain type stays a string and costs nothing to encode.
+ * A moment as sent on the wire: ISO 8601 in UTC with microseconds
+ * (`2026-11-22T08:02:07.123456Z`). Timestamps are produced by Parley, never
+ * parsed from this form, so the domain type stays a string and costs nothing to
+ * encode.
  */
 export const Timestamp = Schema.String.annotate({ format: "date-time" })
 
-/** An ISO 8601 moment sent by a client (with a time zone or `Z`), decoded to a `Date`. */
+/** The canonical form of a datetime the client sent (see {@link DateTimeInput}). */
+const canonicalDateTime = (text: string): string => {
+  const read = readDateTime(text)
+  if (!read.ok) return text
+  const fraction = /\.(\d+)/.exec(text.slice(text.indexOf(":")))?.[1] ?? ""
+  return `${new Date(read.millis).toISOString().slice(0, 23)}${fraction.slice(3, 6).padEnd(3, "0")}Z`
+}
+
+/**
+ * An ISO 8601 moment sent by a client, with a time zone or `Z`
+ * (`2026-11-22T09:02:07.5+01:00`): a real calendar moment between years 1 and
+ * 9999 in UTC (D18: `datetime_parsing`, `out_of_range`). Decoded to its
+ * canonical UTC text with microseconds (`2026-11-22T08:02:07.500000Z`), which
+ * PostgreSQL and `new Date` read alike.
+ */
 export const DateTimeInput = Schema.String.pipe(
   Schema.check(
     Schema.makeFilter<string>(
-      (text) =>
-        (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(text) &&
-          !Number.isNaN(Date.parse(text))) ||
-        "Input should be a valid ISO 8601 datetime with a time zone",
-      { expected: "an ISO 8601 datetime" }
+      (text) => {
+        const read = readDateTime(text)
+        return read.ok || read.type !== "datetime_parsing" || read.msg
+      },
+      { expected: "an ISO 8601 datetime with a time zone", issueType: "datetime_parsing" }
+    ),
+    Schema.makeFilter<string>(
+      (text) => {
+        const read = readDateTime(text)
+        return read.ok || read.type !== "out_of_range" || read.msg
+      },
+      { expected: "a datetime between years 1 and 9999", issueType: "out_of_range" }
     )
-  )
-)
+  ),
+  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: canonicalDateTime, encode: (text) => text }))
+).annotate({ format: "date-time" })
 
 /** Pagination offset: an integer >= 0. */
 export const Offset = Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(0)))

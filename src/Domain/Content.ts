@@ -6,7 +6,8 @@
  * those, or any other type, gets 400 `Invalid content type` (D12). A known type
  * with bad fields gets 422.
  */
-import { Schema } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
+import { isShallowJson } from "./Limits.ts"
 
 const NonEmpty = Schema.String.pipe(Schema.check(Schema.isMinLength(1)))
 const Url = NonEmpty.pipe(Schema.check(Schema.isMaxLength(4096)))
@@ -46,15 +47,43 @@ export type ClientContentType = keyof typeof clientContentSchemas
 /** Content types written only by the AI runtime (D12). */
 export const internalContentTypes = ["function_call", "function_result", "thought"] as const
 
-/**
- * Content as accepted at the edge of the API: an object with a string `type`
- * and further members checked per type by the service (D12), so that an unknown
- * type can be answered 400 rather than 422.
- */
-export const ContentInput = Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [
+/** Whether `type` is a content type a client may send (D12); others are 400 `Invalid content type`. */
+export const isClientContentType = (type: string): type is ClientContentType =>
+  Object.hasOwn(clientContentSchemas, type)
+
+const ContentObject = Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [
   Schema.Record(Schema.String, Schema.Unknown)
-]).annotate({ identifier: "ContentInput", description: "One of the content types: text, image, audio, video, file" })
-export type ContentInput = typeof ContentInput.Type
+])
+
+const decoders = Object.fromEntries(
+  Object.entries(clientContentSchemas).map(([type, schema]) => [
+    type,
+    Schema.decodeUnknownEffect(schema as Schema.Codec<ContentInput>, { errors: "all" })
+  ])
+) as Record<ClientContentType, (input: unknown) => Effect.Effect<ContentInput, Schema.SchemaError>>
+
+/**
+ * Content as accepted at the edge of the API (D12): an object with a string
+ * `type`, nested at most 32 levels (D18). A client type's fields are checked
+ * as part of the request (422 with every problem of the request, `loc` under
+ * the member), and its unknown members are dropped; any other `type` passes
+ * through so the service can answer 400 `Invalid content type`
+ * ({@link isClientContentType}).
+ */
+export const ContentInput = ContentObject.pipe(
+  Schema.check(isShallowJson()),
+  Schema.decodeTo(
+    ContentObject,
+    SchemaTransformation.transformEffect({
+      decode: (content) =>
+        isClientContentType(content.type)
+          ? Effect.mapError(decoders[content.type](content), (error) => error.issue)
+          : Effect.succeed(content),
+      encode: Effect.succeed
+    })
+  )
+).annotate({ identifier: "ContentInput", description: "One of the content types: text, image, audio, video, file" })
+export type ContentInput = typeof ContentObject.Type
 
 /** Content as stored and returned: any content object with a `type`. */
 export const Content = Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [

@@ -4,8 +4,9 @@
  * or `path`, `type` in the vocabulary integrators know from FastAPI/pydantic
  * (`missing`, `string_type`, `literal_error`, `less_than_equal`, ...).
  */
-import { SchemaAST } from "effect"
+
 import type { SchemaIssue } from "effect"
+import { SchemaAST } from "effect"
 import type { ValidationIssue } from "./Errors.ts"
 
 type Loc = Array<string | number>
@@ -50,11 +51,33 @@ const typeIssue = (ast: SchemaAST.AST): { type: string; msg: string } => {
   return { type: "value_error", msg: "Invalid value" }
 }
 
-const filterIssue = (filter: SchemaAST.Filter<unknown>, target: SchemaAST.AST | undefined) => {
+/** The message of a filter's own issue (`makeFilter` predicates returning a sentence), if any. */
+const innerMessage = (issue: SchemaIssue.Issue): string | undefined => {
+  const message = issue._tag === "InvalidValue" ? issue.annotations?.message : undefined
+  return typeof message === "string" ? message : undefined
+}
+
+const filterIssue = (
+  filter: SchemaAST.Filter<unknown>,
+  target: SchemaAST.AST | undefined,
+  inner: SchemaIssue.Issue
+) => {
   const annotations = filter.annotations as
-    | { message?: string; expected?: string; representation?: { id?: string; payload?: Record<string, unknown> } }
+    | {
+        message?: string
+        expected?: string
+        issueType?: string
+        representation?: { id?: string; payload?: Record<string, unknown> }
+      }
     | undefined
   const payload = annotations?.representation?.payload ?? {}
+  // Parley's own filters (Domain/Limits.ts) name their `type` and give their sentence.
+  if (annotations?.issueType !== undefined) {
+    return {
+      type: annotations.issueType,
+      msg: innerMessage(inner) ?? annotations.message ?? `Expected ${annotations.expected ?? "a valid value"}`
+    }
+  }
   switch (annotations?.representation?.id) {
     case "effect/schema/isLessThanOrEqualTo":
       return { type: "less_than_equal", msg: `Input should be less than or equal to ${payload.maximum}` }
@@ -119,7 +142,7 @@ const walk = (
       out.push({ loc, ...typeIssue(issue.ast) })
       return
     case "Filter":
-      out.push({ loc, ...filterIssue(issue.filter, encodedTo ?? target) })
+      out.push({ loc, ...filterIssue(issue.filter, encodedTo ?? target, issue.issue) })
       return
     case "MissingKey":
       out.push({ loc, msg: "Field required", type: "missing" })
@@ -150,10 +173,11 @@ const walk = (
 export const validationIssues = (issue: SchemaIssue.Issue, prefix: ReadonlyArray<string | number>): Out => {
   const out: Out = []
   walk(issue, [...prefix], out)
-  return dedupe(out)
+  return dedupeIssues(out)
 }
 
-const dedupe = (issues: Out): Out => {
+/** `issues` without repeats of the same `loc` and `type`, first kept. */
+export const dedupeIssues = (issues: ReadonlyArray<ValidationIssue>): Out => {
   const seen = new Set<string>()
   return issues.filter((issue) => {
     const key = JSON.stringify([issue.loc, issue.type])

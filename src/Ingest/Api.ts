@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Identifier, JsonObject, ShortText } from "../Domain/Common.ts"
+import { Identifier, JsonObjectInput, ShortText } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
 import { AgentNotFound, InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { MessageRole } from "../Domain/Message.ts"
@@ -59,7 +59,7 @@ export const IngestPayload = Schema.Struct({
   provider_message_id: Schema.optionalKey(Schema.NullOr(Identifier)),
   session: Schema.optionalKey(IngestSessionMode),
   agent_id: Schema.optionalKey(Schema.NullOr(Identifier)),
-  metadata: Schema.optionalKey(JsonObject)
+  metadata: Schema.optionalKey(JsonObjectInput)
 })
 export type IngestPayload = typeof IngestPayload.Type
 

@@ -14,13 +14,13 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import * as MergePatch from "json-merge-patch"
 import { v7 as uuidv7 } from "uuid"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
 import { SessionsRepo } from "../Sessions/Repo.ts"
+import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"
 import { type IngestMessage, IngestRepo, type IngestState } from "./Repo.ts"
@@ -54,12 +54,12 @@ const answer = (
 })
 
 /**
- * `current` with the RFC 7396 merge `patch` applied (`json-merge-patch`); fails
+ * `current` with the RFC 7396 merge `patch` applied; fails
  * with ValidationFailed at `["body", "metadata"]` when the result is over 16
  * KiB as JSON (D17).
  */
 const patchMetadata = (current: JsonObject, patch: JsonObject): Effect.Effect<JsonObject, ValidationFailed> => {
-  const result = MergePatch.apply(current, patch) as JsonObject
+  const result = applyMergePatch(current, patch) as JsonObject
   return Buffer.byteLength(JSON.stringify(result), "utf8") <= MAX_METADATA_BYTES
     ? Effect.succeed(result)
     : Effect.fail(
@@ -222,7 +222,7 @@ export class Ingest extends Context.Service<
 
       const ingest = Effect.fn("Ingest.ingest")(
         function* (organizationId: string, input: IngestPayload) {
-          const content = input.content == null ? undefined : yield* validateContent(input.content, ["body", "content"])
+          const content = input.content == null ? undefined : yield* validateContent(input.content)
           const mode = input.session ?? "continue"
           const channelType = input.channel_type ?? DEFAULT_CHANNEL_TYPE
           const message: IngestMessage | undefined =

@@ -13,6 +13,7 @@ import {
   SessionNotOpen,
   ValidationFailed
 } from "../Domain/Errors.ts"
+import { Int32 } from "../Domain/Limits.ts"
 import { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { conversationsBasePath } from "../Sessions/Api.ts"
@@ -33,7 +34,7 @@ export const UpdateMessagePayload = Schema.Struct({
   provider_message_id: Schema.optionalKey(Identifier),
   replied_provider_message_id: Schema.optionalKey(Identifier),
   delivery_status: Schema.optionalKey(DeliveryStatus),
-  delivery_error_code: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+  delivery_error_code: Schema.optionalKey(Schema.NullOr(Int32)),
   delivery_error_message: Schema.optionalKey(Schema.NullOr(Schema.String.pipe(Schema.check(Schema.isMaxLength(4096))))),
   delivered_at: Schema.optionalKey(Schema.NullOr(DateTimeInput))
 })

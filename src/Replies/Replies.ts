@@ -148,7 +148,7 @@ export class Replies extends Context.Service<
         function* (organizationId: string, sessionId: string, scheduledFor: Date, config: ScheduleConfig) {
           const stored: JsonObject =
             config.type === "message"
-              ? { type: "message", message: yield* validateContent(config.message, ["body", "config", "message"]) }
+              ? { type: "message", message: yield* validateContent(config.message) }
               : { type: "node", node_id: config.node_id }
           const traceContext = yield* currentTraceContext
           return yield* sql.withTransaction(

@@ -17,10 +17,12 @@
  * - Shutdown (O5): stop claiming, let runs in flight finish (up to 10 s), then
  *   release what is still held so another process takes it at once.
  */
+
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
+import { logUnlessOutage } from "../Database/Health.ts"
 import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
@@ -218,7 +220,7 @@ const makeWorker = Effect.gen(function* () {
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
-        : Effect.logWarning("Replies worker loop failed; restarting", cause).pipe(Effect.andThen(Effect.sleep(POLL_MS)))
+        : logUnlessOutage("Replies worker loop failed; restarting", cause).pipe(Effect.andThen(Effect.sleep(POLL_MS)))
     )
   )
   /** The claim loop, restarted after a failure, until shutdown. */
@@ -262,9 +264,7 @@ const expirySweeper = Effect.gen(function* () {
     }
   }).pipe(
     Effect.withSpan("Sessions.expirySweep"),
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Session expiry sweep failed", cause)
-    )
+    Effect.catchCause((cause) => logUnlessOutage("Session expiry sweep failed", cause))
   )
   yield* Effect.forkScoped(
     Effect.forever(

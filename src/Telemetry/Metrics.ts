@@ -20,8 +20,10 @@
  *   `parley.db.connections` by `state` (Parley's connections to the database,
  *   every process, from `pg_stat_activity`).
  */
+
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Layer, Metric } from "effect"
+import { Effect, Layer, Metric } from "effect"
+import { logUnlessOutage } from "../Database/Health.ts"
 
 /** How often the worker processes sample the database-wide gauges, in ms. */
 export const SAMPLE_INTERVAL_MS = 10_000
@@ -111,9 +113,7 @@ export const GaugeSamplerLive = Layer.effectDiscard(
   Effect.forkScoped(
     Effect.forever(
       sample.pipe(
-        Effect.catchCause((cause) =>
-          Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("Metrics sample failed", cause)
-        ),
+        Effect.catchCause((cause) => logUnlessOutage("Metrics sample failed", cause)),
         Effect.andThen(Effect.sleep(SAMPLE_INTERVAL_MS))
       )
     )

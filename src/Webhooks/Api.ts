@@ -53,8 +53,9 @@ export const DeliveryStatus = Schema.Literals(["pending", "succeeded", "failed"]
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /**
- * A delivery of one event to one app (O6, W5): `attempts` lists every attempt,
- * oldest first; `next_attempt_at` is set while pending (ISO 8601), null otherwise.
+ * A delivery of one event to one app (O6, W5): `attempts` is how many attempts
+ * were made, `attempt_log` lists them, oldest first; `next_attempt_at` is set
+ * while pending (ISO 8601), null otherwise.
  */
 export const Delivery = Schema.Struct({
   id: Schema.String,
@@ -62,12 +63,13 @@ export const Delivery = Schema.Struct({
   event_type: Schema.String,
   app_id: Schema.String,
   status: DeliveryStatus,
-  attempts: Schema.Array(DeliveryAttempt),
+  attempts: Schema.Int,
   last_status_code: Schema.NullOr(Schema.Int),
   last_error: Schema.NullOr(Schema.String),
   next_attempt_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,
-  updated_at: Schema.NullOr(Timestamp)
+  updated_at: Schema.NullOr(Timestamp),
+  attempt_log: Schema.Array(DeliveryAttempt)
 }).annotate({ identifier: "Delivery" })
 export type Delivery = typeof Delivery.Type
 

@@ -10,8 +10,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { isoTimestamp } from "../Database/Json.ts"
-import { isUuid } from "../Domain/Common.ts"
 import type { JsonText } from "../Domain/Common.ts"
+import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Events/Events.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
 
@@ -135,12 +135,13 @@ export interface DeliveryFilter {
 
 const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, signing_secret, ${isoTimestamp("created_at")} AS created_at`
 
-/** The Delivery JSON of the deliveries row `d`, with its attempts (O6). */
+/** The Delivery JSON of the deliveries row `d`: `attempts` the count (O6), `attempt_log` every attempt. */
 const DELIVERY_JSON = `(SELECT row_to_json(j) FROM (SELECT d.id, d.event_id, d.event_type, d.app_id, d.status,
+  d.attempts, d.last_status_code, d.last_error, ${isoTimestamp("d.next_attempt_at")} AS next_attempt_at,
+  ${isoTimestamp("d.created_at")} AS created_at, ${isoTimestamp("d.updated_at")} AS updated_at,
   coalesce((SELECT json_agg(t ORDER BY t.attempt) FROM (SELECT x.attempt, x.status_code, x.error, x.duration_ms,
-    ${isoTimestamp("x.started_at")} AS started_at FROM delivery_attempts x WHERE x.delivery_id = d.id) t), '[]'::json) AS attempts,
-  d.last_status_code, d.last_error, ${isoTimestamp("d.next_attempt_at")} AS next_attempt_at,
-  ${isoTimestamp("d.created_at")} AS created_at, ${isoTimestamp("d.updated_at")} AS updated_at) j)`
+    ${isoTimestamp("x.started_at")} AS started_at FROM delivery_attempts x WHERE x.delivery_id = d.id) t), '[]'::json)
+    AS attempt_log) j)`
 
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient

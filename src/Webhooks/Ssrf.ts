@@ -6,8 +6,9 @@
  * changes between check and connect cannot slip through).
  * `ALLOW_PRIVATE_NETWORK_TARGETS=true` lifts the address check (not the scheme check).
  */
-import * as dns from "node:dns"
+
 import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
+import * as dns from "node:dns"
 import type * as net from "node:net"
 import ipaddr from "ipaddr.js"
 
@@ -16,19 +17,25 @@ export class TargetRefused extends Error {
   override readonly name = "TargetRefused"
 }
 
+/** Global unicast IPv6 (RFC 4291 2000::/3): every public IPv6 address is in it. */
+const IPV6_GLOBAL = ipaddr.parseCIDR("2000::/3")
+
 /**
  * Whether `address` (an IPv4 or IPv6 literal) is a public unicast address.
- * IPv4-mapped IPv6 addresses (`::ffff:127.0.0.1`) are judged as their IPv4
- * address. Refused: loopback, private (10/8, 172.16/12, 192.168/16),
- * link-local (169.254/16 with the metadata address 169.254.169.254, fe80::/10),
- * unique-local (fc00::/7 with fd00:ec2::254), CGNAT (100.64/10), unspecified,
- * broadcast, multicast, reserved, benchmarking, and the IPv6 ranges that embed
- * IPv4 addresses (NAT64, 6to4, Teredo).
+ * IPv4: refused are loopback, private (10/8, 172.16/12, 192.168/16),
+ * link-local (169.254/16 with the metadata address 169.254.169.254), CGNAT
+ * (100.64/10), unspecified, broadcast, multicast, reserved and benchmarking.
+ * IPv6: only global unicast (2000::/3) outside the special ranges, so every
+ * form that embeds an IPv4 address is refused: IPv4-compatible (`::/96`,
+ * `[::127.0.0.1]`), IPv4-mapped (`::ffff:0:0/96`), translated, NAT64, 6to4
+ * and Teredo; also loopback, link-local, unique-local (fd00:ec2::254
+ * included), documentation and multicast (W6).
  */
 export const isPublicAddress = (address: string): boolean => {
   if (!ipaddr.isValid(address)) return false
-  const parsed = ipaddr.process(address)
-  return parsed.range() === "unicast"
+  const parsed = ipaddr.parse(address)
+  if (parsed.kind() === "ipv4") return parsed.range() === "unicast"
+  return parsed.match(IPV6_GLOBAL) && parsed.range() === "unicast"
 }
 
 /** Strips the brackets of an IPv6 URL host (`[::1]` -> `::1`). */

@@ -21,11 +21,13 @@
  * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
  *   record them, and release every lease still held.
  */
+
 import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { v7 as uuidv7 } from "uuid"
 import { AppConfig } from "../Config.ts"
+import { logUnlessOutage } from "../Database/Health.ts"
 import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
@@ -178,7 +180,7 @@ const makeWorker = Effect.gen(function* () {
         Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.upTo({ times: 5 }))),
         Effect.catchCause((cause) =>
           // The leases expire and the deliveries are attempted again (at least once, W2).
-          Effect.logError("Could not record webhook attempts", cause)
+          logUnlessOutage("Could not record webhook attempts", cause)
         )
       )
       const written = Date.now()
@@ -227,7 +229,7 @@ const makeWorker = Effect.gen(function* () {
         })
         .pipe(
           Effect.catchCause((cause) =>
-            Effect.logWarning("Could not claim webhook deliveries", cause).pipe(
+            logUnlessOutage("Could not claim webhook deliveries", cause).pipe(
               Effect.andThen(Effect.sleep(POLL_MS)),
               Effect.as([] as ReadonlyArray<ClaimedDelivery>)
             )

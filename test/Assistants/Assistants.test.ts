@@ -33,7 +33,9 @@ withApp()("assistants", (it) => {
         context: { assistant_name: "Ada" },
         graph: {
           initial_node_id: "start",
-          nodes: [{ id: "start", name: "Node start", description: "", type: "llm", config: { instructions: "You are start" } }]
+          nodes: [
+            { id: "start", name: "Node start", description: "", type: "llm", config: { instructions: "You are start" } }
+          ]
         },
         tools: [],
         variables: []
@@ -41,7 +43,8 @@ withApp()("assistants", (it) => {
       const runtime = yield* fx.call("GET", "/runtime")
       assert.strictEqual(runtime.status, 404)
       assert.deepStrictEqual(runtime.body, { detail: "Assistant has no published version" })
-    }))
+    })
+  )
 
   it.effect("unknown or foreign assistants give 404; another organization's key cannot read (A1)", () =>
     Effect.gen(function* () {
@@ -62,71 +65,82 @@ withApp()("assistants", (it) => {
       assert.deepStrictEqual(noBranch.body, { detail: "Branch not found" })
       const noKey = yield* api.request("GET", `${A}/assistants/${fx.id}/branches`)
       assert.strictEqual(noKey.status, 401)
-    }))
+    })
+  )
 
-  it.effect("changeset: merge-patched context and config, upserts referencing each other, counts, publish, runtime", () =>
-    Effect.gen(function* () {
-      const fx = yield* assistantFixture()
-      const patch = yield* fx.call("PATCH", fx.draft("main"), {
-        context: { assistant_name: "Ada", assistant_description: "Helps" },
-        config: { initial_node_id: "a" },
-        nodes: { upsert: [llm("a", { next_node: "b", tools: ["lookup"] }), llm("b")] },
-        tools: { upsert: [tool("lookup")] },
-        variables: { upsert: [{ name: "plan", permission: "read_write", type: "string", default_value: "free" }] }
+  it.effect(
+    "changeset: merge-patched context and config, upserts referencing each other, counts, publish, runtime",
+    () =>
+      Effect.gen(function* () {
+        const fx = yield* assistantFixture()
+        const patch = yield* fx.call("PATCH", fx.draft("main"), {
+          context: { assistant_name: "Ada", assistant_description: "Helps" },
+          config: { initial_node_id: "a" },
+          nodes: { upsert: [llm("a", { next_node: "b", tools: ["lookup"] }), llm("b")] },
+          tools: { upsert: [tool("lookup")] },
+          variables: { upsert: [{ name: "plan", permission: "read_write", type: "string", default_value: "free" }] }
+        })
+        assert.strictEqual(patch.status, 200, patch.text)
+        assert.deepStrictEqual(patch.body, {
+          context_updated: true,
+          config_updated: true,
+          nodes_upserted: 2,
+          nodes_deleted: 0,
+          tools_upserted: 1,
+          tools_deleted: 0,
+          variables_upserted: 1,
+          variables_deleted: 0
+        })
+        // RFC 7396: null removes a key, omitted keys stay.
+        yield* fx.call("PATCH", fx.draft("main"), { context: { assistant_description: null } })
+        const context = yield* fx.call("GET", `${fx.draft("main")}/context`)
+        assert.deepStrictEqual(context.body, { assistant_name: "Ada" })
+        const index = yield* fx.call("GET", `${fx.draft("main")}/index`)
+        assert.deepStrictEqual(index.body, [
+          "config",
+          "context",
+          "nodes/a",
+          "nodes/b",
+          "tools/lookup",
+          "variables/plan"
+        ])
+        const nodesOnly = yield* fx.call("GET", `${fx.draft("main")}/index?prefix=nodes/`)
+        assert.deepStrictEqual(nodesOnly.body, ["nodes/a", "nodes/b"])
+        const prefixed = yield* fx.call("GET", `${fx.draft("main")}?prefix=tools/`)
+        assert.deepStrictEqual(
+          prefixed.body.tools.map((t: any) => t.id),
+          ["lookup"]
+        )
+        assert.deepStrictEqual(prefixed.body.graph.nodes, [])
+        const changes = yield* fx.call("GET", "/branches/main/changes")
+        assert.deepStrictEqual(changes.body, { has_changes: true })
+        const commit = yield* fx.publish("main", "first")
+        assert.match(commit.id, HEX12)
+        assert.strictEqual(commit.parent_commit_id, null)
+        assert.strictEqual(commit.author_type, "human")
+        assert.strictEqual(commit.message, "first")
+        assert.deepStrictEqual((yield* fx.call("GET", "/branches/main/changes")).body, { has_changes: false })
+        const runtime = yield* fx.call("GET", "/runtime")
+        assert.strictEqual(runtime.status, 200)
+        assert.strictEqual(runtime.body.assistant_id, fx.id)
+        assert.strictEqual(runtime.body.commit_id, commit.id)
+        assert.strictEqual(runtime.body.snapshot.graph.initial_node_id, "a")
+        assert.deepStrictEqual(
+          runtime.body.snapshot.graph.nodes.map((n: any) => n.id),
+          ["a", "b"]
+        )
+        // A4: publishing again without changes.
+        const again = yield* fx.call("POST", "/branches/main/publish", {})
+        assert.strictEqual(again.status, 400)
+        assert.deepStrictEqual(again.body, { detail: "No changes to publish" })
+        // Files are content-addressed: hash = SHA-256 of the RFC 8785 canonical JSON (A5).
+        const version = yield* fx.call("GET", `/versions/${commit.id}`)
+        assert.deepStrictEqual(version.body.commit, commit)
+        const toolFile = version.body.files.find((f: any) => f.path === "tools/lookup")
+        assert.strictEqual(toolFile.content_hash, contentHash({ ...tool("lookup"), id: "lookup" }))
+        assert.strictEqual(toolFile.id, `${commit.id}:tools/lookup`)
       })
-      assert.strictEqual(patch.status, 200, patch.text)
-      assert.deepStrictEqual(patch.body, {
-        context_updated: true,
-        config_updated: true,
-        nodes_upserted: 2,
-        nodes_deleted: 0,
-        tools_upserted: 1,
-        tools_deleted: 0,
-        variables_upserted: 1,
-        variables_deleted: 0
-      })
-      // RFC 7396: null removes a key, omitted keys stay.
-      yield* fx.call("PATCH", fx.draft("main"), { context: { assistant_description: null } })
-      const context = yield* fx.call("GET", `${fx.draft("main")}/context`)
-      assert.deepStrictEqual(context.body, { assistant_name: "Ada" })
-      const index = yield* fx.call("GET", `${fx.draft("main")}/index`)
-      assert.deepStrictEqual(index.body, ["config", "context", "nodes/a", "nodes/b", "tools/lookup", "variables/plan"])
-      const nodesOnly = yield* fx.call("GET", `${fx.draft("main")}/index?prefix=nodes/`)
-      assert.deepStrictEqual(nodesOnly.body, ["nodes/a", "nodes/b"])
-      const prefixed = yield* fx.call("GET", `${fx.draft("main")}?prefix=tools/`)
-      assert.deepStrictEqual(
-        prefixed.body.tools.map((t: any) => t.id),
-        ["lookup"]
-      )
-      assert.deepStrictEqual(prefixed.body.graph.nodes, [])
-      const changes = yield* fx.call("GET", "/branches/main/changes")
-      assert.deepStrictEqual(changes.body, { has_changes: true })
-      const commit = yield* fx.publish("main", "first")
-      assert.match(commit.id, HEX12)
-      assert.strictEqual(commit.parent_commit_id, null)
-      assert.strictEqual(commit.author_type, "human")
-      assert.strictEqual(commit.message, "first")
-      assert.deepStrictEqual((yield* fx.call("GET", "/branches/main/changes")).body, { has_changes: false })
-      const runtime = yield* fx.call("GET", "/runtime")
-      assert.strictEqual(runtime.status, 200)
-      assert.strictEqual(runtime.body.assistant_id, fx.id)
-      assert.strictEqual(runtime.body.commit_id, commit.id)
-      assert.strictEqual(runtime.body.snapshot.graph.initial_node_id, "a")
-      assert.deepStrictEqual(
-        runtime.body.snapshot.graph.nodes.map((n: any) => n.id),
-        ["a", "b"]
-      )
-      // A4: publishing again without changes.
-      const again = yield* fx.call("POST", "/branches/main/publish", {})
-      assert.strictEqual(again.status, 400)
-      assert.deepStrictEqual(again.body, { detail: "No changes to publish" })
-      // Files are content-addressed: hash = SHA-256 of the RFC 8785 canonical JSON (A5).
-      const version = yield* fx.call("GET", `/versions/${commit.id}`)
-      assert.deepStrictEqual(version.body.commit, commit)
-      const toolFile = version.body.files.find((f: any) => f.path === "tools/lookup")
-      assert.strictEqual(toolFile.content_hash, contentHash({ ...tool("lookup"), id: "lookup" }))
-      assert.strictEqual(toolFile.id, `${commit.id}:tools/lookup`)
-    }))
+  )
 
   it.effect("identical content is stored once: unchanged files of later commits and branches add no rows (A5)", () =>
     Effect.gen(function* () {
@@ -147,7 +161,8 @@ withApp()("assistants", (it) => {
       const after2 = (yield* count)[0]!
       assert.strictEqual(after2.files, 6) // one new version of a, one new node d
       assert.strictEqual(after2.commitFiles, 8) // 4 paths in each of two commits, hashes shared
-    }))
+    })
+  )
 
   it.effect("A10: a dangling reference changes nothing and answers 422 with loc", () =>
     Effect.gen(function* () {
@@ -186,7 +201,8 @@ withApp()("assistants", (it) => {
       })
       assert.strictEqual(both.status, 200, both.text)
       assert.strictEqual(both.body.nodes_deleted, 2)
-    }))
+    })
+  )
 
   it.effect("item operations for nodes, tools, variables, config and context (A9)", () =>
     Effect.gen(function* () {
@@ -194,8 +210,17 @@ withApp()("assistants", (it) => {
       const base = fx.draft("main")
       const put = yield* fx.call("PUT", `${base}/nodes/greet`, { name: "Greet", type: "llm", config: { model: "x" } })
       assert.strictEqual(put.status, 200, put.text)
-      assert.deepStrictEqual(put.body, { id: "greet", name: "Greet", description: "", type: "llm", config: { model: "x" } })
-      const patched = yield* fx.call("PATCH", `${base}/nodes/greet`, { config: { temperature: 0.2 }, description: "Hi" })
+      assert.deepStrictEqual(put.body, {
+        id: "greet",
+        name: "Greet",
+        description: "",
+        type: "llm",
+        config: { model: "x" }
+      })
+      const patched = yield* fx.call("PATCH", `${base}/nodes/greet`, {
+        config: { temperature: 0.2 },
+        description: "Hi"
+      })
       assert.deepStrictEqual(patched.body.config, { model: "x", temperature: 0.2 })
       assert.strictEqual(patched.body.description, "Hi")
       assert.deepStrictEqual((yield* fx.call("GET", `${base}/nodes/greet`)).body, patched.body)
@@ -231,7 +256,8 @@ withApp()("assistants", (it) => {
       assert.deepStrictEqual(contextPut.body, { assistant_name: "Bot" })
       assert.deepStrictEqual((yield* fx.call("GET", `${base}/context`)).body, { assistant_name: "Bot" })
       assert.strictEqual((yield* fx.call("DELETE", `${base}/nodes/greet`)).status, 422)
-    }))
+    })
+  )
 
   it.effect("branches: create from main HEAD, fork with unpublished changes, names with '/', delete (A3)", () =>
     Effect.gen(function* () {
@@ -269,16 +295,14 @@ withApp()("assistants", (it) => {
         ["a"]
       )
       const list = yield* fx.call("GET", "/branches")
-      assert.deepStrictEqual(
-        list.body.map((b: any) => b.name).sort(),
-        ["experiment", "feature/greeting", "main"]
-      )
+      assert.deepStrictEqual(list.body.map((b: any) => b.name).sort(), ["experiment", "feature/greeting", "main"])
       const mainDelete = yield* fx.call("DELETE", "/branches/main")
       assert.strictEqual(mainDelete.status, 400)
       assert.deepStrictEqual(mainDelete.body, { detail: "The main branch cannot be deleted" })
       assert.strictEqual((yield* fx.call("DELETE", "/branches/experiment")).status, 204)
       assert.strictEqual((yield* fx.call("GET", fx.draft("experiment"))).status, 404)
-    }))
+    })
+  )
 
   it.effect("discard, reset, rollback (A7), diffs between draft and HEAD and between commits", () =>
     Effect.gen(function* () {
@@ -342,7 +366,8 @@ withApp()("assistants", (it) => {
       const notInHistory = yield* fx.call("POST", "/branches/main/rollback", { commit_id: c2.id })
       assert.strictEqual(notInHistory.status, 400)
       assert.deepStrictEqual(notInHistory.body, { detail: "Commit is not in the history of this branch" })
-    }))
+    })
+  )
 
   it.effect("legacy assistants: 409 on version operations, runtime from the snapshot, migrate once (A1, A11)", () =>
     Effect.gen(function* () {
@@ -369,7 +394,8 @@ withApp()("assistants", (it) => {
       const again = yield* fx.call("POST", "/migrate")
       assert.strictEqual(again.status, 409)
       assert.deepStrictEqual(again.body, { detail: "Assistant is already versioned" })
-    }))
+    })
+  )
 
   it.effect("admin assistant creation validates the snapshot and the organization", () =>
     Effect.gen(function* () {
@@ -380,11 +406,67 @@ withApp()("assistants", (it) => {
         body: { name: "X", snapshot: { graph: { initial_node_id: "missing", nodes: [] } } }
       })
       assert.strictEqual(invalid.status, 422)
-      const unknownOrg = yield* api.request("POST", "/admin/v1/organizations/01a20254-e46f-73c4-a817-d7a14c37efe6/assistants", {
-        token: ADMIN_TOKEN,
-        body: { name: "X" }
-      })
+      const unknownOrg = yield* api.request(
+        "POST",
+        "/admin/v1/organizations/01a20254-e46f-73c4-a817-d7a14c37efe6/assistants",
+        {
+          token: ADMIN_TOKEN,
+          body: { name: "X" }
+        }
+      )
       assert.strictEqual(unknownOrg.status, 404)
       assert.deepStrictEqual(unknownOrg.body, { detail: "Organization not found" })
-    }))
+    })
+  )
+
+  it.effect("A2: a new assistant without a snapshot drafts its context from its name and description", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture({ description: "Answers questions" })
+      const context = yield* fx.call("GET", `${fx.draft("main")}/context`)
+      assert.deepStrictEqual(context.body, {
+        assistant_name: "Support bot",
+        assistant_description: "Answers questions"
+      })
+      // A later changeset's merge patch keeps what it does not name.
+      const changed = yield* fx.call("PATCH", fx.draft("main"), { context: { assistant_description: "Books rooms" } })
+      assert.strictEqual(changed.status, 200)
+      const after = yield* fx.call("GET", fx.draft("main"))
+      assert.deepStrictEqual(after.body.context, {
+        assistant_name: "Support bot",
+        assistant_description: "Books rooms"
+      })
+    })
+  )
+
+  it.effect('spec Node table: PUT of a node without config stores config {} (and description "")', () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      const put = yield* fx.call("PUT", `${fx.draft("main")}/nodes/plain`, { name: "Plain", type: "router" })
+      assert.strictEqual(put.status, 200, put.text)
+      assert.deepStrictEqual(put.body, { id: "plain", name: "Plain", description: "", type: "router", config: {} })
+      // RFC 7396: a PATCH removing config leaves the default.
+      const patched = yield* fx.call("PATCH", `${fx.draft("main")}/nodes/plain`, { config: null })
+      assert.strictEqual(patched.status, 200, patched.text)
+      assert.deepStrictEqual(patched.body.config, {})
+    })
+  )
+
+  it.effect("A5: discard of a path that is not a file path is 422 at body.path; a valid unknown path is 204", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      for (const path of ["nodes/", "nodes/a/b", "graph", "nodes", "tools/x/", ""]) {
+        const bad = yield* fx.call("POST", `${fx.draft("main")}/discard`, { path })
+        assert.strictEqual(bad.status, 422, path)
+        assert.deepStrictEqual(
+          (bad.body.detail as Array<{ loc: Array<string> }>).map((d) => d.loc),
+          [["body", "path"]],
+          path
+        )
+      }
+      for (const path of ["nodes/never", "variables/v", "config", "context"]) {
+        const ok = yield* fx.call("POST", `${fx.draft("main")}/discard`, { path })
+        assert.strictEqual(ok.status, 204, `${path}: ${ok.text}`)
+      }
+    })
+  )
 })

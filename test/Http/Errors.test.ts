@@ -5,8 +5,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { ServicesLive } from "../../src/Server.ts"
+import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { C, TestApi, withApp } from "../support/TestApp.ts"
 
 withApp({ maxBodyBytes: 4096 })("errors", (it) => {
@@ -35,7 +35,29 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
           assert.strictEqual(response.headers.get("www-authenticate"), "Bearer")
         }
       }
-    }))
+    })
+  )
+
+  it.effect("422 names every problem at once: a missing role and a text content without text (Errors, D12)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const response = yield* org.call("POST", `/sessions/${session.id}/messages`, { content: { type: "text" } })
+      assert.strictEqual(response.status, 422)
+      assert.sameDeepMembers(response.body.detail, [
+        { loc: ["body", "role"], msg: "Field required", type: "missing" },
+        { loc: ["body", "content", "text"], msg: "Field required", type: "missing" }
+      ])
+      // An unknown type stays 400 once the rest of the request is valid (D12).
+      const unknown = yield* org.call("POST", `/sessions/${session.id}/messages`, {
+        role: "user",
+        content: { type: "sticker" }
+      })
+      assert.strictEqual(unknown.status, 400)
+      assert.deepStrictEqual(unknown.body, { detail: "Invalid content type" })
+    })
+  )
 
   it.effect("413 Request body too large over MAX_BODY_BYTES, declared or streamed", () =>
     Effect.gen(function* () {
@@ -63,7 +85,8 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
       assert.strictEqual(chunked.status, 413)
       assert.deepStrictEqual(chunked.body, { detail: "Request body too large" })
       assert.deepStrictEqual(yield* api.events(org.id), [])
-    }))
+    })
+  )
 
   it.effect("415 for a body that is not JSON; 422 json_invalid for malformed JSON; 422 missing for no body", () =>
     Effect.gen(function* () {
@@ -90,7 +113,8 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
       const notObject = yield* api.request("POST", `${C}/sessions`, { token: org.token, body: "[1,2]" })
       assert.strictEqual(notObject.status, 422)
       assert.deepStrictEqual(notObject.body.detail[0].loc, ["body"])
-    }))
+    })
+  )
 
   it.effect("422 lists every problem with loc under body, path or query and pydantic-style types", () =>
     Effect.gen(function* () {
@@ -122,7 +146,8 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
           ["body", "fields", "agent_id"]
         ]
       )
-    }))
+    })
+  )
 
   it.effect("unknown routes and methods give 404 {detail}", () =>
     Effect.gen(function* () {
@@ -137,7 +162,8 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
         assert.strictEqual(response.status, 404)
         assert.deepStrictEqual(response.body, { detail: "Not Found" })
       }
-    }))
+    })
+  )
 
   it.effect("health, readiness, OpenAPI 3.1 of all APIs and the docs page (O4)", () =>
     Effect.gen(function* () {
@@ -160,7 +186,8 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
       const docs = yield* api.request("GET", "/docs")
       assert.strictEqual(docs.status, 200)
       assert.include(docs.headers.get("content-type") ?? "", "text/html")
-    }))
+    })
+  )
 })
 
 const BrokenSessions = Layer.effect(
@@ -181,5 +208,6 @@ withApp({}, Layer.merge(ServicesLive, BrokenSessions))("defects", (it) => {
       assert.strictEqual(response.status, 500)
       assert.deepStrictEqual(response.body, { detail: "Internal server error" })
       assert.notInclude(response.text, "secret")
-    }))
+    })
+  )
 })

@@ -218,8 +218,9 @@ withWorkers({
         delivery = (yield* admin(api, "GET", `/organizations/${org.id}/apps/${appId}/deliveries`)).body[0]
       }
       assert.strictEqual(delivery?.status, "failed")
-      assert.strictEqual(delivery.attempts.length, 2)
-      for (const attempt of delivery.attempts) {
+      assert.strictEqual(delivery.attempt_log.length, 2)
+      assert.strictEqual(delivery.attempts, 2) // O6: the count
+      for (const attempt of delivery.attempt_log) {
         assert.strictEqual(attempt.status_code, null)
         assert.match(attempt.error, /^Refused: Address 127\.0\.0\.1 is not a public address/)
       }

@@ -8,8 +8,7 @@ import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Webhook } from "standardwebhooks"
 import { eventually, receiver } from "../support/Receiver.ts"
-import { ADMIN_TOKEN, TestApi, type TestOrganization } from "../support/TestApp.ts"
-import { withWorkers } from "../support/TestApp.ts"
+import { ADMIN_TOKEN, TestApi, type TestOrganization, withWorkers } from "../support/TestApp.ts"
 
 const createApp = (api: TestApi["Service"], org: TestOrganization, body: Record<string, unknown>) =>
   api
@@ -83,9 +82,10 @@ withWorkers({
           assert.strictEqual(delivery.app_id, app.id)
           assert.strictEqual(delivery.last_status_code, 200)
           assert.strictEqual(delivery.next_attempt_at, null)
-          assert.strictEqual(delivery.attempts.length, 1)
-          assert.strictEqual(delivery.attempts[0].status_code, 200)
-          assert.isNumber(delivery.attempts[0].duration_ms)
+          assert.strictEqual(delivery.attempt_log.length, 1)
+          assert.strictEqual(delivery.attempts, 1) // O6: the count
+          assert.strictEqual(delivery.attempt_log[0].status_code, 200)
+          assert.isNumber(delivery.attempt_log[0].duration_ms)
         }
       })
   )
@@ -116,7 +116,7 @@ withWorkers({
       assert.strictEqual(delivery.status, "succeeded")
       assert.strictEqual(delivery.last_status_code, 204)
       assert.deepStrictEqual(
-        delivery.attempts.map((a: any) => [a.attempt, a.status_code, a.error]),
+        delivery.attempt_log.map((a: any) => [a.attempt, a.status_code, a.error]),
         [
           [1, 500, "HTTP status 500"],
           [2, 500, "HTTP status 500"],
@@ -143,7 +143,8 @@ withWorkers({
       }
       assert.strictEqual(hook.received.length, 3)
       assert.strictEqual(failed.status, "failed")
-      assert.strictEqual(failed.attempts.length, 3)
+      assert.strictEqual(failed.attempt_log.length, 3)
+      assert.strictEqual(failed.attempts, 3) // O6: the count
       assert.strictEqual(failed.last_status_code, 503)
       assert.strictEqual(failed.next_attempt_at, null)
       assert.deepStrictEqual(yield* deliveries(api, org, app.id, "?status=pending"), [])
@@ -164,7 +165,8 @@ withWorkers({
         yield* Effect.sleep(50)
       }
       assert.strictEqual(succeeded.status, "succeeded")
-      assert.strictEqual(succeeded.attempts.length, 4)
+      assert.strictEqual(succeeded.attempt_log.length, 4)
+      assert.strictEqual(succeeded.attempts, 4) // O6: the count
 
       const unknown = yield* api.request(
         "POST",

@@ -1,0 +1,140 @@
+/**
+ * Database outages an operator can read (DECISIONS.md O9): while PostgreSQL
+ * cannot be reached, API requests answer 503 `{"detail":"Service unavailable"}`
+ * with `Retry-After: 1` (`src/Http.ts`), workers keep retrying quietly, and the
+ * log carries one WARN when the outage starts and one INFO when it ends, not a
+ * line per request or per retry.
+ *
+ * An outage starts when any failure is an unreachable database
+ * ({@link isUnavailable}); it ends when a probe (`SELECT 1` every second while
+ * down) succeeds.
+ */
+import { Cause, Clock, Context, Effect, Layer, Ref } from "effect"
+import { SqlClient } from "effect/sql"
+import * as SqlError from "effect/sql/SqlError"
+
+/** SQLSTATEs of a server that is going away or not taking connections: admin/crash shutdown, starting up, too many connections. */
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300"])
+
+/** Socket errors of a database that cannot be reached. */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN"
+])
+
+const codeOf = (value: unknown): unknown =>
+  typeof value === "object" && value !== null ? (value as { code?: unknown }).code : undefined
+
+/** Whether `error` says the database cannot be reached (a connection failure, or a server going away). */
+export const isUnavailableError = (error: unknown): boolean => {
+  if (!SqlError.isSqlError(error)) return false
+  const reason = error.reason
+  if (reason._tag === "ConnectionError") return true
+  const code = codeOf(reason.cause)
+  return typeof code === "string" && (UNAVAILABLE_STATES.has(code) || UNREACHABLE_CODES.has(code))
+}
+
+/** Whether `cause` failed or died because the database cannot be reached (O9). */
+export const isUnavailable = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some(
+    (reason) =>
+      (reason._tag === "Fail" && isUnavailableError(reason.error)) ||
+      (reason._tag === "Die" && isUnavailableError(reason.defect))
+  )
+
+/** A one-line description of an unavailable database's failure, for the outage's WARN. */
+const describe = (cause: Cause.Cause<unknown>): string => {
+  for (const reason of cause.reasons) {
+    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (SqlError.isSqlError(error)) {
+      const inner = error.reason.cause
+      const detail = inner instanceof Error ? inner.message : String(inner)
+      return `${error.reason.message ?? error.reason._tag}${detail ? ` (${detail})` : ""}`.replace(/\s+/g, " ")
+    }
+  }
+  return "unknown failure"
+}
+
+/** How often the database is probed while it is down, in ms. */
+export const PROBE_INTERVAL_MS = 1_000
+
+/** Tracks whether the database is reachable (see module docs). */
+export class DatabaseHealth extends Context.Service<
+  DatabaseHealth,
+  {
+    /**
+     * Whether `cause` is an unreachable database (O9). The first such failure
+     * of an outage logs one WARN (its cause at debug level) and starts the
+     * probe that logs the INFO at its end.
+     */
+    readonly isOutage: (cause: Cause.Cause<unknown>) => Effect.Effect<boolean>
+    /** Whether an outage is under way. */
+    readonly down: Effect.Effect<boolean>
+  }
+>()("parley/Database/DatabaseHealth") {
+  /** Requires `SqlClient` (for the probe). */
+  static readonly layer = Layer.effect(
+    DatabaseHealth,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const since = yield* Ref.make<number | undefined>(undefined)
+      const scope = yield* Effect.scope
+
+      const probe = Effect.gen(function* () {
+        for (;;) {
+          yield* Effect.sleep(PROBE_INTERVAL_MS)
+          const ok = yield* sql`SELECT 1`.pipe(
+            Effect.timeout("2 seconds"),
+            Effect.as(true),
+            Effect.catchCause(() => Effect.succeed(false))
+          )
+          if (!ok) continue
+          const started = yield* Ref.getAndSet(since, undefined)
+          const now = yield* Clock.currentTimeMillis
+          yield* Effect.logInfo(`Database reachable again after ${((now - (started ?? now)) / 1000).toFixed(1)} s`)
+          return
+        }
+      })
+
+      const isOutage = (cause: Cause.Cause<unknown>) =>
+        Effect.suspend(() => {
+          if (!isUnavailable(cause)) return Effect.succeed(false)
+          return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Ref.modify(since, (current) => [current === undefined, current ?? now] as const).pipe(
+              Effect.flatMap((started) =>
+                started
+                  ? Effect.logWarning(
+                      `Database unreachable: ${describe(cause)}; requests answer 503 until it is back`
+                    ).pipe(
+                      Effect.andThen(Effect.logDebug("Database outage cause", cause)),
+                      Effect.andThen(Effect.forkIn(probe, scope)),
+                      Effect.as(true)
+                    )
+                  : Effect.succeed(true)
+              )
+            )
+          )
+        })
+
+      return DatabaseHealth.of({ isOutage, down: Effect.map(Ref.get(since), (value) => value !== undefined) })
+    })
+  )
+}
+
+/**
+ * Logs a background failure at WARN with its cause, unless it is a database
+ * outage, which {@link DatabaseHealth} reports once (O9). Interruptions pass
+ * through.
+ */
+export const logUnlessOutage = (message: string, cause: Cause.Cause<unknown>) =>
+  Effect.gen(function* () {
+    if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
+    const health = yield* DatabaseHealth
+    if (!(yield* health.isOutage(cause))) yield* Effect.logWarning(message, cause)
+  })

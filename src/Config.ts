@@ -3,14 +3,13 @@
  * `effect/Config` into {@link AppConfig}. A bad value stops start-up with one
  * line naming the variable ({@link formatConfigError}).
  */
-import { Config, Context, Duration, Effect, Layer, Schema } from "effect"
+
 import type { LogLevel } from "effect"
+import { Config, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
 
 /** A duration written as a number and a unit among `ms`, `s`, `m`, `h` (O3). */
 const DurationText = Schema.String.pipe(
-  Schema.check(
-    Schema.isPattern(/^\d+(ms|s|m|h)$/, { message: "Expected a duration such as 200ms, 5s, 30m or 2h" })
-  )
+  Schema.check(Schema.isPattern(/^\d+(ms|s|m|h)$/, { message: "Expected a duration such as 200ms, 5s, 30m or 2h" }))
 )
 
 const unitMillis = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
@@ -39,6 +38,26 @@ const optionalString = (name: string) =>
     Config.map((o) => (o._tag === "Some" && o.value.trim() !== "" ? o.value : undefined))
   )
 
+/**
+ * A PostgreSQL connection URL (`postgres://user:password@host:5432/database`).
+ * The failure message never repeats the value: it may hold a password.
+ */
+const PostgresUrl = Schema.String.pipe(
+  Schema.check(
+    Schema.makeFilter<string>(
+      (text) => {
+        try {
+          const url = new URL(text)
+          return (url.protocol === "postgres:" || url.protocol === "postgresql:") && url.hostname !== ""
+        } catch {
+          return false
+        }
+      },
+      { message: "Expected a URL such as postgres://user:password@host:5432/database" }
+    )
+  )
+)
+
 const optionalSecret = (name: string) =>
   Config.Redacted(name).pipe(
     Config.option,
@@ -60,7 +79,10 @@ const logLevels = {
 export const AppConfigSpec = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
   host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
-  databaseUrl: optionalSecret("DATABASE_URL"),
+  databaseUrl: Config.schema(PostgresUrl, "DATABASE_URL").pipe(
+    Config.option,
+    Config.map((o) => (o._tag === "Some" && o.value.trim() !== "" ? Redacted.make(o.value) : undefined))
+  ),
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.parley")),
   adminToken: optionalSecret("ADMIN_TOKEN"),
   role: Config.Literals(["api", "worker", "all"], "PARLEY_ROLE").pipe(Config.withDefault("all" as const)),
@@ -78,9 +100,7 @@ export const AppConfigSpec = Config.all({
     Config.map((text) => text.split(",").map(parseDuration))
   ),
   allowPrivateNetworkTargets: Config.Boolean("ALLOW_PRIVATE_NETWORK_TARGETS").pipe(Config.withDefault(false)),
-  aiProvider: Config.Literals(["echo", "openai", "anthropic"], "AI_PROVIDER").pipe(
-    Config.withDefault("echo" as const)
-  ),
+  aiProvider: Config.Literals(["echo", "openai", "anthropic"], "AI_PROVIDER").pipe(Config.withDefault("echo" as const)),
   openaiApiKey: optionalSecret("OPENAI_API_KEY"),
   openaiBaseUrl: optionalString("OPENAI_BASE_URL"),
   anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),

@@ -11,12 +11,13 @@ import * as crypto from "node:crypto"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { ConfigProvider, Console, Effect, Layer, Logger, Option, References } from "effect"
-import { Command, Flag } from "effect/cli"
+import { CliError, Command, Flag } from "effect/cli"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import type { ValidationIssue } from "./Domain/Errors.ts"
+import { reportFatal } from "./Fatal.ts"
 import { AppLive, DatabaseLive } from "./Server.ts"
 
 const AdminLive = Admin.layer.pipe(Layer.provide(AdminRepo.layer), Layer.provide(DatabaseLive))
@@ -132,9 +133,18 @@ const parley = Command.make("parley").pipe(
   Command.withDescription("Parley administration"),
   Command.withSubcommands([
     bootstrap.pipe(Command.provide(AdminLive)),
-    Command.make("org").pipe(Command.withDescription("Organizations"), Command.withSubcommands([orgCreate.pipe(Command.provide(AdminLive))])),
-    Command.make("key").pipe(Command.withDescription("API keys"), Command.withSubcommands([keyCreate.pipe(Command.provide(AdminLive)), keyRevoke.pipe(Command.provide(AdminLive))])),
-    Command.make("agent").pipe(Command.withDescription("Agents"), Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])),
+    Command.make("org").pipe(
+      Command.withDescription("Organizations"),
+      Command.withSubcommands([orgCreate.pipe(Command.provide(AdminLive))])
+    ),
+    Command.make("key").pipe(
+      Command.withDescription("API keys"),
+      Command.withSubcommands([keyCreate.pipe(Command.provide(AdminLive)), keyRevoke.pipe(Command.provide(AdminLive))])
+    ),
+    Command.make("agent").pipe(
+      Command.withDescription("Agents"),
+      Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])
+    ),
     migrate.pipe(Command.provide(QuietLogging)),
     serve
   ])
@@ -161,8 +171,21 @@ const program = Effect.gen(function* () {
       process.stderr.write(`Error: ${text}\n`)
       process.exitCode = 1
       return Effect.void
-    })
+    }),
+    // Usage errors and --help were printed by the CLI itself: exit 1 for errors, 0 for help.
+    Effect.catchIf(CliError.isCliError, (error) =>
+      Effect.sync(() => {
+        process.exitCode = error._tag === "ShowHelp" && error.errors.length === 0 ? 0 : 1
+      })
+    ),
+    // Anything else (an unreachable database, a port in use): one line on stderr, exit 1 (O9).
+    Effect.catchCause((cause) =>
+      reportFatal(cause, {
+        databaseUrl: config.success.databaseUrl,
+        listen: `${config.success.host}:${config.success.port}`
+      }).pipe(Effect.provide(QuietLogging))
+    )
   )
 })
 
-program.pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain)
+program.pipe(Effect.provide(NodeServices.layer), (self) => NodeRuntime.runMain(self, { disableErrorReporting: true }))

@@ -19,11 +19,11 @@ import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@o
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { servicesWith } from "../../src/Server.ts"
+import { aiFixture, messagesOf, runsOf, snapshotOf, waitFor } from "../Replies/support.ts"
 import { llm } from "../support/Assistants.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { makeScript, scriptedModel } from "../support/ScriptedModel.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
-import { aiFixture, messagesOf, runsOf, snapshotOf, waitFor } from "../Replies/support.ts"
 
 const exporter = new InMemorySpanExporter()
 const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
@@ -42,93 +42,109 @@ const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId
 const traceparentTrace = (traceparent: string) => traceparent.split("-")[1]
 
 withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(script)), { tracing })("traces", (it) => {
-  it.effect("an ingest call, its event, its webhook delivery and the AI reply it triggers form one linked set of traces", () =>
-    Effect.gen(function* () {
-      const api = yield* TestApi
-      const sql = yield* SqlClient.SqlClient
-      const hooks = yield* receiver()
-      const fx = yield* aiFixture(snapshotOf([llm("start")]))
-      const settings = yield* api.request("PATCH", `/admin/v1/organizations/${fx.org.id}/settings`, {
-        token: ADMIN_TOKEN,
-        body: { reply_debounce_seconds: 0 }
-      })
-      assert.strictEqual(settings.status, 200, settings.text)
-      const app = yield* api.request("POST", `/admin/v1/organizations/${fx.org.id}/apps`, {
-        token: ADMIN_TOKEN,
-        body: { name: "hooks", webhook_url: hooks.url, events: ["message.created"] }
-      })
-      assert.strictEqual(app.status, 201, app.text)
+  it.effect(
+    "an ingest call, its event, its webhook delivery and the AI reply it triggers form one linked set of traces",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const sql = yield* SqlClient.SqlClient
+        const hooks = yield* receiver()
+        const fx = yield* aiFixture(snapshotOf([llm("start")]))
+        const settings = yield* api.request("PATCH", `/admin/v1/organizations/${fx.org.id}/settings`, {
+          token: ADMIN_TOKEN,
+          body: { reply_debounce_seconds: 0 }
+        })
+        assert.strictEqual(settings.status, 200, settings.text)
+        const app = yield* api.request("POST", `/admin/v1/organizations/${fx.org.id}/apps`, {
+          token: ADMIN_TOKEN,
+          body: { name: "hooks", webhook_url: hooks.url, events: ["message.created"] }
+        })
+        assert.strictEqual(app.status, 201, app.text)
 
-      // 1. A channel integration's ingest call, continuing its own trace.
-      const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
-      const ingested = yield* api.request("POST", "/conversations/v2/api/v1/ingest", {
-        token: fx.org.token,
-        headers: { traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` },
-        body: { to: "+15550000", from: "+15551234", agent_id: fx.agentId, content: { type: "text", text: "Hello" } }
-      })
-      assert.strictEqual(ingested.status, 200, ingested.text)
-      const sessionId: string = ingested.body.session_id
-      const server = yield* waitFor(
-        Effect.sync(() => byName("POST /conversations/v2/api/v1/ingest")),
-        (found) => found.some((span) => span.spanContext().traceId === clientTrace)
-      ).pipe(Effect.map((found) => found.find((span) => span.spanContext().traceId === clientTrace)!))
-      assert.strictEqual(server.kind, SERVER)
-      assert.strictEqual(parentOf(server), "00f067aa0ba902b7", "continues the client's trace")
-      assert.strictEqual(server.attributes["http.route"], "/conversations/v2/api/v1/ingest")
-      assert.strictEqual(server.attributes["http.request.method"], "POST")
-      assert.strictEqual(server.attributes["http.response.status_code"], 200)
-      const service = byName("Ingest.ingest").find((span) => parentOf(span) === server.spanContext().spanId)
-      assert.ok(service !== undefined, "the service span is a child of the server span")
-      const descendants = (root: ReadableSpan): Array<ReadableSpan> => {
-        const children = spans().filter((span) => parentOf(span) === root.spanContext().spanId)
-        return children.flatMap((child) => [child, ...descendants(child)])
-      }
-      const sqlSpans = descendants(service).filter((span) => span.attributes["db.system.name"] !== undefined)
-      assert.ok(sqlSpans.length >= 2, `SQL spans under the service span: ${descendants(service).map((s) => s.name).join(", ")}`)
+        // 1. A channel integration's ingest call, continuing its own trace.
+        const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+        const ingested = yield* api.request("POST", "/conversations/v2/api/v1/ingest", {
+          token: fx.org.token,
+          headers: { traceparent: `00-${clientTrace}-00f067aa0ba902b7-01`, "x-request-id": "bridge-42" },
+          body: { to: "+15550000", from: "+15551234", agent_id: fx.agentId, content: { type: "text", text: "Hello" } }
+        })
+        assert.strictEqual(ingested.status, 200, ingested.text)
+        const sessionId: string = ingested.body.session_id
+        const server = yield* waitFor(
+          Effect.sync(() => byName("POST /conversations/v2/api/v1/ingest")),
+          (found) => found.some((span) => span.spanContext().traceId === clientTrace)
+        ).pipe(Effect.map((found) => found.find((span) => span.spanContext().traceId === clientTrace)!))
+        assert.strictEqual(server.kind, SERVER)
+        assert.strictEqual(parentOf(server), "00f067aa0ba902b7", "continues the client's trace")
+        assert.strictEqual(server.attributes["http.route"], "/conversations/v2/api/v1/ingest")
+        assert.strictEqual(server.attributes["http.request.method"], "POST")
+        assert.strictEqual(server.attributes["http.response.status_code"], 200)
+        // O8: the request id the client sent is echoed and on the server span.
+        assert.strictEqual(ingested.headers.get("x-request-id"), "bridge-42")
+        assert.strictEqual(server.attributes["parley.request_id"], "bridge-42")
+        const service = byName("Ingest.ingest").find((span) => parentOf(span) === server.spanContext().spanId)
+        assert.ok(service !== undefined, "the service span is a child of the server span")
+        const descendants = (root: ReadableSpan): Array<ReadableSpan> => {
+          const children = spans().filter((span) => parentOf(span) === root.spanContext().spanId)
+          return children.flatMap((child) => [child, ...descendants(child)])
+        }
+        const sqlSpans = descendants(service).filter((span) => span.attributes["db.system.name"] !== undefined)
+        assert.ok(
+          sqlSpans.length >= 2,
+          `SQL spans under the service span: ${descendants(service)
+            .map((s) => s.name)
+            .join(", ")}`
+        )
 
-      // 2. The outbox event carries the call's trace; its webhook delivery continues it (W4).
-      const [event] = yield* sql<{ id: string; traceparent: string }>`
+        // 2. The outbox event carries the call's trace; its webhook delivery continues it (W4).
+        const [event] = yield* sql<{ id: string; traceparent: string }>`
         SELECT id, trace_context->>'traceparent' AS traceparent FROM events
         WHERE organization_id = ${fx.org.id} AND type = 'message.created' ORDER BY created_at LIMIT 1`
-      assert.strictEqual(traceparentTrace(event!.traceparent), clientTrace)
-      yield* eventually(() => hooks.received.some((r) => r.headers["webhook-id"] === event!.id), 10_000, "the webhook")
-      const delivered = hooks.received.find((r) => r.headers["webhook-id"] === event!.id)!
-      assert.strictEqual(traceparentTrace(String(delivered.headers.traceparent)), clientTrace)
-      const attempt = yield* waitFor(
-        Effect.sync(() => byName("Webhooks.attempt").find((s) => s.attributes["parley.event_id"] === event!.id)),
-        (found) => found !== undefined
-      )
-      assert.strictEqual(attempt!.spanContext().traceId, clientTrace)
+        assert.strictEqual(traceparentTrace(event!.traceparent), clientTrace)
+        yield* eventually(
+          () => hooks.received.some((r) => r.headers["webhook-id"] === event!.id),
+          10_000,
+          "the webhook"
+        )
+        const delivered = hooks.received.find((r) => r.headers["webhook-id"] === event!.id)!
+        assert.strictEqual(traceparentTrace(String(delivered.headers.traceparent)), clientTrace)
+        const attempt = yield* waitFor(
+          Effect.sync(() => byName("Webhooks.attempt").find((s) => s.attributes["parley.event_id"] === event!.id)),
+          (found) => found !== undefined
+        )
+        assert.strictEqual(attempt!.spanContext().traceId, clientTrace)
 
-      // 3. The automatic reply (D11): the job's span links into the ingest call's trace; the run is
-      //    its child; the reply's event and webhook delivery are in the run's trace.
-      const [run] = yield* waitFor(runsOf(sessionId), (rows) => rows.length === 1)
-      const job = yield* waitFor(
-        Effect.sync(() => byName("Replies.job").filter((s) => s.attributes["parley.session_id"] === sessionId)),
-        (found) => found.length === 1
-      ).pipe(Effect.map((found) => found[0]!))
-      assert.deepStrictEqual(
-        job.links.map((link) => link.context.traceId),
-        [clientTrace]
-      )
-      const trigger = spans().find((span) => span.spanContext().spanId === job.links[0]!.context.spanId)!
-      assert.strictEqual(trigger.name, "Replies.trigger")
-      assert.ok(descendants(service).includes(trigger), "triggered inside Ingest.ingest")
-      const runSpan = byName("Runtime.run").find((span) => parentOf(span) === job.spanContext().spanId)
-      assert.ok(runSpan !== undefined, "the run span is a child of the job span")
-      assert.strictEqual(runSpan.attributes["parley.run_id"], run!.id)
-      const answer = (yield* messagesOf(fx.org, sessionId)).at(-1)
-      assert.strictEqual(answer.run_id, run!.id)
-      const [answerEvent] = yield* sql<{ id: string; traceparent: string }>`
+        // 3. The automatic reply (D11): the job's span links into the ingest call's trace; the run is
+        //    its child; the reply's event and webhook delivery are in the run's trace.
+        const [run] = yield* waitFor(runsOf(sessionId), (rows) => rows.length === 1)
+        const job = yield* waitFor(
+          Effect.sync(() => byName("Replies.job").filter((s) => s.attributes["parley.session_id"] === sessionId)),
+          (found) => found.length === 1
+        ).pipe(Effect.map((found) => found[0]!))
+        assert.deepStrictEqual(
+          job.links.map((link) => link.context.traceId),
+          [clientTrace]
+        )
+        const trigger = spans().find((span) => span.spanContext().spanId === job.links[0]!.context.spanId)!
+        assert.strictEqual(trigger.name, "Replies.trigger")
+        assert.ok(descendants(service).includes(trigger), "triggered inside Ingest.ingest")
+        const runSpan = byName("Runtime.run").find((span) => parentOf(span) === job.spanContext().spanId)
+        assert.ok(runSpan !== undefined, "the run span is a child of the job span")
+        assert.strictEqual(runSpan.attributes["parley.run_id"], run!.id)
+        const answer = (yield* messagesOf(fx.org, sessionId)).at(-1)
+        assert.strictEqual(answer.run_id, run!.id)
+        const [answerEvent] = yield* sql<{ id: string; traceparent: string }>`
         SELECT id, trace_context->>'traceparent' AS traceparent FROM events
         WHERE organization_id = ${fx.org.id} AND type = 'message.created' AND body LIKE ${`%${answer.id}%`}`
-      assert.strictEqual(traceparentTrace(answerEvent!.traceparent), job.spanContext().traceId)
-      const answerAttempt = yield* waitFor(
-        Effect.sync(() => byName("Webhooks.attempt").find((s) => s.attributes["parley.event_id"] === answerEvent!.id)),
-        (found) => found !== undefined
-      )
-      assert.strictEqual(answerAttempt!.spanContext().traceId, job.spanContext().traceId)
-    })
+        assert.strictEqual(traceparentTrace(answerEvent!.traceparent), job.spanContext().traceId)
+        const answerAttempt = yield* waitFor(
+          Effect.sync(() =>
+            byName("Webhooks.attempt").find((s) => s.attributes["parley.event_id"] === answerEvent!.id)
+          ),
+          (found) => found !== undefined
+        )
+        assert.strictEqual(answerAttempt!.spanContext().traceId, job.spanContext().traceId)
+      })
   )
 
   it.effect("metrics: request duration by route and status, webhook attempts, reply latency, runs, gauges", () =>
@@ -170,7 +186,9 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         ["deliveries", "reply_jobs", "reply_jobs_running", "schedules"]
       )
       assert.strictEqual(points("parley.outbox.lag").length, 1)
-      assert.ok(points("parley.db.connections").some((p) => p.attributes.state === "idle" || p.attributes.state === "active"))
+      assert.ok(
+        points("parley.db.connections").some((p) => p.attributes.state === "idle" || p.attributes.state === "active")
+      )
     })
   )
 })

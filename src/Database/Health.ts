@@ -134,7 +134,7 @@ export class DatabaseHealth extends Context.Service<
  */
 export const logUnlessOutage = (message: string, cause: Cause.Cause<unknown>) =>
   Effect.gen(function* () {
-    if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
+    if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
     const health = yield* DatabaseHealth
     if (!(yield* health.isOutage(cause))) yield* Effect.logWarning(message, cause)
   })

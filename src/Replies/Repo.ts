@@ -28,6 +28,8 @@ export interface ClaimedJob {
   readonly triggers: number
   readonly traceparent: string | null
   readonly due_at: Date
+  /** Earlier attempts that died of a defect (issue 12 "Poison jobs"). */
+  readonly attempts: number
 }
 
 /** A claimed schedule. */
@@ -40,6 +42,8 @@ export interface ClaimedSchedule {
     | { readonly type: "node"; readonly node_id: string }
   readonly traceparent: string | null
   readonly scheduled_for: Date
+  /** Earlier attempts that died of a defect. */
+  readonly attempts: number
 }
 
 /** The wire JSON of a schedule (D15), built by PostgreSQL. */
@@ -166,7 +170,7 @@ const makeRepo = Effect.gen(function* () {
         lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
       FROM due WHERE j.id = due.id
       RETURNING j.id, j.organization_id, j.session_id, j.starting_node_id, j.metadata, j.triggers,
-        j.trace_context->>'traceparent' AS traceparent, j.due_at`
+        j.trace_context->>'traceparent' AS traceparent, j.due_at, j.attempts`
 
   /**
    * Makes running jobs whose lease expired (a crashed or stuck process) due
@@ -196,6 +200,37 @@ const makeRepo = Effect.gen(function* () {
       RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
 
   /**
+   * Gives a claimed job back for another attempt at `dueAt` after its run
+   * died (issue 12 "Poison jobs"), if this worker still holds it: back to
+   * pending, its attempts counted when `counted` (a database outage is not the
+   * job's fault), the defect kept in `last_error`; dropped instead when the
+   * session already has a newer pending job, which will answer the same
+   * history. Answers whether the job was held.
+   */
+  const retryJob = (options: {
+    readonly jobId: string
+    readonly workerId: string
+    readonly dueAt: Date
+    readonly error: string
+    readonly counted: boolean
+  }) =>
+    sql<{ id: string }>`WITH mine AS (
+          SELECT id, session_id FROM reply_jobs
+          WHERE id = ${options.jobId} AND leased_by = ${options.workerId} AND status = 'running' FOR UPDATE
+        ), dropped AS (
+          DELETE FROM reply_jobs j USING mine m
+          WHERE j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p WHERE p.session_id = m.session_id AND p.status = 'pending')
+          RETURNING j.id
+        ), retried AS (
+          UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${options.dueAt},
+            attempts = j.attempts + ${options.counted ? 1 : 0}, last_error = ${options.error},
+            updated_at = statement_timestamp()
+          FROM mine m WHERE j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)
+          RETURNING j.id
+        )
+        SELECT id FROM dropped UNION ALL SELECT id FROM retried`.pipe(Effect.map((rows) => rows.length > 0))
+
+  /**
    * O5: gives back this worker's running jobs, due now (or dropped when a newer
    * pending job exists for the session).
    */
@@ -215,7 +250,7 @@ const makeRepo = Effect.gen(function* () {
     sql<{ due: Date | null }>`SELECT least(
         (SELECT min(due_at) FROM reply_jobs WHERE status = 'pending'
           AND (${organizations === null}::boolean OR organization_id = ANY (${organizations ?? []}::uuid[]))),
-        (SELECT min(scheduled_for) FROM session_schedules WHERE status = 'pending'
+        (SELECT min(coalesce(retry_at, scheduled_for)) FROM session_schedules WHERE status = 'pending'
           AND (${organizations === null}::boolean OR organization_id = ANY (${organizations ?? []}::uuid[])))
       ) AS due`.pipe(Effect.map((rows) => rows[0]?.due ?? null))
 
@@ -273,9 +308,9 @@ const makeRepo = Effect.gen(function* () {
     sql<ClaimedSchedule>`
       WITH due AS (
         SELECT id FROM session_schedules
-        WHERE status = 'pending' AND scheduled_for <= ${options.now}
+        WHERE status = 'pending' AND coalesce(retry_at, scheduled_for) <= ${options.now}
           AND (${options.organizations === null}::boolean OR organization_id = ANY (${options.organizations ?? []}::uuid[]))
-        ORDER BY scheduled_for
+        ORDER BY coalesce(retry_at, scheduled_for)
         LIMIT ${options.limit}
         FOR UPDATE SKIP LOCKED
       )
@@ -283,7 +318,7 @@ const makeRepo = Effect.gen(function* () {
         lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
       FROM due WHERE ss.id = due.id
       RETURNING ss.id, ss.organization_id, ss.session_id, ss.config, ss.trace_context->>'traceparent' AS traceparent,
-        ss.scheduled_for`
+        ss.scheduled_for, ss.attempts`
 
   /**
    * Records a claimed schedule's outcome if this worker still holds it;
@@ -300,6 +335,24 @@ const makeRepo = Effect.gen(function* () {
       WHERE id = ${scheduleId} AND leased_by = ${workerId} AND status = 'running' RETURNING id`.pipe(
       Effect.map((rows) => rows.length > 0)
     )
+
+  /**
+   * Gives a claimed schedule back for another attempt at `retryAt` after its
+   * run died (issue 12 "Poison jobs"), if this worker still holds it;
+   * `scheduled_for` keeps the moment the client asked for. Answers whether it
+   * was held.
+   */
+  const retrySchedule = (options: {
+    readonly scheduleId: string
+    readonly workerId: string
+    readonly retryAt: Date
+    readonly error: string
+    readonly counted: boolean
+  }) =>
+    sql<{ id: string }>`UPDATE session_schedules SET status = 'pending', leased_by = NULL, lease_until = NULL,
+        retry_at = ${options.retryAt}, attempts = attempts + ${options.counted ? 1 : 0}, error = ${options.error}
+      WHERE id = ${options.scheduleId} AND leased_by = ${options.workerId} AND status = 'running'
+      RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
 
   /** Makes running schedules whose lease expired, or this worker's on shutdown (O5), pending again. */
   const releaseSchedules = (options: { readonly workerId?: string; readonly expiredBefore?: Date }) =>
@@ -336,6 +389,7 @@ const makeRepo = Effect.gen(function* () {
     claimJobs,
     recoverJobs,
     completeJob,
+    retryJob,
     releaseJobs,
     nextDue,
     insertSchedule,
@@ -344,6 +398,7 @@ const makeRepo = Effect.gen(function* () {
     cancelSchedule,
     claimSchedules,
     finishSchedule,
+    retrySchedule,
     releaseSchedules
   }
 })

@@ -26,7 +26,7 @@ import { logUnlessOutage } from "../Database/Health.ts"
 import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
-import { Runtime } from "../Runtime/Runtime.ts"
+import { diedOutcome, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
@@ -40,6 +40,10 @@ export const POLL_MS = 1_000
 export const LEASE_MS = 180_000
 /** How long a run may take before it is abandoned (and its lease left to expire), in ms. */
 export const RUN_TIMEOUT_MS = 150_000
+/** Attempts of a reply job or schedule whose runs die of defects, before it ends failed (issue 12 "Poison jobs"). */
+export const MAX_RUN_ATTEMPTS = 3
+/** Delays before the 2nd and 3rd attempt of work whose run died, in ms. */
+export const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
 /** Sessions closed per expiry statement batch (D16). */
@@ -73,41 +77,108 @@ const makeWorker = Effect.gen(function* () {
     ring()
   })
 
-  /** Runs a claimed reply job through the runtime (R1, R2). */
-  const runJob = (job: ClaimedJob) =>
-    runtime
-      .run({
-        organizationId: job.organization_id,
-        sessionId: job.session_id,
-        trigger: "reply",
-        jobId: job.id,
-        startingNodeId: job.starting_node_id,
-        metadata: job.metadata,
-        complete: () => repo.completeJob(job.id, workerId).pipe(Effect.orDie)
+  /**
+   * What becomes of work whose run died (issue 12 "Poison jobs"): while it has
+   * attempts left it is given back, due after the next delay of
+   * {@link DEFECT_RETRY_DELAYS_MS} (a database outage does not count and
+   * retries after {@link POLL_MS}); after {@link MAX_RUN_ATTEMPTS} it ends
+   * failed through `end`.
+   */
+  const afterDeath = (
+    attempts: number,
+    outcome: RunOutcome,
+    retry: (at: Date, counted: boolean) => Effect.Effect<unknown, unknown>,
+    end: (error: string) => Effect.Effect<unknown, unknown>
+  ) =>
+    Effect.gen(function* () {
+      const counted = outcome.unavailable !== true
+      const attempt = attempts + (counted ? 1 : 0)
+      const error = outcome.error ?? "Internal error"
+      yield* Effect.annotateCurrentSpan({
+        "error.type": "RunDied",
+        "parley.run_error": error,
+        "parley.attempt": attempt
       })
-      .pipe(
-        Effect.timeout(RUN_TIMEOUT_MS),
-        Effect.tap((outcome) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            Metrics.record(Metrics.replyLatency, Math.max(0, now - job.due_at.getTime()) / 1000, {
-              status: outcome.status
-            })
-          )
-        ),
-        Effect.catchCause((cause) => Effect.logError("Reply job failed", cause)),
-        Effect.withSpan("Replies.job", {
-          attributes: { "parley.job_id": job.id, "parley.session_id": job.session_id, "parley.triggers": job.triggers },
-          links: linksOf(job.traceparent)
-        }),
-        Effect.ensuring(finished)
-      )
+      if (counted && attempt >= MAX_RUN_ATTEMPTS) {
+        yield* end(`${error} (gave up after ${attempt} attempts)`)
+        return
+      }
+      const now = yield* Clock.currentTimeMillis
+      yield* retry(new Date(now + (counted ? DEFECT_RETRY_DELAYS_MS[attempt - 1]! : POLL_MS)), counted)
+    }).pipe(Effect.catchCause((cause) => logUnlessOutage("Could not give back work whose run died", cause)))
+
+  /** Runs a claimed reply job through the runtime (R1, R2). */
+  const runJob = (job: ClaimedJob) => {
+    const request: RunRequest = {
+      organizationId: job.organization_id,
+      sessionId: job.session_id,
+      trigger: "reply",
+      jobId: job.id,
+      startingNodeId: job.starting_node_id,
+      metadata: job.metadata,
+      complete: () => repo.completeJob(job.id, workerId).pipe(Effect.orDie)
+    }
+    return runtime.run(request).pipe(
+      Effect.timeout(RUN_TIMEOUT_MS),
+      Effect.catchCause((cause) => diedOutcome("", cause)),
+      Effect.tap((outcome) =>
+        outcome.status !== "died"
+          ? Effect.void
+          : afterDeath(
+              job.attempts,
+              outcome,
+              (dueAt, counted) =>
+                repo.retryJob({ jobId: job.id, workerId, dueAt, error: outcome.error ?? "", counted }),
+              (error) => runtime.recordFailure(request, error)
+            )
+      ),
+      Effect.tap((outcome) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Metrics.record(Metrics.replyLatency, Math.max(0, now - job.due_at.getTime()) / 1000, {
+            status: outcome.status
+          })
+        )
+      ),
+      Effect.catchCause((cause) => logUnlessOutage("Reply job failed", cause)),
+      Effect.withSpan("Replies.job", {
+        attributes: { "parley.job_id": job.id, "parley.session_id": job.session_id, "parley.triggers": job.triggers },
+        links: linksOf(job.traceparent)
+      }),
+      Effect.asVoid,
+      Effect.ensuring(finished)
+    )
+  }
 
   /** Runs a claimed schedule (D15). */
   const runSchedule = (schedule: ClaimedSchedule) => {
-    const work =
-      schedule.config.type === "message"
+    const request: RunRequest | undefined =
+      schedule.config.type === "node"
+        ? {
+            organizationId: schedule.organization_id,
+            sessionId: schedule.session_id,
+            trigger: "schedule",
+            jobId: schedule.id,
+            startingNodeId: schedule.config.node_id,
+            metadata: {},
+            complete: (outcome) =>
+              repo
+                .finishSchedule(
+                  schedule.id,
+                  workerId,
+                  outcome.status === "succeeded"
+                    ? "done"
+                    : outcome.error === "Session is not open"
+                      ? "canceled"
+                      : "failed",
+                  outcome.error
+                )
+                .pipe(Effect.orDie)
+          }
+        : undefined
+    const work: Effect.Effect<RunOutcome, unknown> =
+      request === undefined
         ? (() => {
-            const content = schedule.config.message as unknown as Content
+            const content = (schedule.config as { readonly message: unknown }).message as Content
             return pg
               .withTransaction(
                 Effect.gen(function* () {
@@ -126,39 +197,33 @@ const makeWorker = Effect.gen(function* () {
                   SessionNotOpen: () => repo.finishSchedule(schedule.id, workerId, "canceled", "Session closed"),
                   SessionNotFound: () => repo.finishSchedule(schedule.id, workerId, "failed", "Session not found")
                 }),
-                Effect.asVoid
+                Effect.as<RunOutcome>({ runId: "", status: "succeeded", error: null })
               )
           })()
-        : runtime
-            .run({
-              organizationId: schedule.organization_id,
-              sessionId: schedule.session_id,
-              trigger: "schedule",
-              jobId: schedule.id,
-              startingNodeId: schedule.config.node_id,
-              metadata: {},
-              complete: (outcome) =>
-                repo
-                  .finishSchedule(
-                    schedule.id,
-                    workerId,
-                    outcome.status === "succeeded"
-                      ? "done"
-                      : outcome.error === "Session is not open"
-                        ? "canceled"
-                        : "failed",
-                    outcome.error
-                  )
-                  .pipe(Effect.orDie)
-            })
-            .pipe(Effect.asVoid)
+        : runtime.run(request)
     return work.pipe(
       Effect.timeout(RUN_TIMEOUT_MS),
-      Effect.catchCause((cause) => Effect.logError("Schedule failed", cause)),
+      Effect.catchCause((cause) => diedOutcome("", cause)),
+      Effect.tap((outcome) =>
+        outcome.status !== "died"
+          ? Effect.void
+          : afterDeath(
+              schedule.attempts,
+              outcome,
+              (retryAt, counted) =>
+                repo.retrySchedule({ scheduleId: schedule.id, workerId, retryAt, error: outcome.error ?? "", counted }),
+              (error) =>
+                request === undefined
+                  ? repo.finishSchedule(schedule.id, workerId, "failed", error)
+                  : runtime.recordFailure(request, error)
+            )
+      ),
+      Effect.catchCause((cause) => logUnlessOutage("Schedule failed", cause)),
       Effect.withSpan("Replies.schedule", {
         attributes: { "parley.schedule_id": schedule.id, "parley.session_id": schedule.session_id },
         links: linksOf(schedule.traceparent)
       }),
+      Effect.asVoid,
       Effect.ensuring(finished)
     )
   }

@@ -37,6 +37,8 @@ export interface RunRecord {
   readonly outputTokens: number | null
   readonly status: "succeeded" | "failed"
   readonly error: string | null
+  /** R2/A13: the session's current node the published version no longer had; the run started at the initial node. */
+  readonly missingNodeId: string | null
   readonly startedAt: Date
   readonly durationMs: number
 }
@@ -68,10 +70,10 @@ const makeRepo = Effect.gen(function* () {
   /** Records a finished run. */
   const insertRun = (run: RunRecord) =>
     sql`INSERT INTO runs (id, organization_id, session_id, trigger, job_id, assistant_id, commit_id, nodes, model,
-          input_tokens, output_tokens, status, error, started_at, finished_at, duration_ms)
+          input_tokens, output_tokens, status, error, missing_node_id, started_at, finished_at, duration_ms)
         VALUES (${run.id}, ${run.organizationId}, ${run.sessionId}, ${run.trigger}, ${run.jobId}, ${run.assistantId},
           ${run.commitId}, ${sql.json(run.nodes)}, ${run.model}, ${run.inputTokens}, ${run.outputTokens}, ${run.status},
-          ${run.error}, ${run.startedAt}, ${new Date(run.startedAt.getTime() + run.durationMs)}, ${run.durationMs})`.pipe(
+          ${run.error}, ${run.missingNodeId}, ${run.startedAt}, ${new Date(run.startedAt.getTime() + run.durationMs)}, ${run.durationMs})`.pipe(
       Effect.asVoid
     )
 

@@ -29,11 +29,12 @@
  * times) before the run fails.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Data, Effect, Layer, Schedule } from "effect"
+import { Cause, Clock, Context, Data, Effect, Layer, Schedule } from "effect"
 import { type AiError, LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
 import { v7 as uuidv7 } from "uuid"
 import { Assistants } from "../Assistants/Assistants.ts"
 import { AppConfig } from "../Config.ts"
+import { isUnavailable } from "../Database/Health.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
 import type { NewMessage } from "../Messages/Repo.ts"
@@ -72,11 +73,18 @@ export interface RunRequest {
   }) => Effect.Effect<boolean>
 }
 
-/** A run's outcome: `lost` when the work was no longer held and nothing was written. */
+/**
+ * A run's outcome: `lost` when the work was no longer held and nothing was
+ * written; `died` when the run died of a defect (a bug, not a model or tool
+ * failure) and nothing was written, so its caller decides whether to try again
+ * or to end it with {@link Runtime} `recordFailure` (issue 12 "Poison jobs");
+ * `unavailable` tells a defect that is the database being unreachable (O9).
+ */
 export interface RunOutcome {
   readonly runId: string
-  readonly status: "succeeded" | "failed" | "lost"
+  readonly status: "succeeded" | "failed" | "lost" | "died"
   readonly error: string | null
+  readonly unavailable?: boolean
 }
 
 /** Why a run failed: a sentence recorded on the run. */
@@ -121,6 +129,26 @@ interface ModelAnswer {
   readonly outputTokens: number
 }
 
+/** The first line of a defect's message, as recorded on a run that died (no stack, no data). */
+const defectMessage = (cause: Cause.Cause<unknown>): string => {
+  const defect = Cause.squash(cause)
+  return (defect instanceof Error ? defect.message : String(defect)).split("\n")[0]!.slice(0, 500)
+}
+
+/**
+ * The `died` outcome of a run that ended by `cause` (a defect, a timeout, the
+ * database gone) with nothing written; interruptions pass through.
+ */
+export const diedOutcome = (runId: string, cause: Cause.Cause<unknown>): Effect.Effect<RunOutcome> =>
+  Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause as Cause.Cause<never>)
+    : Effect.succeed({
+        runId,
+        status: "died",
+        error: `Internal error: ${defectMessage(cause)}`,
+        unavailable: isUnavailable(cause)
+      })
+
 const str = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined)
 
 /** A name the model providers accept for a tool (`^[a-zA-Z0-9_-]{1,64}$`). */
@@ -146,8 +174,17 @@ const historyPrompt = (history: ReadonlyArray<HistoryEntry>): Array<Prompt.Messa
 export class Runtime extends Context.Service<
   Runtime,
   {
-    /** Runs one turn (R2) and records it; never fails (a failed run is an outcome). */
+    /**
+     * Runs one turn (R2) and records it; never fails (a failed run is an
+     * outcome). A defect is the outcome `died`, with nothing written.
+     */
     run(request: RunRequest): Effect.Effect<RunOutcome>
+    /**
+     * Ends the work of `request` as a failed run with `error` (after its runs
+     * died too often): completes it through `request.complete` and records the
+     * run, in one transaction. `lost` when the work was no longer held.
+     */
+    recordFailure(request: RunRequest, error: string): Effect.Effect<RunOutcome>
   }
 >()("parley/Runtime") {
   /** Requires `LanguageModel`, `Assistants`, `Messages`, `Sessions`, `PgClient`, `AppConfig`. */
@@ -379,11 +416,16 @@ export class Runtime extends Context.Service<
         return next
       })
 
+      /** What a run learns before its record is written. */
+      interface RunInfo {
+        assistantId: string | null
+        commitId: string | null
+        /** R2/A13: the session's current node the published version no longer has (started at the initial node). */
+        missingNodeId: string | null
+      }
+
       /** Computes the turn (no writes). */
-      const computeTurn = Effect.fn("Runtime.turn")(function* (
-        request: RunRequest,
-        run: { assistantId: string | null; commitId: string | null }
-      ) {
+      const computeTurn = Effect.fn("Runtime.turn")(function* (request: RunRequest, run: RunInfo) {
         const session = yield* repo.session(request.organizationId, request.sessionId)
         if (session === undefined) return yield* fail("Session not found")
         if (session.status !== "open") return yield* fail("Session is not open")
@@ -412,7 +454,18 @@ export class Runtime extends Context.Service<
           outputTokens: 0,
           model: defaultModel
         }
-        let nodeId = request.startingNodeId ?? session.current_node_id ?? str(snapshot.graph?.initial_node_id)
+        const initial = str(snapshot.graph?.initial_node_id)
+        let nodeId = request.startingNodeId ?? session.current_node_id ?? initial
+        if (
+          request.startingNodeId === null &&
+          session.current_node_id !== null &&
+          !nodesById.has(session.current_node_id)
+        ) {
+          // R2, A13: a publish deleted or renamed the node the session stood on; start over rather than strand it.
+          run.missingNodeId = session.current_node_id
+          nodeId = initial
+          yield* Effect.annotateCurrentSpan("parley.missing_node_id", session.current_node_id)
+        }
         if (nodeId === undefined) return yield* fail("The assistant has no initial_node_id and no node to start from")
         for (let step = 0; step < MAX_NODE_STEPS; step++) {
           const node = nodesById.get(nodeId)
@@ -439,34 +492,69 @@ export class Runtime extends Context.Service<
         return yield* fail(`No llm node was reached within ${MAX_NODE_STEPS} nodes`)
       })
 
+      /** Records a finished run (`runs`), inside the caller's transaction. */
+      const recordRun = (
+        request: RunRequest,
+        run: { readonly id: string; readonly startedAt: number; readonly durationMs: number; readonly info: RunInfo },
+        turn: Turn | undefined,
+        status: "succeeded" | "failed",
+        error: string | null
+      ) =>
+        repo.insertRun({
+          id: run.id,
+          organizationId: request.organizationId,
+          sessionId: request.sessionId,
+          trigger: request.trigger,
+          jobId: request.jobId,
+          assistantId: run.info.assistantId,
+          commitId: run.info.commitId,
+          nodes: turn?.nodes ?? [],
+          model: turn?.model ?? defaultModel,
+          inputTokens: turn?.inputTokens ?? null,
+          outputTokens: turn?.outputTokens ?? null,
+          status,
+          error,
+          missingNodeId: run.info.missingNodeId,
+          startedAt: new Date(run.startedAt),
+          durationMs: run.durationMs
+        })
+
+      /** Logs, measures and puts a failed or died run on its span. */
+      const report = (request: RunRequest, outcome: RunOutcome) =>
+        Effect.gen(function* () {
+          yield* Metrics.record(Metrics.runs, 1, { trigger: request.trigger, status: outcome.status })
+          // During a database outage DatabaseHealth reports once (O9).
+          if (outcome.status === "failed" || (outcome.status === "died" && outcome.unavailable !== true)) {
+            yield* Effect.logError(outcome.status === "died" ? "AI run died" : "AI run failed", {
+              run_id: outcome.runId,
+              session_id: request.sessionId,
+              error: outcome.error
+            })
+            yield* Effect.annotateCurrentSpan({
+              "error.type": outcome.status === "died" ? "RunDied" : "RunFailed",
+              "parley.run_error": outcome.error ?? ""
+            })
+          }
+        })
+
       const run = Effect.fn("Runtime.run")(function* (request: RunRequest) {
         const runId = uuidv7()
         const startedAt = yield* Clock.currentTimeMillis
         const started = performance.now()
-        const info = { assistantId: null as string | null, commitId: null as string | null }
+        const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
         yield* Effect.annotateCurrentSpan({
           "parley.run_id": runId,
           "parley.session_id": request.sessionId,
           "parley.trigger": request.trigger
         })
         const record = (turn: Turn | undefined, status: "succeeded" | "failed", error: string | null) =>
-          repo.insertRun({
-            id: runId,
-            organizationId: request.organizationId,
-            sessionId: request.sessionId,
-            trigger: request.trigger,
-            jobId: request.jobId,
-            assistantId: info.assistantId,
-            commitId: info.commitId,
-            nodes: turn?.nodes ?? [],
-            model: turn?.model ?? defaultModel,
-            inputTokens: turn?.inputTokens ?? null,
-            outputTokens: turn?.outputTokens ?? null,
+          recordRun(
+            request,
+            { id: runId, startedAt, durationMs: Math.round(performance.now() - started), info },
+            turn,
             status,
-            error,
-            startedAt: new Date(startedAt),
-            durationMs: Math.round(performance.now() - started)
-          })
+            error
+          )
 
         const write = (turn: Turn) =>
           sql.withTransaction(
@@ -508,21 +596,33 @@ export class Runtime extends Context.Service<
             )
           ),
           Effect.catchTag("Lost", () => Effect.succeed<RunOutcome>({ runId, status: "lost", error: null })),
-          Effect.catchTag("SqlError", Effect.die)
+          Effect.catchTag("SqlError", Effect.die),
+          // A defect (a bug, the database gone): nothing was written; the caller retries or ends the work.
+          Effect.catchCause((cause) => diedOutcome(runId, cause))
         )
-        yield* Metrics.record(Metrics.runs, 1, { trigger: request.trigger, status: outcome.status })
-        if (outcome.status === "failed") {
-          yield* Effect.logError("AI run failed", {
-            run_id: runId,
-            session_id: request.sessionId,
-            error: outcome.error
-          })
-          yield* Effect.annotateCurrentSpan({ "error.type": "RunFailed", "parley.run_error": outcome.error ?? "" })
-        }
+        yield* report(request, outcome)
         return outcome
       })
 
-      return Runtime.of({ run })
+      const recordFailure = Effect.fn("Runtime.recordFailure")(function* (request: RunRequest, error: string) {
+        const runId = uuidv7()
+        const startedAt = yield* Clock.currentTimeMillis
+        const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
+        const held = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              if (!(yield* request.complete({ status: "failed", error }))) return false
+              yield* recordRun(request, { id: runId, startedAt, durationMs: 0, info }, undefined, "failed", error)
+              return true
+            })
+          )
+          .pipe(Effect.orDie)
+        const outcome: RunOutcome = held ? { runId, status: "failed", error } : { runId, status: "lost", error: null }
+        yield* report(request, outcome)
+        return outcome
+      })
+
+      return Runtime.of({ run, recordFailure })
     })
   ).pipe(Layer.provide(RuntimeRepo.layer), Layer.provide(ToolCaller.layer))
 }

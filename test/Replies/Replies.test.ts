@@ -310,11 +310,45 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
       yield* reply(fx.org, session.id)
       const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 3)
       assert.strictEqual(script.calls[2]!.system, "Version two.")
-      assert.deepStrictEqual(
-        [first!.commit_id, runs[2]!.commit_id],
-        [fx.commit.id, second.id]
-      )
+      assert.deepStrictEqual([first!.commit_id, runs[2]!.commit_id], [fx.commit.id, second.id])
     })
+  )
+
+  it.effect(
+    "R2, A13: a publish that deletes the session's current node: the next run starts at initial_node_id and records it",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const fx = yield* aiFixture(
+          snapshotOf([
+            llm("start", { instructions: "Start.", next_node: "follow" }),
+            llm("follow", { instructions: "Follow up." })
+          ])
+        )
+        const session = yield* fx.session()
+        yield* reply(fx.org, session.id)
+        yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
+        // The session now stands on "follow"; a publish removes that node.
+        const removed = yield* fx.call("PATCH", fx.draft("main"), {
+          nodes: { upsert: [llm("start", { instructions: "Start again." })], delete: ["follow"] }
+        })
+        assert.strictEqual(removed.status, 200, removed.text)
+        yield* fx.publish("main", "drop follow")
+        script.calls.length = 0
+        yield* reply(fx.org, session.id)
+        const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 2)
+        assert.strictEqual(runs[1]!.status, "succeeded", runs[1]!.error ?? "")
+        assert.deepStrictEqual(runs[1]!.nodes, ["start"])
+        assert.strictEqual(script.calls[0]!.system, "Start again.")
+        const [recorded] = yield* sql<{
+          missing_node_id: string | null
+        }>`SELECT missing_node_id FROM runs WHERE id = ${runs[1]!.id}`
+        assert.strictEqual(recorded!.missing_node_id, "follow")
+        // The contact keeps getting answers: a third run goes on normally.
+        yield* reply(fx.org, session.id)
+        const third = yield* waitFor(runsOf(session.id), (rows) => rows.length === 3)
+        assert.strictEqual(third[2]!.status, "succeeded")
+      })
   )
 
   it.effect("R2: a classifier node routes by the model's category", () =>
@@ -402,37 +436,41 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
     })
   )
 
-  it.effect("R1: a trigger while a turn runs waits for it; a crashed worker's job runs again once its lease expires", () =>
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      const fx = yield* aiFixture(snapshotOf([llm("start")]))
-      const session = yield* fx.session()
-      // Another process holds a running job of this session (lease valid for 30 s).
-      const held = "0190a000-0000-7000-8000-0000000000aa"
-      yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, leased_by, lease_until, created_at)
+  it.effect(
+    "R1: a trigger while a turn runs waits for it; a crashed worker's job runs again once its lease expires",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const fx = yield* aiFixture(snapshotOf([llm("start")]))
+        const session = yield* fx.session()
+        // Another process holds a running job of this session (lease valid for 30 s).
+        const held = "0190a000-0000-7000-8000-0000000000aa"
+        yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, leased_by, lease_until, created_at)
         VALUES (${held}, ${fx.org.id}, ${session.id}, 'running', now(), gen_random_uuid(), now() + interval '30 seconds', now())`
-      assert.strictEqual((yield* reply(fx.org, session.id)).status, 200)
-      const jobs = sql<{ status: string }>`SELECT status FROM reply_jobs WHERE session_id = ${session.id} ORDER BY status`
-      assert.deepStrictEqual(
-        (yield* jobs).map((j) => j.status),
-        ["pending", "running"]
-      )
-      yield* realSleep(1500)
-      assert.strictEqual((yield* runsOf(session.id)).length, 0, "the next turn waits for the running one")
-      // The holder finishes its turn: the pending job runs.
-      yield* sql`DELETE FROM reply_jobs WHERE id = ${held}`
-      yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
+        assert.strictEqual((yield* reply(fx.org, session.id)).status, 200)
+        const jobs = sql<{
+          status: string
+        }>`SELECT status FROM reply_jobs WHERE session_id = ${session.id} ORDER BY status`
+        assert.deepStrictEqual(
+          (yield* jobs).map((j) => j.status),
+          ["pending", "running"]
+        )
+        yield* realSleep(1500)
+        assert.strictEqual((yield* runsOf(session.id)).length, 0, "the next turn waits for the running one")
+        // The holder finishes its turn: the pending job runs.
+        yield* sql`DELETE FROM reply_jobs WHERE id = ${held}`
+        yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
 
-      // A crashed worker: its running job's lease expired; recovered and run once.
-      const crashed = "0190a000-0000-7000-8000-0000000000bb"
-      yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, leased_by, lease_until, created_at)
+        // A crashed worker: its running job's lease expired; recovered and run once.
+        const crashed = "0190a000-0000-7000-8000-0000000000bb"
+        yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, leased_by, lease_until, created_at)
         VALUES (${crashed}, ${fx.org.id}, ${session.id}, 'running', now() - interval '5 minutes', gen_random_uuid(),
           now() - interval '1 second', now() - interval '5 minutes')`
-      const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 2, 20_000)
-      assert.strictEqual(runs[1]!.status, "succeeded")
-      yield* realSleep(500)
-      assert.strictEqual((yield* runsOf(session.id)).length, 2)
-      assert.deepStrictEqual(yield* jobs, [])
-    })
+        const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 2, 20_000)
+        assert.strictEqual(runs[1]!.status, "succeeded")
+        yield* realSleep(500)
+        assert.strictEqual((yield* runsOf(session.id)).length, 2)
+        assert.deepStrictEqual(yield* jobs, [])
+      })
   )
 })

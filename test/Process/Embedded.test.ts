@@ -3,13 +3,15 @@
  * DATABASE_URL runs its own PostgreSQL under DATA_DIR; the CLI attaches to it
  * while the server runs; SIGTERM stops both and exits 0; a crash (kill -9)
  * leaves a record and an orphaned PostgreSQL that the next start cleans up.
+ * When it cannot start, the error is one line naming the cause (O9).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { runNode, startServer } from "../support/Processes.ts"
+import { Effect, Layer } from "effect"
+import * as Embedded from "../../src/Database/Embedded.ts"
+import { freePort, runNode, startServer } from "../support/Processes.ts"
 
 const isAlive = (pid: number) => {
   try {
@@ -121,4 +123,87 @@ describe("embedded PostgreSQL", () => {
       }),
     120_000
   )
+
+  it.live(
+    "O9: a PostgreSQL on DATA_DIR/pg that no record names (owner killed, server.json gone) is left alone; the start fails with one line naming its pid",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-foreign-"))
+        const pgDir = path.join(dataDir, "pg")
+        let orphan: number | undefined
+        yield* Effect.addFinalizer(() =>
+          Effect.promise(async () => {
+            if (orphan !== undefined && isAlive(orphan)) {
+              process.kill(orphan, "SIGINT")
+              await waitUntil(() => !isAlive(orphan!), 15_000)
+            }
+            fs.rmSync(dataDir, { recursive: true, force: true })
+          })
+        )
+        const env = { DATA_DIR: dataDir, DATABASE_URL: undefined }
+        const server = yield* Effect.promise(() => startServer(env))
+        const record = JSON.parse(fs.readFileSync(path.join(dataDir, "server.json"), "utf8"))
+        orphan = record.postgresPid as number
+        server.child.kill("SIGKILL")
+        yield* Effect.promise(() => server.exited)
+        fs.rmSync(path.join(dataDir, "server.json"))
+
+        const expected = `Embedded PostgreSQL could not start under ${dataDir}: another PostgreSQL (pid ${orphan}) is already running on ${pgDir}`
+        const error = yield* Effect.flip(Layer.build(Embedded.layer({ dataDir })))
+        assert.strictEqual(error._tag, "EmbeddedPostgresError")
+        assert.strictEqual(error.message, expected)
+        assert.isTrue(isAlive(orphan), "the other PostgreSQL is not stopped")
+
+        // The server start fails too and names it (how main.ts prints it is its own matter).
+        const started = yield* Effect.promise(async () =>
+          runNode("src/main.ts", [], { ...env, PORT: String(await freePort()) })
+        )
+        assert.notStrictEqual(started.code, 0)
+        assert.include(`${started.stdout}${started.stderr}`, expected)
+      }).pipe(Effect.scoped),
+    60_000
+  )
+
+  it.live(
+    "O9: data of a newer PostgreSQL major version: one line from PostgreSQL's FATAL and DETAIL, the output in details",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-version-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dataDir, { recursive: true, force: true })))
+        yield* Effect.scoped(Layer.build(Embedded.layer({ dataDir })))
+        fs.writeFileSync(path.join(dataDir, "pg", "PG_VERSION"), "99\n")
+        const error = yield* Effect.flip(Layer.build(Embedded.layer({ dataDir })))
+        assert.match(
+          error.message,
+          /^Embedded PostgreSQL could not start under .+: database files are incompatible with server \(The data directory was initialized by PostgreSQL version 99, which is not compatible with this version 18\.\d+\.\)$/
+        )
+        assert.notInclude(error.message, "\n")
+        assert.match(error.details ?? "", /FATAL: {2}database files are incompatible with server/)
+      }).pipe(Effect.scoped)
+  )
+
+  it("O9: the cause named from initdb's and PostgreSQL's output", () => {
+    assert.strictEqual(
+      Embedded.failureReason(
+        'initdb: error: could not create directory "/x/.parley/pg.init-1/pg_wal": No space left on device\ninitdb: removing data directory "/x/.parley/pg.init-1"\n'
+      ),
+      'could not create directory "/x/.parley/pg.init-1/pg_wal": No space left on device'
+    )
+    assert.strictEqual(
+      Embedded.failureReason(
+        '2026-01-01 00:00:00.000 UTC [10] FATAL:  lock file "postmaster.pid" already exists\n2026-01-01 00:00:00.000 UTC [10] HINT:  Is another postmaster (PID 1234) running in data directory "/x/.parley/pg"?\n'
+      ),
+      "another PostgreSQL (pid 1234) is already running on /x/.parley/pg"
+    )
+    assert.strictEqual(
+      Embedded.failureReason(
+        '2026-01-01 00:00:00.000 UTC [10] PANIC:  could not write to file "pg_wal/xlogtemp.10": No space left on device\n'
+      ),
+      'could not write to file "pg_wal/xlogtemp.10": No space left on device'
+    )
+    assert.strictEqual(
+      Embedded.failureReason("setpriv: failed to execute postgres: Permission denied\n"),
+      "setpriv: failed to execute postgres: Permission denied"
+    )
+  })
 })

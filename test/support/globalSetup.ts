@@ -31,7 +31,7 @@ export default async function setup(project: TestProject) {
   let embedded: ManagedRuntime.ManagedRuntime<Embedded.EmbeddedDatabase, unknown> | undefined
   let dataDir: string | undefined
   if (serverUrl === undefined || serverUrl === "") {
-    // Under /tmp: the embedded server runs as the OS user `postgres`, which must traverse the path.
+    // A 0700 folder of its own: the embedded server reaches it as any user, root included (O10).
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-test-"))
     embedded = ManagedRuntime.make(Embedded.layer({ dataDir }))
     serverUrl = Redacted.value((await embedded.runPromise(Effect.gen(function* () { return yield* Embedded.EmbeddedDatabase }))).url)

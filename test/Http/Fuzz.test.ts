@@ -288,10 +288,26 @@ const OTHER_BAD_URLS: ReadonlyArray<string> = [
   "https://93.184.215.14:0/"
 ]
 const privateUrl = new Set(PRIVATE_URLS)
-const junkUrl = fc.constantFrom(...PRIVATE_URLS, ...OTHER_BAD_URLS)
+const junkUrl = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...PRIVATE_URLS) },
+  { weight: 1, arbitrary: fc.constantFrom(...OTHER_BAD_URLS) }
+)
 
 const junkKey: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom("\u0000", "a\u0000b", "\ud800", "\udc00", "", "__proto__", "constructor", "x".repeat(300), "$ref"),
+  fc.constantFrom(
+    "\u0000",
+    "a\u0000b",
+    "\ud800",
+    "\udc00",
+    "",
+    "__proto__",
+    "constructor",
+    "toString",
+    "valueOf",
+    "hasOwnProperty",
+    "x".repeat(300),
+    "$ref"
+  ),
   taintedString
 )
 
@@ -423,6 +439,12 @@ interface Fixtures {
   readonly finishable: Readonly<Record<string, ReadonlyArray<string>>>
   /** Puts back what requests may have changed and makes new used-up fixtures; answers the references' values. */
   readonly renew: Effect.Effect<Current>
+  /**
+   * Leaves the organization quiet for the other test files sharing the
+   * database: default settings (no idle timeout for their expiry sweepers to
+   * act on) and the apps disabled.
+   */
+  readonly settle: Effect.Effect<void>
 }
 
 const ok = (what: string, response: TestResponse) => {
@@ -436,6 +458,7 @@ const text = (value: string) => ({ role: "user", content: { type: "text", text: 
 
 const NODES = [llm("start", { next_node: "next", tools: ["lookup"] }), llm("next"), llm("extra")]
 const VARIABLE = { name: "plan", permission: "read_write", type: "string", default_value: "free" }
+const defaultSettings = { reply_debounce_seconds: 3, session_idle_timeout_seconds: null, default_agent_id: null }
 const EVENTS = ["message.created", "message.updated", "session.created", "session.finished", "conversation.created"]
 
 /**
@@ -483,11 +506,7 @@ const makeFixtures = Effect.gen(function* () {
 
   let spareApp: string | undefined
   const renew = Effect.gen(function* () {
-    yield* admin("PATCH", "/settings", {
-      reply_debounce_seconds: 3,
-      session_idle_timeout_seconds: null,
-      default_agent_id: null
-    })
+    yield* admin("PATCH", "/settings", defaultSettings)
     yield* admin("PATCH", `/apps/${app.id}`, { webhook_url: PUBLIC_URL, events: EVENTS, enabled: true })
     for (const branch of ["main", "feature", "spare"]) yield* assistantCall("POST", "/branches", { name: branch })
     for (const node of NODES) yield* assistantCall("PUT", `/branches/main/draft/nodes/${node.id}`, node)
@@ -600,7 +619,12 @@ const makeFixtures = Effect.gen(function* () {
     branch_name: ["spare", "feature", "main"]
   }
   const finishable = { session_id: [ref("spareSession", 0), ref("spareSession", 1)] }
-  return { orgId: org.id, orgToken: org.token, pools, deletable, finishable, renew } satisfies Fixtures
+  const settle = Effect.gen(function* () {
+    yield* admin("PATCH", "/settings", defaultSettings)
+    const apps: ReadonlyArray<{ id: string }> = ok("apps", yield* admin("GET", "/apps"))
+    for (const each of apps) yield* admin("PATCH", `/apps/${each.id}`, { enabled: false })
+  })
+  return { orgId: org.id, orgToken: org.token, pools, deletable, finishable, renew, settle } satisfies Fixtures
 })
 
 // ---------------------------------------------------------------------------
@@ -731,7 +755,7 @@ const nastyFor = (name: string, schema: Schema): fc.Arbitrary<Json> => {
   const types = schemaTypes(schema)
   if (types.includes("string")) {
     if (isDatetimeName(name)) return fc.oneof(junkDatetime, junkString)
-    if (/url$/.test(name)) return fc.oneof(junkUrl, junkString)
+    if (/url$/.test(name)) return fc.oneof({ weight: 4, arbitrary: junkUrl }, { weight: 1, arbitrary: junkString })
     return junkString
   }
   if (types.includes("integer") || types.includes("number")) return junkNumber
@@ -955,18 +979,22 @@ const requestOf = (doc: any, fixtures: Fixtures, operation: Operation): fc.Arbit
         : Array.isArray(s.enum)
           ? fc.constantFrom(...(s.enum as Array<string>))
           : validString(fixtures, p.name, s)
+      // Datetime parameters (`created_after`) get mostly datetimes that storage cannot hold.
       const nasty: fc.Arbitrary<string> = fc.oneof(
-        junkString,
-        junkDatetime,
-        fc.constantFrom(
-          ...NUMBERS.map((n) => (n instanceof Raw ? n.text : String(n))),
-          "NaN",
-          "Infinity",
-          "1e3",
-          "0x10",
-          " 1",
-          ""
-        )
+        { weight: 2, arbitrary: junkString },
+        { weight: isDatetimeName(p.name) ? 6 : 1, arbitrary: junkDatetime },
+        {
+          weight: numeric ? 4 : 1,
+          arbitrary: fc.constantFrom(
+            ...NUMBERS.map((n) => (n instanceof Raw ? n.text : String(n))),
+            "NaN",
+            "Infinity",
+            "1e3",
+            "0x10",
+            " 1",
+            ""
+          )
+        }
       )
       return fc.oneof(
         { weight: 12, arbitrary: validValue.map(encode) },
@@ -990,8 +1018,8 @@ const requestOf = (doc: any, fixtures: Fixtures, operation: Operation): fc.Arbit
       ...queryParams.map((p) =>
         fc
           .oneof(
-            { weight: p.required === true ? 19 : 6, arbitrary: queryValue(p) },
-            { weight: p.required === true ? 1 : 4, arbitrary: fc.constant<ReadonlyArray<string>>([]) }
+            { weight: p.required === true ? 19 : 4, arbitrary: queryValue(p) },
+            { weight: p.required === true ? 1 : 6, arbitrary: fc.constant<ReadonlyArray<string>>([]) }
           )
           .map((values) => values.map((v) => `${encode(p.name)}=${v}`))
       )
@@ -1269,20 +1297,23 @@ withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, Capture
           }
           serverLog.delete(id)
         }
-        for (let start = 0; start < requests.length; start += CHUNK) {
-          const current = yield* fixtures.renew
-          yield* Effect.forEach(
-            requests.slice(start, start + CHUNK),
-            (request, offset) => {
-              const id = String(start + offset)
-              const sent = sentOf(request, current)
-              return send(api.baseUrl, request.method, sent, id).pipe(
-                Effect.map((answer) => record(request, sent, id, answer))
-              )
-            },
-            { concurrency: CONCURRENCY, discard: true }
-          )
-        }
+        const chunks = Effect.gen(function* () {
+          for (let start = 0; start < requests.length; start += CHUNK) {
+            const current = yield* fixtures.renew
+            yield* Effect.forEach(
+              requests.slice(start, start + CHUNK),
+              (request, offset) => {
+                const id = String(start + offset)
+                const sent = sentOf(request, current)
+                return send(api.baseUrl, request.method, sent, id).pipe(
+                  Effect.map((answer) => record(request, sent, id, answer))
+                )
+              },
+              { concurrency: CONCURRENCY, discard: true }
+            )
+          }
+        })
+        yield* chunks.pipe(Effect.ensuring(fixtures.settle))
         const seconds = (performance.now() - started) / 1000
         const answered = [...perOperation.values()].filter((c) => c.ok > 0).length
         process.stderr.write(

@@ -360,7 +360,7 @@ const freeForm: fc.Arbitrary<Json> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.constant(new Raw('{"a":1,"a":{"b":"\\u0000"}}', '{"a":1,"a":{"b":"\\u0000"}} (duplicate key)'))
+    arbitrary: fc.constant(new Raw('{"a":1,"a":{"b":"\\u0000"}}'))
   }
 )
 
@@ -1204,12 +1204,21 @@ const curlOf = (method: string, sent: Sent, fixtures: Fixtures): string => {
   const parts = [`curl -sS -X ${method} "$PARLEY${sent.url.replaceAll(fixtures.orgId, "$ORG_ID")}"`]
   for (const [name, value] of Object.entries(sent.headers)) {
     const shown = value.replace(ADMIN_TOKEN, "$ADMIN_TOKEN").replace(fixtures.orgToken, "$API_KEY")
-    parts.push(`-H ${shellQuote(`${name}: ${shown}`)}`)
+    // Double quotes where the shell must expand $ADMIN_TOKEN or $API_KEY.
+    parts.push(`-H ${shown === value ? shellQuote(`${name}: ${value}`) : `"${name}: ${shown}"`}`)
   }
   if (sent.body !== undefined) {
     parts.push(`--data-raw ${shellQuote(sent.summary.length > 600 ? `${sent.summary.slice(0, 600)}…` : sent.summary)}`)
   }
   return parts.join(" ")
+}
+
+/** The lines of a logged cause worth reading: the errors and the application's frames. */
+const causeLines = (cause: string): string => {
+  const lines = cause.split("\n").map((line) => line.trim())
+  const frames = lines.filter((line) => line.includes("/src/")).slice(0, 2)
+  const causes = lines.filter((line) => line.startsWith("[cause]")).slice(-2)
+  return [lines[0] ?? "", ...frames, ...causes].join("\n          ") || "(nothing logged)"
 }
 
 const groupKey = (failure: Failure) =>
@@ -1226,7 +1235,7 @@ const report = (failures: ReadonlyArray<Failure>, fixtures: Fixtures): string =>
         `### ${key} (${list.length}x)`,
         `  ${curlOf(example.request.method, example.sent, fixtures)}`,
         `  answer: ${example.answer.status} ${example.answer.text.slice(0, 300)}`,
-        `  server: ${example.cause.split("\n").slice(0, 8).join("\n          ") || "(nothing logged)"}`
+        `  server: ${causeLines(example.cause)}`
       ].join("\n")
     })
   return `${groups.size} distinct failures in ${failures.length} requests:\n${sections.join("\n")}`
@@ -1348,7 +1357,6 @@ withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, Capture
         assert.isAbove(statuses.get("2xx") ?? 0, requests.length / 100, "at least 1% of the requests succeeded")
         if (failures.length > 0) {
           const text = `[fuzz] seed ${SEED} (FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS} to repeat); ${report(failures, fixtures)}`
-          process.stderr.write(`${text}\n`)
           assert.fail(text)
         }
       }),

@@ -243,6 +243,8 @@ const junkDatetime = fc.constantFrom(...DATETIMES)
 /** Webhook URLs W6 refuses under the default configuration (loopback, private, link-local, metadata, not http). */
 const PRIVATE_URLS: ReadonlyArray<string> = [
   "http://[::127.0.0.1]/",
+  "http://[::7f00:1]/",
+  "http://[::10.0.0.1]/",
   "http://[::ffff:127.0.0.1]/",
   "http://[::ffff:7f00:1]/",
   "http://[::1]/",

@@ -202,6 +202,27 @@ const isBodyTooLarge = (error: unknown) =>
   error.reason._tag === "RequestParseError" &&
   error.reason.reason === "BodyTooLarge"
 
+/**
+ * Whether the path of `url` percent-decodes to text: an encoded NUL decodes
+ * (and is refused by the validation middleware), but a percent-encoded lone
+ * surrogate or other ill-formed UTF-8 does not, and no route can match it.
+ */
+const isDecodablePath = (url: string): boolean => {
+  const end = url.indexOf("?")
+  try {
+    decodeURIComponent(end === -1 ? url : url.slice(0, end))
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** D18: a path that is not percent-encoded UTF-8 (an encoded lone surrogate) is refused like one decoded. */
+const undecodablePath = HttpServerResponse.jsonUnsafe(
+  { detail: [{ loc: ["path"], msg: STRING_INVALID_MESSAGE, type: "string_invalid" }] },
+  { status: 422 }
+)
+
 /** O9: the answer while the database cannot be reached; clients retry 5xx after `Retry-After`. */
 const unavailable = detail(503, "Service unavailable", { "retry-after": "1" })
 
@@ -213,7 +234,9 @@ const shapeFailure = (
 ) => {
   const failure = Cause.findErrorOption(cause)
   if (failure._tag === "Some" && HttpServerError.isHttpServerError(failure.value)) {
-    if (failure.value.reason._tag === "RouteNotFound") return Effect.succeed(detail(404, "Not Found"))
+    if (failure.value.reason._tag === "RouteNotFound") {
+      return Effect.succeed(isDecodablePath(request.url) ? detail(404, "Not Found") : undecodablePath)
+    }
     if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, "Request body too large"))
   }
   const defect = Cause.findDefect(cause)
@@ -379,7 +402,35 @@ export const serveOptions = { disableLogger: true, routerConfig: { maxParamLengt
  * timeouts, and request heads up to 128 KiB so a batch export of 1000 ids in
  * the query string (D14) fits.
  */
-export const createHttpServer = () => createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
+export const createHttpServer = () => {
+  const server = createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
+  server.on("clientError", answerUnparsable)
+  return server
+}
+
+/** Requests Node's parser refuses before Parley sees them: status, reason phrase and `detail`. */
+const unparsable: Record<string, readonly [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, "Request Header Fields Too Large", "Request header fields too large"],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", "Request timeout"]
+}
+
+/**
+ * Answers a request Node's HTTP parser refused (a head over 128 KiB, a
+ * malformed request line) with the `{detail}` body and request id every other
+ * answer has ("Errors", O8), instead of Node's bare status line.
+ */
+const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex) => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [status, reason, text] = unparsable[error.code ?? ""] ?? [400, "Bad Request", "Bad request"]
+  const body = JSON.stringify({ detail: text })
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${uuidv7()}\r\nconnection: close\r\n\r\n${body}`
+  )
+}
 
 /**
  * Whether the server is shutting down (O5): from then on every response

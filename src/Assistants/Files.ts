@@ -98,16 +98,22 @@ export const sameFiles = (a: FileHashes, b: FileHashes): boolean => {
   return true
 }
 
+/** A member of a JSON object by its own keys only (`toString` is a key like any other, never the prototype's). */
+const member = (object: Record<string, unknown>, key: string): unknown =>
+  Object.hasOwn(object, key) ? object[key] : undefined
+
 const shallowChanges = (before: unknown, after: unknown) => {
-  const changes: Record<string, { old: unknown; new: unknown }> = {}
+  // Entries, then an object of own members: a key `__proto__` must stay a member (a plain assignment would not).
+  const changes: Array<[string, { old: unknown; new: unknown }]> = []
   const a = (before ?? {}) as Record<string, unknown>
   const b = (after ?? {}) as Record<string, unknown>
   for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
-    if (contentHash(a[key] ?? null) !== contentHash(b[key] ?? null) || key in a !== key in b) {
-      changes[key] = { old: a[key] ?? null, new: b[key] ?? null }
+    const [old, next] = [member(a, key) ?? null, member(b, key) ?? null]
+    if (contentHash(old) !== contentHash(next) || Object.hasOwn(a, key) !== Object.hasOwn(b, key)) {
+      changes.push([key, { old, new: next }])
     }
   }
-  return changes
+  return Object.fromEntries(changes)
 }
 
 /**

@@ -44,26 +44,47 @@ export const STRING_INVALID_MESSAGE = "String must not contain a NUL character (
 /** Whether `text` can be stored: no NUL and no lone surrogate (D18). */
 export const isStorableString = (text: string): boolean => text.isWellFormed() && !text.includes("\u0000")
 
+/** A step of the walk below: a value, and how it was reached (the path is rebuilt only for what is reported). */
+interface Step {
+  readonly value: unknown
+  readonly parent: Step | undefined
+  readonly key: string | number | undefined
+}
+
+/** Longest path reported: deeper input (refused anyway) is named by its first segments. */
+const MAX_PATH = 64
+
+const pathOf = (step: Step | undefined, last?: string): Array<string | number> => {
+  const path: Array<string | number> = last === undefined ? [] : [last]
+  for (let at = step; at?.key !== undefined; at = at.parent) path.push(at.key)
+  return path.reverse().slice(0, MAX_PATH)
+}
+
+/** Most problems one walk reports (the rest of a hostile body adds nothing). */
+const MAX_REPORTED = 100
+
 /**
- * The paths of every string (object keys included) in the JSON value `value`
- * that cannot be stored (D18), walked without recursion. A key's own path is
- * reported for a bad key.
+ * The paths of the strings (object keys included) in the JSON value `value`
+ * that cannot be stored (D18), at most {@link MAX_REPORTED}; a key's own path
+ * is reported for a bad key. Linear in the size of `value` at any depth: no
+ * recursion, and paths are built only for what is reported.
  */
 export const unstorableStringPaths = (value: unknown): Array<ReadonlyArray<string | number>> => {
   const found: Array<ReadonlyArray<string | number>> = []
-  const stack: Array<readonly [unknown, ReadonlyArray<string | number>]> = [[value, []]]
-  while (stack.length > 0) {
-    const [current, path] = stack.pop()!
+  const stack: Array<Step> = [{ value, parent: undefined, key: undefined }]
+  while (stack.length > 0 && found.length < MAX_REPORTED) {
+    const step = stack.pop()!
+    const current = step.value
     if (typeof current === "string") {
-      if (!isStorableString(current)) found.push(path)
+      if (!isStorableString(current)) found.push(pathOf(step))
     } else if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) stack.push([current[i], [...path, i]])
+      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], parent: step, key: i })
     } else if (typeof current === "object" && current !== null) {
       const keys = Object.keys(current)
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i]!
-        if (!isStorableString(key)) found.push([...path, key])
-        else stack.push([(current as Record<string, unknown>)[key], [...path, key]])
+        if (!isStorableString(key)) found.push(pathOf(step, key))
+        else stack.push({ value: (current as Record<string, unknown>)[key], parent: step, key })
       }
     }
   }

@@ -469,4 +469,21 @@ withApp()("assistants", (it) => {
       }
     })
   )
+
+  it.effect("diff entries name members like toString and __proto__ as any other key (A5, spec Diff entry)", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture()
+      yield* fx.call("PUT", `${fx.draft("main")}/config`, { mode: "strict" })
+      yield* fx.publish()
+      const put = yield* fx.call("PUT", `${fx.draft("main")}/config`, JSON.stringify({ toString: 1, ["__proto__"]: 2 }))
+      assert.strictEqual(put.status, 200, put.text)
+      const diff = yield* fx.call("GET", "/branches/main/diff")
+      assert.strictEqual(diff.status, 200, diff.text)
+      const config = diff.body.diffs.find((entry: { path: string }) => entry.path === "config")
+      assert.deepStrictEqual(JSON.parse(JSON.stringify(config.changes)), {
+        mode: { old: "strict", new: null },
+        toString: { old: null, new: 1 },
+        ["__proto__"]: { old: null, new: 2 }
+      })
+    }))
 })

@@ -59,6 +59,16 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
     })
   )
 
+  it.effect("431 for a request head over 128 KiB, with a {detail} body and a request id (Errors, O8)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const response = yield* api.request("GET", `${C}/sessions`, { headers: { "x-padding": "x".repeat(140 * 1024) } })
+      assert.strictEqual(response.status, 431)
+      assert.deepStrictEqual(response.body, { detail: "Request header fields too large" })
+      assert.isString(response.headers.get("x-request-id"))
+    })
+  )
+
   it.effect("413 Request body too large over MAX_BODY_BYTES, declared or streamed", () =>
     Effect.gen(function* () {
       const api = yield* TestApi

@@ -63,6 +63,10 @@ withApp()("input limits (D18)", (it) => {
       const path = yield* api.request("GET", `${C}/sessions/a%00b`, { token: org.token })
       assert.strictEqual(path.status, 422)
       assert.deepStrictEqual(entries(path.body), [[["path", "session_id"], "string_invalid"]])
+      // A percent-encoded lone surrogate (ill-formed UTF-8) cannot even be routed: refused the same way.
+      const encoded = yield* api.request("GET", `${C}/sessions/%ED%A0%80`, { token: org.token })
+      assert.strictEqual(encoded.status, 422)
+      assert.deepStrictEqual(entries(encoded.body), [[["path"], "string_invalid"]])
 
       const query = yield* api.request("GET", `${C}/data/sessions?after_id=x%00`, { token: org.token })
       assert.strictEqual(query.status, 422)

@@ -9,7 +9,7 @@
 import * as crypto from "node:crypto"
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Cause, Effect, Layer, Redacted, Schema, type Types } from "effect"
+import { ByteSize, Cause, Context, Effect, Layer, Redacted, Schema, type Types } from "effect"
 import {
   FindMyWay,
   HttpMethod,
@@ -21,7 +21,6 @@ import {
   HttpServerResponse
 } from "effect/http"
 import { HttpApi, HttpApiBuilder, type HttpApiEndpoint, HttpApiError, HttpApiScalar } from "effect/http-api"
-import { v7 as uuidv7 } from "uuid"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminHttp } from "./Admin/Http.ts"
 import { ParleyApi } from "./Api.ts"
@@ -39,6 +38,7 @@ import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
+import { newId } from "./Shared/Ids.ts"
 import * as Metrics from "./Telemetry/Metrics.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
@@ -88,42 +88,53 @@ const stringInvalid = (loc: ReadonlyArray<string | number>): ValidationIssue => 
   type: "string_invalid"
 })
 
+/** The bytes of `\u` in UTF-8. */
+const ESCAPE = Buffer.from("\\u")
+
 /**
- * D18: the strings of a request that storage cannot hold (a NUL or a lone
- * surrogate), in its path parameters, query (names and values) and JSON body
- * (keys and values), as validation entries. A JSON text can carry either only
- * as a `\u` escape (raw control characters are invalid JSON, and the body is
- * decoded from UTF-8, which has no lone surrogates), so the body is parsed a
- * second time only when its text has one: ordinary requests pay one substring
- * search.
+ * D18: the strings of a request's path parameters and query (names and
+ * values) that storage cannot hold (a NUL or a lone surrogate), as validation
+ * entries. Synchronous: it runs on every request.
  */
-const unstorableStrings = Effect.gen(function* () {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const route = yield* HttpRouter.RouteContext
-  const query = yield* HttpServerRequest.ParsedSearchParams
+const unstorableParams = (
+  params: Readonly<Record<string, string | undefined>>,
+  query: Readonly<Record<string, string | ReadonlyArray<string>>>
+): Array<ValidationIssue> => {
   const issues: Array<ValidationIssue> = []
-  for (const [name, value] of Object.entries(route.params)) {
+  for (const name in params) {
+    const value = params[name]
     if (value !== undefined && !isStorableString(value)) issues.push(stringInvalid(["path", name]))
   }
-  for (const [name, value] of Object.entries(query)) {
-    if (!isStorableString(name) || (Array.isArray(value) ? value : [value]).some((v) => !isStorableString(v))) {
+  for (const name in query) {
+    const value = query[name]!
+    if (
+      !isStorableString(name) ||
+      (typeof value === "string" ? !isStorableString(value) : !value.every(isStorableString))
+    ) {
       issues.push(stringInvalid(["query", name]))
     }
   }
-  if (HttpMethod.hasBody(request.method)) {
-    const text = yield* Effect.orElseSucceed(request.text, () => "")
-    if (text.includes("\\u")) {
-      let body: unknown
-      try {
-        body = JSON.parse(text)
-      } catch {
-        return issues // Malformed JSON: decoding reports it.
-      }
-      for (const path of unstorableStringPaths(body)) issues.push(stringInvalid(["body", ...path]))
-    }
-  }
   return issues
-})
+}
+
+/**
+ * D18: the strings (keys included) of a JSON body that storage cannot hold. A
+ * JSON text can carry a NUL or a lone surrogate only as a `\u` escape (raw
+ * control characters are invalid JSON, and UTF-8 has no lone surrogates), so
+ * the body is parsed a second time only when its bytes hold one: ordinary
+ * requests pay one byte search (`npm run bench`, messages).
+ */
+const unstorableBody = (body: ArrayBuffer): Array<ValidationIssue> => {
+  const bytes = Buffer.from(body)
+  if (bytes.indexOf(ESCAPE) === -1) return []
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(bytes.toString("utf8"))
+  } catch {
+    return [] // Malformed JSON: decoding reports it.
+  }
+  return unstorableStringPaths(parsed).map((path) => stringInvalid(["body", ...path]))
+}
 
 /** Every schema problem of a request's params, query and JSON body, for a complete 422 (Errors). */
 const schemaIssues = (endpoint: HttpApiEndpoint.Top) =>
@@ -177,21 +188,34 @@ const schemaFailure = (
  * the same request; decoding failures become 422 with every problem.
  */
 export const ValidationErrorsLive = Layer.succeed(ValidationErrors)((httpEffect, { endpoint }) =>
-  Effect.flatMap(unstorableStrings, (unstorable) =>
-    unstorable.length > 0
-      ? Effect.flatMap(schemaIssues(endpoint), (issues) =>
-          Effect.fail(new ValidationFailed({ detail: dedupeIssues([...unstorable, ...issues]) }))
-        )
-      : Effect.catch(httpEffect, (error) =>
-          HttpApiError.HttpApiSchemaError.is(error)
-            ? (schemaFailure(error) as Effect.Effect<
-                never,
-                ValidationFailed | Types.unhandled,
-                HttpServerRequest.HttpServerRequest
-              >)
-            : Effect.fail(error)
-        )
-  )
+  Effect.withFiber((fiber) => {
+    const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+    const params = unstorableParams(
+      Context.getUnsafe(fiber.context, HttpRouter.RouteContext).params,
+      Context.getUnsafe(fiber.context, HttpServerRequest.ParsedSearchParams)
+    )
+    const refuse = (unstorable: Array<ValidationIssue>) =>
+      Effect.flatMap(schemaIssues(endpoint), (issues) =>
+        Effect.fail(new ValidationFailed({ detail: dedupeIssues([...unstorable, ...issues]) }))
+      )
+    const decode = Effect.catch(httpEffect, (error) =>
+      HttpApiError.HttpApiSchemaError.is(error)
+        ? (schemaFailure(error) as Effect.Effect<
+            never,
+            ValidationFailed | Types.unhandled,
+            HttpServerRequest.HttpServerRequest
+          >)
+        : Effect.fail(error)
+    )
+    if (!HttpMethod.hasBody(request.method)) return params.length > 0 ? refuse(params) : decode
+    return Effect.flatMap(
+      Effect.orElseSucceed(request.arrayBuffer, () => new ArrayBuffer(0)),
+      (body) => {
+        const unstorable = [...params, ...unstorableBody(body)]
+        return unstorable.length > 0 ? refuse(unstorable) : decode
+      }
+    )
+  })
 )
 
 const detail = (status: number, text: string, headers?: Record<string, string>) =>
@@ -309,7 +333,7 @@ const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 
 /** O8: the request's own `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7. */
 export const requestIdOf = (header: string | undefined): string =>
-  header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : uuidv7()
+  header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : newId()
 
 /** `/healthz` (process alive) and `/readyz` (database reachable, migrations applied) (O4). */
 export const HealthRoutes = HttpRouter.use(
@@ -428,7 +452,7 @@ const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:str
   const body = JSON.stringify({ detail: text })
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `x-request-id: ${uuidv7()}\r\nconnection: close\r\n\r\n${body}`
+      `x-request-id: ${newId()}\r\nconnection: close\r\n\r\n${body}`
   )
 }
 

@@ -5,7 +5,7 @@
  */
 import * as crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import type { Agent } from "../Domain/Agent.ts"
 import { AgentNotFound, NotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
@@ -72,7 +72,7 @@ export class Admin extends Context.Service<
       })
 
       const createOrganization = Effect.fn("Admin.createOrganization")((name: string) =>
-        repo.insertOrganization(uuidv7(), name).pipe(Effect.orDie)
+        repo.insertOrganization(newId(), name).pipe(Effect.orDie)
       )
 
       const getOrganization = Effect.fn("Admin.getOrganization")(requireOrganization, Effect.catchTag("SqlError", Effect.die))
@@ -83,7 +83,7 @@ export class Admin extends Context.Service<
           options: { readonly name?: string | undefined; readonly expiresAt?: Date | null | undefined }
         ) {
           yield* requireOrganization(organizationId)
-          const id = uuidv7()
+          const id = newId()
           const token = generateToken()
           const row = yield* repo.insertApiKey({
             id,
@@ -121,7 +121,7 @@ export class Admin extends Context.Service<
             return yield* ValidationFailed.one(["body", field], "Field required", "missing")
           }
           return yield* repo.insertAgent({
-            id: uuidv7(),
+            id: newId(),
             organizationId,
             name: input.name,
             type: input.type,

@@ -6,7 +6,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import {
   type Assistant,
   Context as AssistantContext,
@@ -217,7 +217,7 @@ const makeService = Effect.gen(function* () {
       return yield* sql.withTransaction(
         Effect.gen(function* () {
           const assistant: Assistant = yield* repo.insertAssistant({
-            id: uuidv7(),
+            id: newId(),
             organizationId,
             name: input.name,
             description: input.description ?? null,
@@ -226,7 +226,7 @@ const makeService = Effect.gen(function* () {
           })
           if (isVersioned) {
             const branch = (yield* repo.insertBranch({
-              id: uuidv7(),
+              id: newId(),
               assistantId: assistant.id,
               name: MAIN,
               head: null
@@ -457,7 +457,7 @@ const makeService = Effect.gen(function* () {
 
   const newBranch = (assistantId: string, name: string, head: string | null, draftFrom: string | null) =>
     Effect.gen(function* () {
-      const branch = yield* repo.insertBranch({ id: uuidv7(), assistantId, name, head })
+      const branch = yield* repo.insertBranch({ id: newId(), assistantId, name, head })
       if (branch === undefined) return yield* new Conflict({ detail: "Branch already exists" })
       if (draftFrom === null) yield* repo.resetDraft(assistantId, branch.id, head)
       else yield* repo.copyDraft(draftFrom, branch.id)
@@ -716,7 +716,7 @@ const makeService = Effect.gen(function* () {
           const files = filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)
           const main =
             (yield* repo.findBranch(assistantId, MAIN, true)) ??
-            (yield* repo.insertBranch({ id: uuidv7(), assistantId, name: MAIN, head: null }))!
+            (yield* repo.insertBranch({ id: newId(), assistantId, name: MAIN, head: null }))!
           yield* repo.insertFiles(assistantId, [...files.values()])
           yield* repo.resetDraft(assistantId, main.id, null)
           const hashes = new Map([...files].map(([path, file]) => [path, file.hash]))

@@ -14,7 +14,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { validateContent } from "../Messages/Messages.ts"
@@ -178,7 +178,7 @@ export class Ingest extends Context.Service<
             id: newSessionId,
             agentId: agent?.id ?? null,
             agentType: agent?.type ?? null,
-            threadId: agent?.type === "ai" ? uuidv7() : null
+            threadId: agent?.type === "ai" ? newId() : null
           }
           messageId = yield* repo.open({
             id: target.id,
@@ -191,7 +191,7 @@ export class Ingest extends Context.Service<
             metadata,
             message,
             traceContext,
-            newId: uuidv7
+            newId: newId
           })
           createdSession = true
         } else {
@@ -204,14 +204,14 @@ export class Ingest extends Context.Service<
           }
           if (requested !== undefined && (requested?.id ?? null) !== target.agentId) {
             // D7: the thread is kept once set, made when the session first gets an AI agent.
-            const threadId = target.threadId ?? (requested?.type === "ai" ? uuidv7() : null)
+            const threadId = target.threadId ?? (requested?.type === "ai" ? newId() : null)
             yield* sessions.update(target.id, { agentId: requested?.id ?? null, threadId })
             yield* sessions.writeEvents(target.id, [{ type: "session.transferred" }])
             target = { id: target.id, agentId: requested?.id ?? null, agentType: requested?.type ?? null, threadId }
           }
           if (message !== undefined) {
             // The session is locked open: the insert always succeeds.
-            yield* repo.insertMessage(organizationId, target.id, message, uuidv7(), traceContext)
+            yield* repo.insertMessage(organizationId, target.id, message, newId(), traceContext)
             messageId = message.id
           }
         }
@@ -229,7 +229,7 @@ export class Ingest extends Context.Service<
             content === undefined
               ? undefined
               : {
-                  id: uuidv7(),
+                  id: newId(),
                   role: input.role ?? "user",
                   content,
                   providerMessageId: input.provider_message_id ?? null
@@ -237,7 +237,7 @@ export class Ingest extends Context.Service<
           // A plain message to the open session is stored by the step itself (one statement).
           const append =
             message !== undefined && mode === "continue" && input.agent_id === undefined && input.metadata === undefined
-          const newSessionId = uuidv7()
+          const newSessionId = newId()
           const traceContext = yield* currentTraceContext
           return yield* sql.withTransaction(
             Effect.gen(function* () {
@@ -256,7 +256,7 @@ export class Ingest extends Context.Service<
                 // An id that is not a UUID names no agent: AgentNotFound below, after the D10 check.
                 requestedAgentId: typeof input.agent_id === "string" && isUuid(input.agent_id) ? input.agent_id : null,
                 traceContext,
-                newId: uuidv7
+                newId: newId
               })
               if (state.duplicate_message_id !== null) {
                 // D10: the first call's ids; nothing was written.

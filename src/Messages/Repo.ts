@@ -10,7 +10,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { envelopeText, messageJson } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -105,14 +105,14 @@ const makeRepo = Effect.gen(function* () {
         .unsafe<{ status: string; body: string | null }>(insertMessageSql, [
           sessionId,
           organizationId,
-          uuidv7(),
+          newId(),
           message.role,
           JSON.stringify(message.content),
           message.provider_message_id,
           message.replied_provider_message_id,
           message.run_id,
           JSON.stringify(message.metadata ?? {}),
-          uuidv7(),
+          newId(),
           traceContext
         ])
         .pipe(Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined })))
@@ -164,7 +164,7 @@ const makeRepo = Effect.gen(function* () {
    */
   const updateDelivery = Effect.fnUntraced(function* (messageId: string, fields: DeliveryFields) {
     const set: Record<string, unknown> = { ...fields }
-    const eventId = uuidv7()
+    const eventId = newId()
     const traceContext = yield* currentTraceContext
     return yield* sql<{ body: string }>`
       WITH before AS (

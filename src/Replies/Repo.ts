@@ -11,7 +11,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { Statement } from "effect/sql"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 
@@ -84,7 +84,7 @@ const makeRepo = Effect.gen(function* () {
   const upsertJob = (job: NewJob, session: Statement.Fragment) =>
     sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, starting_node_id, metadata,
           trace_context, created_at)
-        SELECT ${uuidv7()}, ${job.organizationId}, t.id, 'pending', ${job.dueAt}, ${job.startingNodeId},
+        SELECT ${newId()}, ${job.organizationId}, t.id, 'pending', ${job.dueAt}, ${job.startingNodeId},
           ${sql.json(job.metadata)}, ${job.traceContext}::jsonb,
           statement_timestamp()
         FROM (${session}) t
@@ -265,7 +265,7 @@ const makeRepo = Effect.gen(function* () {
     sql<{ body: string }>`WITH ss AS (
         INSERT INTO session_schedules (id, organization_id, session_id, scheduled_for, config, status, trace_context,
           created_at)
-        VALUES (${uuidv7()}, ${schedule.organizationId}, ${schedule.sessionId}, ${schedule.scheduledFor},
+        VALUES (${newId()}, ${schedule.organizationId}, ${schedule.sessionId}, ${schedule.scheduledFor},
           ${sql.json(schedule.config)}, 'pending',
           ${schedule.traceContext}::jsonb, statement_timestamp())
         RETURNING *

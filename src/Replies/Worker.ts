@@ -20,7 +20,7 @@
 
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
@@ -61,7 +61,7 @@ const makeWorker = Effect.gen(function* () {
   const messages = yield* Messages
   const pg = yield* PgClient.PgClient
   const claimScope = yield* ClaimScope
-  const workerId = uuidv7()
+  const workerId = newId()
 
   let inFlight = 0
   let stopping = false

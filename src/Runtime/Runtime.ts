@@ -31,7 +31,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Data, Effect, Layer, Schedule } from "effect"
 import { type AiError, LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { Assistants } from "../Assistants/Assistants.ts"
 import { AppConfig } from "../Config.ts"
 import { isUnavailable } from "../Database/Health.ts"
@@ -538,7 +538,7 @@ export class Runtime extends Context.Service<
         })
 
       const run = Effect.fn("Runtime.run")(function* (request: RunRequest) {
-        const runId = uuidv7()
+        const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
         const started = performance.now()
         const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
@@ -605,7 +605,7 @@ export class Runtime extends Context.Service<
       })
 
       const recordFailure = Effect.fn("Runtime.recordFailure")(function* (request: RunRequest, error: string) {
-        const runId = uuidv7()
+        const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
         const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
         const held = yield* sql

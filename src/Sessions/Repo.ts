@@ -10,7 +10,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { conversationJson, envelopeText, sessionJson } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -95,7 +95,7 @@ const makeRepo = Effect.gen(function* () {
     channelType: string,
     channelTo: string
   ) {
-    const id = uuidv7()
+    const id = newId()
     const inserted = yield* sql<{ id: string }>`
       INSERT INTO conversations (id, organization_id, contact_id, channel_type, channel_to, created_at)
       VALUES (${id}, ${organizationId}, ${contactId}, ${channelType}, ${channelTo}, statement_timestamp())
@@ -106,7 +106,7 @@ const makeRepo = Effect.gen(function* () {
       yield* sql`INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
         SELECT e.id, c.organization_id, 'conversation.created', ${conversationEventBody}, ${traceContext}::jsonb,
           statement_timestamp()
-        FROM conversations c CROSS JOIN (SELECT ${uuidv7()}::uuid AS id) e WHERE c.id = ${id}`
+        FROM conversations c CROSS JOIN (SELECT ${newId()}::uuid AS id) e WHERE c.id = ${id}`
       return { id, created: true }
     }
     const existing = yield* sql<{ id: string }>`
@@ -179,7 +179,7 @@ const makeRepo = Effect.gen(function* () {
    */
   const writeEvents = Effect.fnUntraced(function* (sessionId: string, events: ReadonlyArray<SessionEvent>) {
     if (events.length > 0) {
-      const ids = events.map(() => uuidv7())
+      const ids = events.map(() => newId())
       const traceContext = yield* currentTraceContext
       yield* sql`INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
         SELECT e.id, s.organization_id, e.type, ${eventBody}, ${traceContext}::jsonb, statement_timestamp()

@@ -5,7 +5,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { JsonObject, JsonText } from "../Domain/Common.ts"
 import type { Session, SessionStatus } from "../Domain/Session.ts"
@@ -89,7 +89,7 @@ export class Sessions extends Context.Service<
         if (agentId === null) return { agentId: null, threadId }
         const agent = yield* repo.findAgent(organizationId, agentId)
         if (agent === undefined) return yield* new AgentNotFound()
-        return { agentId: agent.id, threadId: threadId ?? (agent.type === "ai" ? uuidv7() : null) }
+        return { agentId: agent.id, threadId: threadId ?? (agent.type === "ai" ? newId() : null) }
       })
 
       /**
@@ -139,7 +139,7 @@ export class Sessions extends Context.Service<
       const create = Effect.fn("Sessions.create")(
         function* (organizationId: string, input: CreateSession) {
           const agent = yield* resolveAgent(organizationId, input.agent_id ?? null, null)
-          const id = uuidv7()
+          const id = newId()
           yield* sql.withTransaction(
             Effect.gen(function* () {
               yield* repo.upsertContact(organizationId, input.contact_id, input.contact_name, null)

@@ -11,7 +11,7 @@
  * fails with ValidationFailed at `["body", "webhook_url"]` (422).
  */
 import { Context, Effect, Layer } from "effect"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
@@ -101,7 +101,7 @@ export class Webhooks extends Context.Service<
           yield* requireOrganization(organizationId)
           yield* checkUrl(input.webhook_url)
           return yield* repo.insertApp({
-            id: uuidv7(),
+            id: newId(),
             organizationId,
             name: input.name,
             webhookUrl: input.webhook_url,

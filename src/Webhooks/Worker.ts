@@ -25,7 +25,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
-import { v7 as uuidv7 } from "uuid"
+import { newId } from "../Shared/Ids.ts"
 import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
@@ -87,7 +87,7 @@ const makeWorker = Effect.gen(function* () {
   const repo = yield* WebhooksRepo
   const config = yield* AppConfig
   const client = yield* HttpClient.HttpClient
-  const workerId = uuidv7()
+  const workerId = newId()
   const claimScope = yield* ClaimScope
   const timeoutMs = Duration.toMillis(config.webhookTimeout)
   const leaseMs = timeoutMs + LEASE_MARGIN_MS

@@ -20,7 +20,6 @@
 
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
-import { newId } from "../Shared/Ids.ts"
 import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
@@ -28,6 +27,7 @@ import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { diedOutcome, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
+import { newId } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type ClaimedJob, type ClaimedSchedule, RepliesRepo, repliesChannel } from "./Repo.ts"
@@ -78,34 +78,43 @@ const makeWorker = Effect.gen(function* () {
   })
 
   /**
-   * What becomes of work whose run died (issue 12 "Poison jobs"): while it has
-   * attempts left it is given back, due after the next delay of
-   * {@link DEFECT_RETRY_DELAYS_MS} (a database outage does not count and
-   * retries after {@link POLL_MS}); after {@link MAX_RUN_ATTEMPTS} it ends
-   * failed through `end`.
+   * Runs claimed work under {@link RUN_TIMEOUT_MS}; when its run dies (a
+   * defect, the timeout, the database gone: issue 12 "Poison jobs"), the work
+   * is given back through `retry` while it has attempts left, due after the
+   * next delay of {@link DEFECT_RETRY_DELAYS_MS} (a database outage does not
+   * count and retries after {@link POLL_MS}), and after
+   * {@link MAX_RUN_ATTEMPTS} it ends failed through `end`.
    */
-  const afterDeath = (
+  const supervise = (
+    work: Effect.Effect<RunOutcome, unknown>,
     attempts: number,
-    outcome: RunOutcome,
-    retry: (at: Date, counted: boolean) => Effect.Effect<unknown, unknown>,
+    retry: (at: Date, counted: boolean, error: string) => Effect.Effect<unknown, unknown>,
     end: (error: string) => Effect.Effect<unknown, unknown>
   ) =>
-    Effect.gen(function* () {
-      const counted = outcome.unavailable !== true
-      const attempt = attempts + (counted ? 1 : 0)
-      const error = outcome.error ?? "Internal error"
-      yield* Effect.annotateCurrentSpan({
-        "error.type": "RunDied",
-        "parley.run_error": error,
-        "parley.attempt": attempt
-      })
-      if (counted && attempt >= MAX_RUN_ATTEMPTS) {
-        yield* end(`${error} (gave up after ${attempt} attempts)`)
-        return
-      }
-      const now = yield* Clock.currentTimeMillis
-      yield* retry(new Date(now + (counted ? DEFECT_RETRY_DELAYS_MS[attempt - 1]! : POLL_MS)), counted)
-    }).pipe(Effect.catchCause((cause) => logUnlessOutage("Could not give back work whose run died", cause)))
+    work.pipe(
+      Effect.timeout(RUN_TIMEOUT_MS),
+      Effect.catchCause((cause) => diedOutcome("", cause)),
+      Effect.tap((outcome) =>
+        outcome.status !== "died"
+          ? Effect.void
+          : Effect.gen(function* () {
+              const counted = outcome.unavailable !== true
+              const attempt = attempts + (counted ? 1 : 0)
+              const error = outcome.error ?? "Internal error"
+              yield* Effect.annotateCurrentSpan({
+                "error.type": "RunDied",
+                "parley.run_error": error,
+                "parley.attempt": attempt
+              })
+              if (counted && attempt >= MAX_RUN_ATTEMPTS) {
+                yield* end(`${error} (gave up after ${attempt} attempts)`)
+                return
+              }
+              const now = yield* Clock.currentTimeMillis
+              yield* retry(new Date(now + (counted ? DEFECT_RETRY_DELAYS_MS[attempt - 1]! : POLL_MS)), counted, error)
+            }).pipe(Effect.catchCause((cause) => logUnlessOutage("Could not give back work whose run died", cause)))
+      )
+    )
 
   /** Runs a claimed reply job through the runtime (R1, R2). */
   const runJob = (job: ClaimedJob) => {
@@ -118,20 +127,12 @@ const makeWorker = Effect.gen(function* () {
       metadata: job.metadata,
       complete: () => repo.completeJob(job.id, workerId).pipe(Effect.orDie)
     }
-    return runtime.run(request).pipe(
-      Effect.timeout(RUN_TIMEOUT_MS),
-      Effect.catchCause((cause) => diedOutcome("", cause)),
-      Effect.tap((outcome) =>
-        outcome.status !== "died"
-          ? Effect.void
-          : afterDeath(
-              job.attempts,
-              outcome,
-              (dueAt, counted) =>
-                repo.retryJob({ jobId: job.id, workerId, dueAt, error: outcome.error ?? "", counted }),
-              (error) => runtime.recordFailure(request, error)
-            )
-      ),
+    return supervise(
+      runtime.run(request),
+      job.attempts,
+      (dueAt, counted, error) => repo.retryJob({ jobId: job.id, workerId, dueAt, error, counted }),
+      (error) => runtime.recordFailure(request, error)
+    ).pipe(
       Effect.tap((outcome) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Metrics.record(Metrics.replyLatency, Math.max(0, now - job.due_at.getTime()) / 1000, {
@@ -201,23 +202,15 @@ const makeWorker = Effect.gen(function* () {
               )
           })()
         : runtime.run(request)
-    return work.pipe(
-      Effect.timeout(RUN_TIMEOUT_MS),
-      Effect.catchCause((cause) => diedOutcome("", cause)),
-      Effect.tap((outcome) =>
-        outcome.status !== "died"
-          ? Effect.void
-          : afterDeath(
-              schedule.attempts,
-              outcome,
-              (retryAt, counted) =>
-                repo.retrySchedule({ scheduleId: schedule.id, workerId, retryAt, error: outcome.error ?? "", counted }),
-              (error) =>
-                request === undefined
-                  ? repo.finishSchedule(schedule.id, workerId, "failed", error)
-                  : runtime.recordFailure(request, error)
-            )
-      ),
+    return supervise(
+      work,
+      schedule.attempts,
+      (retryAt, counted, error) => repo.retrySchedule({ scheduleId: schedule.id, workerId, retryAt, error, counted }),
+      (error) =>
+        request === undefined
+          ? repo.finishSchedule(schedule.id, workerId, "failed", error)
+          : runtime.recordFailure(request, error)
+    ).pipe(
       Effect.catchCause((cause) => logUnlessOutage("Schedule failed", cause)),
       Effect.withSpan("Replies.schedule", {
         attributes: { "parley.schedule_id": schedule.id, "parley.session_id": schedule.session_id },

@@ -29,7 +29,8 @@ withApp()("admin API", (it) => {
       }
       const invalid = yield* admin("POST", "/organizations", { name: "" })
       assert.strictEqual(invalid.status, 422)
-    }))
+    })
+  )
 
   it.effect("the admin API refuses a wrong or missing admin token with 401", () =>
     Effect.gen(function* () {
@@ -44,7 +45,8 @@ withApp()("admin API", (it) => {
         assert.deepStrictEqual(response.body, { detail: "Invalid or expired token" })
         assert.strictEqual(response.headers.get("www-authenticate"), "Bearer")
       }
-    }))
+    })
+  )
 
   it.effect("API keys: random tokens shown once, stored as SHA-256, revocable at once", () =>
     Effect.gen(function* () {
@@ -60,10 +62,14 @@ withApp()("admin API", (it) => {
       assert.isAtLeast(Buffer.from(token.replace(/^prl_/, ""), "base64url").length, 32)
       const other = yield* admin("POST", `/organizations/${org.id}/api-keys`, {})
       assert.notStrictEqual(other.body.token, token)
-      const stored = yield* sql<{ hex: string }>`SELECT encode(token_hash, 'hex') AS hex FROM api_keys WHERE id = ${key.body.id}`
+      const stored = yield* sql<{
+        hex: string
+      }>`SELECT encode(token_hash, 'hex') AS hex FROM api_keys WHERE id = ${key.body.id}`
       const { createHash } = yield* Effect.promise(() => import("node:crypto"))
       assert.strictEqual(stored[0]!.hex, createHash("sha256").update(token).digest("hex"))
-      const dump = yield* sql<{ row: string }>`SELECT row_to_json(k)::text AS row FROM api_keys k WHERE organization_id = ${org.id}`
+      const dump = yield* sql<{
+        row: string
+      }>`SELECT row_to_json(k)::text AS row FROM api_keys k WHERE organization_id = ${org.id}`
       assert.isFalse(dump.some((row) => row.row.includes(token)))
       // The key works, then stops working at once when revoked.
       const before = yield* api.request("POST", `${C}/sessions/search`, { token, body: {} })
@@ -73,7 +79,10 @@ withApp()("admin API", (it) => {
       const after = yield* api.request("POST", `${C}/sessions/search`, { token, body: {} })
       assert.strictEqual(after.status, 401)
       assert.deepStrictEqual(after.body, { detail: "Invalid or expired token" })
-      assert.strictEqual((yield* api.request("POST", `${C}/sessions/search`, { token: other.body.token, body: {} })).status, 200)
+      assert.strictEqual(
+        (yield* api.request("POST", `${C}/sessions/search`, { token: other.body.token, body: {} })).status,
+        200
+      )
       const unknown = yield* admin("DELETE", `/organizations/${org.id}/api-keys/01a20254-e46f-73c4-a817-d7a14c37efe6`)
       assert.strictEqual(unknown.status, 404)
       assert.deepStrictEqual(unknown.body, { detail: "API key not found" })
@@ -81,7 +90,8 @@ withApp()("admin API", (it) => {
       const elsewhere = (yield* admin("POST", "/organizations", { name: "Else" })).body
       const foreign = yield* admin("DELETE", `/organizations/${elsewhere.id}/api-keys/${other.body.id}`)
       assert.strictEqual(foreign.status, 404)
-    }))
+    })
+  )
 
   it.effect("API keys with an expiry stop working when it passes", () =>
     Effect.gen(function* () {
@@ -89,16 +99,26 @@ withApp()("admin API", (it) => {
       const org = (yield* admin("POST", "/organizations", { name: "Expiry" })).body
       const past = yield* admin("POST", `/organizations/${org.id}/api-keys`, { expires_at: "2020-01-01T00:00:00Z" })
       assert.strictEqual(past.body.expires_at, "2020-01-01T00:00:00.000000Z")
-      assert.strictEqual((yield* api.request("POST", `${C}/sessions/search`, { token: past.body.token, body: {} })).status, 401)
+      assert.strictEqual(
+        (yield* api.request("POST", `${C}/sessions/search`, { token: past.body.token, body: {} })).status,
+        401
+      )
       const soon = new Date(Date.now() + 1500).toISOString()
       const short = yield* admin("POST", `/organizations/${org.id}/api-keys`, { expires_at: soon })
-      assert.strictEqual((yield* api.request("POST", `${C}/sessions/search`, { token: short.body.token, body: {} })).status, 200)
+      assert.strictEqual(
+        (yield* api.request("POST", `${C}/sessions/search`, { token: short.body.token, body: {} })).status,
+        200
+      )
       yield* Effect.sleep("2 seconds")
-      assert.strictEqual((yield* api.request("POST", `${C}/sessions/search`, { token: short.body.token, body: {} })).status, 401)
+      assert.strictEqual(
+        (yield* api.request("POST", `${C}/sessions/search`, { token: short.body.token, body: {} })).status,
+        401
+      )
       const bad = yield* admin("POST", `/organizations/${org.id}/api-keys`, { expires_at: "tomorrow" })
       assert.strictEqual(bad.status, 422)
       assert.deepStrictEqual(bad.body.detail[0].loc, ["body", "expires_at"])
-    }))
+    })
+  )
 
   it.effect("agents: create ai and human with the spec's shape, list them; the type's id is required", () =>
     Effect.gen(function* () {
@@ -130,7 +150,8 @@ withApp()("admin API", (it) => {
       assert.strictEqual(badType.status, 422)
       const unknownOrg = yield* admin("GET", "/organizations/01a20254-e46f-73c4-a817-d7a14c37efe6/agents")
       assert.deepStrictEqual(unknownOrg.body, { detail: "Organization not found" })
-    }))
+    })
+  )
 
   it.effect("settings: defaults, PATCH of some members, bounds, default agent of the organization only", () =>
     Effect.gen(function* () {
@@ -178,7 +199,8 @@ withApp()("admin API", (it) => {
       assert.strictEqual(foreign.status, 400)
       assert.deepStrictEqual(foreign.body, { detail: "Agent not found" })
       assert.deepStrictEqual((yield* admin("GET", `/organizations/${org.id}/settings`)).body, cleared.body)
-    }))
+    })
+  )
 })
 
 withApp({ adminToken: undefined })("admin API without ADMIN_TOKEN", (it) => {
@@ -192,5 +214,6 @@ withApp({ adminToken: undefined })("admin API without ADMIN_TOKEN", (it) => {
         })
         assert.strictEqual(response.status, 401)
       }
-    }))
+    })
+  )
 })

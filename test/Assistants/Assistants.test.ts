@@ -485,5 +485,6 @@ withApp()("assistants", (it) => {
         toString: { old: null, new: 1 },
         ["__proto__"]: { old: null, new: 2 }
       })
-    }))
+    })
+  )
 })

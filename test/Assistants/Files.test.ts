@@ -46,10 +46,13 @@ describe("Files", () => {
     const merged = mergeThreeWay(base, source, target)
     assert.strictEqual(merged._tag, "Merged")
     if (merged._tag === "Merged") {
-      assert.deepStrictEqual([...merged.set], [
-        ["a", "2"],
-        ["e", "1"]
-      ])
+      assert.deepStrictEqual(
+        [...merged.set],
+        [
+          ["a", "2"],
+          ["e", "1"]
+        ]
+      )
       assert.deepStrictEqual(merged.remove, ["d"])
     }
     // a diverges; b changes on one side; d is deleted on both sides (identical, not a conflict).
@@ -78,7 +81,10 @@ describe("Files", () => {
         ["nodes/c", "added"]
       ]
     )
-    assert.deepStrictEqual(diffs[0]!.changes, { name: { old: "A", new: "A2" }, config: { old: { x: 1 }, new: { x: 2 } } })
+    assert.deepStrictEqual(diffs[0]!.changes, {
+      name: { old: "A", new: "A2" },
+      config: { old: { x: 1 }, new: { x: 2 } }
+    })
   })
 
   it("reference issues name the referring field and the missing item (A10)", () => {

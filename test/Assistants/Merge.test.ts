@@ -48,7 +48,8 @@ withApp()("merge", (it) => {
         featureHistory.body.commits.map((c: any) => c.id),
         [featureHead.id, fx.root.id]
       )
-    }))
+    })
+  )
 
   it.effect("modify/modify and modify/delete conflicts answer 409 with the sorted paths and change nothing", () =>
     Effect.gen(function* () {
@@ -63,7 +64,8 @@ withApp()("merge", (it) => {
       assert.strictEqual(conflict.status, 409)
       assert.deepStrictEqual(conflict.body, { detail: "Merge conflict on paths: nodes/b, nodes/c" })
       assert.deepStrictEqual((yield* fx.call("GET", fx.draft("main"))).body, before.body)
-    }))
+    })
+  )
 
   it.effect("identical changes on both sides are not conflicts; nothing to merge answers null", () =>
     Effect.gen(function* () {
@@ -81,7 +83,8 @@ withApp()("merge", (it) => {
       const nothing = yield* fx.merge("main", "other")
       assert.strictEqual(nothing.status, 200)
       assert.strictEqual(nothing.body, null)
-    }))
+    })
+  )
 
   it.effect("fast-forward: a target without changes of its own moves to the source's HEAD", () =>
     Effect.gen(function* () {
@@ -97,7 +100,8 @@ withApp()("merge", (it) => {
       const main = branches.body.find((b: any) => b.name === "main")
       assert.strictEqual(main.head_commit_id, featureHead.id)
       assert.deepStrictEqual((yield* fx.call("GET", "/branches/main/changes")).body, { has_changes: false })
-    }))
+    })
+  )
 
   it.effect("re-merging after a merge uses the merge as base: no false conflict", () =>
     Effect.gen(function* () {
@@ -116,7 +120,8 @@ withApp()("merge", (it) => {
       assert.strictEqual(again.status, 200, again.text)
       assert.strictEqual((yield* fx.node("main", "a")).body.name, "A2")
       assert.strictEqual((yield* fx.node("main", "c")).body.name, "C1")
-    }))
+    })
+  )
 
   it.effect("merging into a branch with unpublished draft changes keeps them; commit false leaves HEAD", () =>
     Effect.gen(function* () {
@@ -134,7 +139,8 @@ withApp()("merge", (it) => {
       const unknown = yield* fx.merge("main", "ghost")
       assert.strictEqual(unknown.status, 404)
       assert.deepStrictEqual(unknown.body, { detail: "Branch not found" })
-    }))
+    })
+  )
 
   it.effect("20 parallel publishes interleaved with edits give a linear history with no lost edit (A4)", () =>
     Effect.gen(function* () {
@@ -164,5 +170,6 @@ withApp()("merge", (it) => {
       }
       assert.strictEqual(history.at(-1).parent_commit_id, null)
       assert.strictEqual(history.length, results.filter(([, publish]) => publish === 200).length + 1)
-    }))
+    })
+  )
 })

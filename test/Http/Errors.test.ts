@@ -4,9 +4,8 @@
  * problem with its `loc`, unknown routes, defects as 500 without the cause.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { ServicesLive } from "../../src/Server.ts"
-import { Sessions } from "../../src/Sessions/Sessions.ts"
+import { Effect } from "effect"
+import { brokenSessions } from "../support/Broken.ts"
 import { C, TestApi, withApp } from "../support/TestApp.ts"
 
 withApp({ maxBodyBytes: 4096 })("errors", (it) => {
@@ -200,15 +199,7 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
   )
 })
 
-const BrokenSessions = Layer.effect(
-  Sessions,
-  Effect.gen(function* () {
-    const real = yield* Sessions
-    return Sessions.of({ ...real, get: () => Effect.die(new Error("secret internal failure")) })
-  })
-).pipe(Layer.provide(ServicesLive))
-
-withApp({}, Layer.merge(ServicesLive, BrokenSessions))("defects", (it) => {
+withApp({}, brokenSessions("secret internal failure"))("defects", (it) => {
   it.effect("a defect answers 500 Internal server error and never leaks the cause", () =>
     Effect.gen(function* () {
       const api = yield* TestApi

@@ -7,8 +7,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Logger } from "effect"
-import { ServicesLive } from "../../src/Server.ts"
-import { Sessions } from "../../src/Sessions/Sessions.ts"
+import { brokenSessions } from "../support/Broken.ts"
 import { C, TestApi, TestApp } from "../support/TestApp.ts"
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -22,16 +21,7 @@ const capture = Logger.layer([
   })
 ])
 
-/** Sessions whose GET dies, for a 500. */
-const BrokenSessions = Layer.effect(
-  Sessions,
-  Effect.gen(function* () {
-    const real = yield* Sessions
-    return Sessions.of({ ...real, get: () => Effect.die(new Error("boom")) })
-  })
-).pipe(Layer.provide(ServicesLive))
-
-layer(TestApp({}, Layer.merge(ServicesLive, BrokenSessions)).pipe(Layer.provide(capture)), {
+layer(TestApp({}, brokenSessions("boom")).pipe(Layer.provide(capture)), {
   excludeTestServices: true
 })("request ids (O8)", (it) => {
   it.effect("O8: a valid X-Request-Id is echoed on every kind of answer; others get a new UUIDv7", () =>

@@ -39,7 +39,8 @@ withApp()("messages", (it) => {
       const events = (yield* api.events(org.id)).filter((event) => event.type === "message.created")
       assert.strictEqual(events.length, 1)
       assert.deepStrictEqual(events[0].data.object, response.body)
-    }))
+    })
+  )
 
   it.effect("every client content type is accepted with its fields (D12)", () =>
     Effect.gen(function* () {
@@ -59,7 +60,8 @@ withApp()("messages", (it) => {
         assert.strictEqual(response.status, 201, JSON.stringify(content))
         assert.deepStrictEqual(response.body.content, content)
       }
-    }))
+    })
+  )
 
   it.effect("unknown and internal content types give 400; bad fields of a known type 422 (D12)", () =>
     Effect.gen(function* () {
@@ -67,7 +69,10 @@ withApp()("messages", (it) => {
       const org = yield* api.organization()
       const session = yield* org.session()
       for (const type of ["sticker", "function_call", "function_result", "thought", ""]) {
-        const response = yield* org.call("POST", `/sessions/${session.id}/messages`, { role: "user", content: { type } })
+        const response = yield* org.call("POST", `/sessions/${session.id}/messages`, {
+          role: "user",
+          content: { type }
+        })
         assert.strictEqual(response.status, 400, type)
         assert.deepStrictEqual(response.body, { detail: "Invalid content type" })
       }
@@ -99,7 +104,9 @@ withApp()("messages", (it) => {
         { loc: ["body", "role"], msg: "Input should be 'user' or 'assistant'", type: "literal_error" }
       ])
       const noContent = yield* org.call("POST", `/sessions/${session.id}/messages`, { role: "user" })
-      assert.deepStrictEqual(noContent.body.detail, [{ loc: ["body", "content"], msg: "Field required", type: "missing" }])
+      assert.deepStrictEqual(noContent.body.detail, [
+        { loc: ["body", "content"], msg: "Field required", type: "missing" }
+      ])
       const longId = yield* org.call("POST", `/sessions/${session.id}/messages`, {
         ...text("x"),
         provider_message_id: "p".repeat(256)
@@ -108,7 +115,8 @@ withApp()("messages", (it) => {
       // Nothing was stored.
       const search = yield* org.call("POST", `/sessions/${session.id}/messages/search`, { session_id: session.id })
       assert.deepStrictEqual(search.body, [])
-    }))
+    })
+  )
 
   it.effect("POST on a closed session gives 400; on a missing session 404 (D1, D5)", () =>
     Effect.gen(function* () {
@@ -123,7 +131,8 @@ withApp()("messages", (it) => {
       assert.strictEqual(missing.status, 404)
       assert.deepStrictEqual(missing.body, { detail: "Session not found" })
       assert.isFalse((yield* api.events(org.id)).some((event) => event.type === "message.created"))
-    }))
+    })
+  )
 
   it.effect("GET: 200; unknown message 404; another organization's message 403; wrong session 404 (D1)", () =>
     Effect.gen(function* () {
@@ -158,7 +167,8 @@ withApp()("messages", (it) => {
       assert.strictEqual(forbiddenPatch.status, 403)
       const untouched = yield* other.call("GET", `/sessions/${foreignSession.id}/messages/${foreign.id}`)
       assert.strictEqual(untouched.body.delivery_status, "pending")
-    }))
+    })
+  )
 
   it.effect("PATCH tracks delivery; the status never regresses and failed is final (D13)", () =>
     Effect.gen(function* () {
@@ -208,7 +218,8 @@ withApp()("messages", (it) => {
       const updated = (yield* api.events(org.id)).filter((event) => event.type === "message.updated")
       assert.strictEqual(updated.length, 6)
       assert.deepStrictEqual(updated[0].data.object, sent.body)
-    }))
+    })
+  )
 
   it.effect("PATCH still works on a closed session (D5)", () =>
     Effect.gen(function* () {
@@ -222,7 +233,8 @@ withApp()("messages", (it) => {
       })
       assert.strictEqual(response.status, 200)
       assert.strictEqual(response.body.delivery_status, "delivered")
-    }))
+    })
+  )
 
   it.effect("search: oldest first, filters, default 100, max 1000, session_id must match (D3)", () =>
     Effect.gen(function* () {
@@ -262,8 +274,11 @@ withApp()("messages", (it) => {
       const tooMany = yield* org.call("POST", path, { session_id: session.id, limit: 1001 })
       assert.strictEqual(tooMany.status, 422)
       const missing = yield* org.call("POST", path, {})
-      assert.deepStrictEqual(missing.body.detail, [{ loc: ["body", "session_id"], msg: "Field required", type: "missing" }])
-    }))
+      assert.deepStrictEqual(missing.body.detail, [
+        { loc: ["body", "session_id"], msg: "Field required", type: "missing" }
+      ])
+    })
+  )
 
   it.effect("20 concurrent POSTs on one session store 20 messages and 20 events", () =>
     Effect.gen(function* () {
@@ -287,7 +302,8 @@ withApp()("messages", (it) => {
         new Set(events.map((event) => event.data.object.id)),
         new Set(responses.map((response) => response.body.id))
       )
-    }))
+    })
+  )
 
   it.effect("a finish racing 20 message POSTs: every message committed before the close, none after", () =>
     Effect.gen(function* () {
@@ -309,5 +325,6 @@ withApp()("messages", (it) => {
       assert.strictEqual(stored.body.length, created.length)
       const closedAt = Date.parse(finish.body.updated_at)
       assert.isTrue(stored.body.every((message: any) => Date.parse(message.created_at) <= closedAt))
-    }))
+    })
+  )
 })

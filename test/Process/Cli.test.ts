@@ -29,7 +29,18 @@ describe("parley CLI", () => {
         const created = parse(key.stdout) as { id: string; token: string; expires_at: string }
         assert.match(created.token, /^prl_[A-Za-z0-9_-]{43}$/)
         assert.strictEqual(created.expires_at, "2099-01-01T00:00:00.000000Z")
-        const agent = await cli("agent", "create", "--org", org.id, "--name", "Bot", "--type", "ai", "--assistant-id", "a1")
+        const agent = await cli(
+          "agent",
+          "create",
+          "--org",
+          org.id,
+          "--name",
+          "Bot",
+          "--type",
+          "ai",
+          "--assistant-id",
+          "a1"
+        )
         assert.strictEqual(agent.code, 0, agent.stderr)
         assert.strictEqual(parse(agent.stdout).type, "ai")
         const revoke = await cli("key", "revoke", "--org", org.id, "--key", created.id)

@@ -11,25 +11,7 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as Embedded from "../../src/Database/Embedded.ts"
-import { freePort, runNode, startServer } from "../support/Processes.ts"
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const waitUntil = async (condition: () => boolean, timeoutMs: number) => {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) return false
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  return true
-}
+import { freePort, isAlive, runNode, startServer, waitUntil } from "../support/Processes.ts"
 
 describe("embedded PostgreSQL", () => {
   it.live(

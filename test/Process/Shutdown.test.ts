@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
-import { callJson, ownDatabase, type ServerProcess, startServer } from "../support/Processes.ts"
+import { callJson, ownDatabase, type ServerProcess, sleep, startServer } from "../support/Processes.ts"
 
 /** This file's own database: its server processes claim every organization's work. */
 const databaseUrl = ownDatabase("parley_shutdown")
@@ -28,8 +28,6 @@ const organization = async (base: string, name: string) => {
   assert.strictEqual(key.status, 201)
   return { id: org.body.id as string, token: key.body.token as string }
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Resolves with the exit code, or with "timeout" after `ms` (the process is then killed). */
 const exitWithin = async (server: ServerProcess, ms: number): Promise<number | null | "timeout"> => {

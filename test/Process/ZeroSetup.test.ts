@@ -21,7 +21,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { freePort, root } from "../support/Processes.ts"
+import { freePort, isAlive, root, sleep, waitUntil } from "../support/Processes.ts"
 
 /** Whether `command args` runs and exits 0. */
 const succeeds = (command: string, args: ReadonlyArray<string>) => {
@@ -50,26 +50,6 @@ if (
   execFileSync("git", ["status", "--porcelain"], { cwd: root, encoding: "utf8" }) !== ""
 ) {
   console.info("[ZeroSetup.test.ts] note: the clones hold committed work only; uncommitted changes are not tested here")
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const waitUntil = async (condition: () => boolean, timeoutMs: number) => {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) return false
-    await sleep(100)
-  }
-  return true
 }
 
 /** Who runs the commands: root itself, or an ordinary user through setpriv. */

@@ -7,10 +7,10 @@
  */
 import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
+import { servicesWith } from "../../src/Server.ts"
 import { llm } from "../support/Assistants.ts"
 import { makeScript, scriptedModel } from "../support/ScriptedModel.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
-import { servicesWith } from "../../src/Server.ts"
 import { aiFixture, messagesOf, runsOf, snapshotOf, waitFor } from "./support.ts"
 
 const script = makeScript()

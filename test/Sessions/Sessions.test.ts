@@ -44,7 +44,8 @@ withApp()("sessions", (it) => {
       assert.strictEqual(created.organization_id, org.id)
       assert.deepStrictEqual(created.data.object, response.body)
       assert.strictEqual(events[0].data.object.id, session.conversation_id)
-    }))
+    })
+  )
 
   it.effect("a second session of the same contact reuses the conversation (D8)", () =>
     Effect.gen(function* () {
@@ -62,7 +63,8 @@ withApp()("sessions", (it) => {
         "conversation.created",
         "session.created"
       ])
-    }))
+    })
+  )
 
   it.effect("creation with status closed is accepted; a human agent gives no thread (D7)", () =>
     Effect.gen(function* () {
@@ -78,7 +80,8 @@ withApp()("sessions", (it) => {
       assert.strictEqual(none.agent, null)
       assert.strictEqual(none.thread_id, null)
       assert.deepStrictEqual(none.metadata, {})
-    }))
+    })
+  )
 
   it.effect("an agent_id that is not an agent of the organization gives 400 Agent not found (D6)", () =>
     Effect.gen(function* () {
@@ -93,7 +96,8 @@ withApp()("sessions", (it) => {
       }
       // Nothing was written (W2).
       assert.deepStrictEqual(yield* api.events(org.id), [])
-    }))
+    })
+  )
 
   it.effect("validation failures give 422 with every problem (Errors, D17)", () =>
     Effect.gen(function* () {
@@ -121,7 +125,8 @@ withApp()("sessions", (it) => {
         metadata: { blob: "y".repeat(16 * 1024 - 20) }
       })
       assert.strictEqual(justUnder.status, 201)
-    }))
+    })
+  )
 
   it.effect("GET answers the session; unknown, malformed and foreign ids give 404 (D1)", () =>
     Effect.gen(function* () {
@@ -138,7 +143,8 @@ withApp()("sessions", (it) => {
         assert.strictEqual(response.status, 404)
         assert.deepStrictEqual(response.body, { detail: "Session not found" })
       }
-    }))
+    })
+  )
 
   it.effect("search: newest first, filters, containment, limits and isolation (D2)", () =>
     Effect.gen(function* () {
@@ -160,7 +166,10 @@ withApp()("sessions", (it) => {
       // Default limit 10, newest first.
       assert.deepStrictEqual(
         all.body.map((session: any) => session.id),
-        created.slice(2).reverse().map((session) => session.id)
+        created
+          .slice(2)
+          .reverse()
+          .map((session) => session.id)
       )
       const byContact = yield* org.call("POST", "/sessions/search", { contact_id: "even", limit: 100 })
       assert.strictEqual(byContact.body.length, 6)
@@ -192,7 +201,8 @@ withApp()("sessions", (it) => {
       const negative = yield* org.call("POST", "/sessions/search", { offset: -1, limit: 0 })
       assert.strictEqual(negative.status, 422)
       assert.strictEqual(negative.body.detail.length, 2)
-    }))
+    })
+  )
 
   it.effect("PATCH replaces metadata, changes the agent as transfer does, closes as finish does (D4)", () =>
     Effect.gen(function* () {
@@ -232,7 +242,8 @@ withApp()("sessions", (it) => {
       const onClosed = yield* org.call("PATCH", `/sessions/${session.id}`, { fields: { metadata: {} } })
       assert.strictEqual(onClosed.status, 400)
       assert.deepStrictEqual(onClosed.body, { detail: "Session is not open" })
-    }))
+    })
+  )
 
   it.effect("PATCH with an unknown agent changes nothing (D6, W2)", () =>
     Effect.gen(function* () {
@@ -247,7 +258,8 @@ withApp()("sessions", (it) => {
       const after = yield* org.call("GET", `/sessions/${session.id}`)
       assert.deepStrictEqual(after.body, session)
       assert.deepStrictEqual(types(yield* api.events(org.id)), ["conversation.created", "session.created"])
-    }))
+    })
+  )
 
   it.effect("transfer replaces or removes the agent, stays open, emits session.transferred", () =>
     Effect.gen(function* () {
@@ -280,7 +292,8 @@ withApp()("sessions", (it) => {
       const bad = yield* org.call("POST", `/sessions/${session.id}/transfer`, { agent_id: "nope" })
       assert.strictEqual(bad.status, 400)
       assert.deepStrictEqual(bad.body, { detail: "Agent not found" })
-    }))
+    })
+  )
 
   it.effect("finish closes with the survey id; a closed session refuses transfer and finish (D5)", () =>
     Effect.gen(function* () {
@@ -305,7 +318,8 @@ withApp()("sessions", (it) => {
       }
       // GET still works on a closed session (D5).
       assert.strictEqual((yield* org.call("GET", `/sessions/${session.id}`)).status, 200)
-    }))
+    })
+  )
 
   it.effect("every session operation on another organization's session gives 404 and changes nothing (D1)", () =>
     Effect.gen(function* () {
@@ -330,7 +344,8 @@ withApp()("sessions", (it) => {
       assert.deepStrictEqual(search.body, [])
       assert.deepStrictEqual((yield* owner.call("GET", `/sessions/${session.id}`)).body, session)
       assert.deepStrictEqual(yield* api.events(intruder.id), [])
-    }))
+    })
+  )
 
   it.effect("20 concurrent transfers and PATCHes on one session serialize: every change has its event", () =>
     Effect.gen(function* () {
@@ -356,7 +371,8 @@ withApp()("sessions", (it) => {
       // The last transferred event describes the session as it ended up.
       const lastTransfer = events.filter((event) => event.type === "session.transferred").at(-1)
       assert.strictEqual(lastTransfer.data.object.agent.id, final.body.agent.id)
-    }))
+    })
+  )
 })
 
 withApp()("sessions without a body", (it) => {
@@ -378,5 +394,6 @@ withApp()("sessions without a body", (it) => {
       assert.strictEqual(finish.body.status, "closed")
       const bad = yield* org.call("POST", `/sessions/${session.id}/finish`, { ending_survey_id: 5 })
       assert.strictEqual(bad.status, 422)
-    }))
+    })
+  )
 })

@@ -21,7 +21,8 @@ const receiver = Effect.acquireRelease(
           request.on("end", () => {
             if (request.url === "/v1/traces") {
               for (const resource of JSON.parse(body).resourceSpans ?? []) {
-                for (const scope of resource.scopeSpans ?? []) for (const span of scope.spans ?? []) spans.push(span.name)
+                for (const scope of resource.scopeSpans ?? [])
+                  for (const span of scope.spans ?? []) spans.push(span.name)
               }
             }
             response.writeHead(200, { "content-type": "application/json" }).end("{}")

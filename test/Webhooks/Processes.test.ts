@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/Database/Database.ts"
-import { ownDatabase, startServer, type ServerProcess } from "../support/Processes.ts"
+import { ownDatabase, type ServerProcess, startServer } from "../support/Processes.ts"
 import { startReceiver } from "../support/Receiver.ts"
 
 const ADMIN = "process-admin-token"

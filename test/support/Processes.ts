@@ -127,3 +127,26 @@ export const callJson = async (base: string, method: string, path: string, token
   const text = await response.text()
   return { status: response.status, body: text === "" ? undefined : (JSON.parse(text) as any) }
 }
+
+/** Waits `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Whether a process with `pid` exists. */
+export const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Polls `condition` every 100 ms until it holds (true) or `timeoutMs` passed (false). */
+export const waitUntil = async (condition: () => boolean, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) return false
+    await sleep(100)
+  }
+  return true
+}

@@ -6,17 +6,17 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import type { PgClient } from "@effect/sql-pg"
+import { layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { layer } from "@effect/vitest"
 import { TestClock } from "effect/testing"
 import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
+import { ClaimScope } from "../../src/Database/Workers.ts"
 import { AllRoutes, createHttpServer, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
-import { ClaimScope } from "../../src/Database/Workers.ts"
 
 /** Organizations created through this file's `TestApi` (module state: one per test file). */
 const organizationsOfThisFile = new Set<string>()

@@ -34,7 +34,15 @@ export default async function setup(project: TestProject) {
     // A 0700 folder of its own: the embedded server reaches it as any user, root included (O10).
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-test-"))
     embedded = ManagedRuntime.make(Embedded.layer({ dataDir }))
-    serverUrl = Redacted.value((await embedded.runPromise(Effect.gen(function* () { return yield* Embedded.EmbeddedDatabase }))).url)
+    serverUrl = Redacted.value(
+      (
+        await embedded.runPromise(
+          Effect.gen(function* () {
+            return yield* Embedded.EmbeddedDatabase
+          })
+        )
+      ).url
+    )
   }
   const database = `parley_test_${process.pid}_${Date.now()}`
   const admin = (statement: string) =>
@@ -58,4 +66,3 @@ export default async function setup(project: TestProject) {
     if (dataDir !== undefined) fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }
-

@@ -34,7 +34,8 @@ const benchmarks: Record<
     load: () => import("./suites/replies.ts")
   },
   tracing: {
-    description: "Tracing overhead: POST message with tracing off and on (OTLP/HTTP to a local receiver); spans counted",
+    description:
+      "Tracing overhead: POST message with tracing off and on (OTLP/HTTP to a local receiver); spans counted",
     load: () => import("./suites/tracing.ts")
   },
   versioning: {

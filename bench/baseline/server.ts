@@ -13,7 +13,13 @@ import { createHash, randomBytes } from "node:crypto"
 import Fastify, { type FastifyReply } from "fastify"
 import postgres from "postgres"
 import { v7 as uuidv7 } from "uuid"
-import { apiKeyLookupSql, ingestLockSql, ingestOpenSql, ingestStepSql, insertMessageSql } from "./sql.ts"
+import {
+  apiKeyLookupSql,
+  ingestLockStatement,
+  ingestOpenStatement,
+  ingestStepStatement,
+  insertMessageStatement
+} from "./sql.ts"
 
 /** Connections in the pool, as Parley's src/Database/Database.ts POOL_SIZE. */
 const POOL_SIZE = 20
@@ -83,20 +89,20 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
     const sessionId = request.params.session_id
     if (!UUID.test(sessionId)) return detail(reply, 404, "Session not found")
     const rows = await sql.unsafe<Array<{ status: string; body: string | null }>>(
-      insertMessageSql,
-      [
+      insertMessageStatement.text,
+      insertMessageStatement.values({
         sessionId,
         organizationId,
-        uuidv7(),
+        messageId: uuidv7(),
         role,
-        JSON.stringify({ type: "text", text: content.text }),
-        provider_message_id ?? null,
-        replied_provider_message_id ?? null,
-        run_id ?? null,
-        "{}",
-        uuidv7(),
-        null
-      ],
+        content: JSON.stringify({ type: "text", text: content.text }),
+        providerMessageId: provider_message_id ?? null,
+        repliedProviderMessageId: replied_provider_message_id ?? null,
+        runId: run_id ?? null,
+        metadata: "{}",
+        eventId: uuidv7(),
+        traceContext: null
+      }) as Array<any>,
       { prepare: true }
     )
     const row = rows[0]
@@ -156,7 +162,8 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
   if (providerMessageId !== null && !isIdentifier(providerMessageId)) {
     return invalid(reply, ["provider_message_id"], "Expected an identifier")
   }
-  if (contact !== undefined && contact !== null && !isObject(contact)) return invalid(reply, ["contact"], "Expected an object")
+  if (contact !== undefined && contact !== null && !isObject(contact))
+    return invalid(reply, ["contact"], "Expected an object")
   const name = contact?.name ?? null
   const phone = contact?.phone ?? null
   if ((name !== null && typeof name !== "string") || (phone !== null && typeof phone !== "string")) {
@@ -171,55 +178,60 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
     traceparent: `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`
   })
   const answer = await sql.begin(async (tx) => {
-    await tx.unsafe(ingestLockSql, [organizationId, channelType, to, from], { prepare: true })
+    await tx.unsafe(
+      ingestLockStatement.text,
+      ingestLockStatement.values({ organizationId, channelType, channelTo: to, contactId: from }) as Array<any>,
+      { prepare: true }
+    )
     const [state] = await tx.unsafe<Array<IngestStepRow>>(
-      ingestStepSql,
-      [
+      ingestStepStatement.text,
+      ingestStepStatement.values({
         organizationId,
-        from,
+        contactId: from,
         channelType,
-        to,
-        uuidv7(),
-        uuidv7(),
-        name,
-        phone,
+        channelTo: to,
+        conversationId: uuidv7(),
+        conversationEventId: uuidv7(),
+        contactName: name,
+        contactPhone: phone,
         providerMessageId,
         messageId,
         newSessionId,
-        true,
+        reuseOpen: true,
         role,
-        contentText,
-        true,
-        uuidv7(),
-        null,
+        content: contentText,
+        append: true,
+        messageEventId: uuidv7(),
+        requestedAgentId: null,
         traceContext
-      ],
+      }) as Array<any>,
       { prepare: true }
     )
     if (state === undefined) throw new Error("ingest step answered no row")
     if (state.duplicate_message_id !== null) {
       return [state.conversation_id, state.duplicate_session_id, state.duplicate_message_id, false, false] as const
     }
-    if (state.message_id !== null) return [state.conversation_id, state.session_id, state.message_id, false, false] as const
+    if (state.message_id !== null)
+      return [state.conversation_id, state.session_id, state.message_id, false, false] as const
     await tx.unsafe(
-      ingestOpenSql,
-      [
-        newSessionId,
+      ingestOpenStatement.text,
+      ingestOpenStatement.values({
+        sessionId: newSessionId,
         organizationId,
-        state.conversation_id,
-        from,
-        name,
-        state.default_agent_type === "ai" ? uuidv7() : null,
-        state.default_agent_id,
-        "{}",
-        uuidv7(),
+        conversationId: state.conversation_id,
+        contactId: from,
+        contactName: name,
+        threadId: state.default_agent_type === "ai" ? uuidv7() : null,
+        agentId: state.default_agent_id,
+        metadata: "{}",
+        sessionEventId: uuidv7(),
         messageId,
         role,
-        contentText,
+        content: contentText,
         providerMessageId,
-        uuidv7(),
+        messageEventId: uuidv7(),
         traceContext
-      ],
+      }) as Array<any>,
       { prepare: true }
     )
     return [state.conversation_id, newSessionId, messageId, state.conversation_created, true] as const

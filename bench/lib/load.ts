@@ -2,8 +2,9 @@
  * One autocannon run (in this process) with the server's RSS and CPU, the
  * PostgreSQL processes' CPU and the load generator's own CPU sampled meanwhile.
  */
-import autocannon from "autocannon"
+
 import * as os from "node:os"
+import autocannon from "autocannon"
 import { measureCpu, measureMachine, pidsNamed, processAndChildren, sampleRss } from "./proc.ts"
 
 export interface LoadOptions {

@@ -38,7 +38,10 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const database = await startDatabase("parley_bench_encoding")
     cleanup.add("database", database.close)
     const organization = "01a20254-e46f-73c4-a817-d7a14c37efe6"
-    await runStatement(database.url, `INSERT INTO organizations (id, name, created_at) VALUES ('${organization}', 'b', now())`)
+    await runStatement(
+      database.url,
+      `INSERT INTO organizations (id, name, created_at) VALUES ('${organization}', 'b', now())`
+    )
     await runStatement(
       database.url,
       `INSERT INTO conversations (id, organization_id, contact_id, created_at)
@@ -99,8 +102,10 @@ export const run = async (_args: ReadonlyArray<string>) => {
         [organization]
       )
     const variants: Record<string, () => Promise<string>> = {
-      "plain, timestamps formatted by PostgreSQL": () => run((sql) => Effect.map(rawText(sql), (rows) => JSON.stringify(rows))),
-      schema: () => run((sql) => Effect.map(raw(sql), (rows) => JSON.stringify(encodeMessages(rows.map(toMessage) as any)))),
+      "plain, timestamps formatted by PostgreSQL": () =>
+        run((sql) => Effect.map(rawText(sql), (rows) => JSON.stringify(rows))),
+      schema: () =>
+        run((sql) => Effect.map(raw(sql), (rows) => JSON.stringify(encodeMessages(rows.map(toMessage) as any)))),
       plain: () => run((sql) => Effect.map(raw(sql), (rows) => JSON.stringify(rows.map(toMessage)))),
       postgres: () =>
         run((sql) =>

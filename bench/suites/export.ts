@@ -14,8 +14,8 @@ import { makeCleanup } from "../lib/cleanup.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
-import { rssBytes, sampleRss } from "../lib/proc.ts"
 import { startParley } from "../lib/parley.ts"
+import { rssBytes, sampleRss } from "../lib/proc.ts"
 import { environment, writeResults } from "../lib/results.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
@@ -138,7 +138,18 @@ export const run = async (_args: ReadonlyArray<string>) => {
         fixed(mb(rssMax), 0),
         fixed(mb(rssMax - rssStart), 0)
       ],
-      ["psql \\copy (floor)", rows, fixed(floorSeconds, 1), fixed(floorRowsPerSecond, 0), "1.00", "-", "-", "-", "-", "-"]
+      [
+        "psql \\copy (floor)",
+        rows,
+        fixed(floorSeconds, 1),
+        fixed(floorRowsPerSecond, 0),
+        "1.00",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-"
+      ]
     ]
     log(`\n${formatTable(columns, tableRows)}\n\nplan of a page in the middle:\n${planText}`)
     const markdown = [
@@ -157,7 +168,16 @@ export const run = async (_args: ReadonlyArray<string>) => {
     ].join("\n")
     const written = writeResults(
       "export",
-      { environment: environment(), rows, walkSeconds, floorSeconds, latencies, rssStart, rssMax: rssMax, plan: planText },
+      {
+        environment: environment(),
+        rows,
+        walkSeconds,
+        floorSeconds,
+        latencies,
+        rssStart,
+        rssMax: rssMax,
+        plan: planText
+      },
       markdown
     )
     log(`\nresults: ${written.json}, ${written.markdown}`)

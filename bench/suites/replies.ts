@@ -17,8 +17,8 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { analyzeProfile, findProfile, formatProfile, type ProfileSummary } from "../lib/cpuprofile.ts"
 import { makeCleanup } from "../lib/cleanup.ts"
+import { analyzeProfile, findProfile, formatProfile, type ProfileSummary } from "../lib/cpuprofile.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"

@@ -37,8 +37,15 @@ export const run = async (_args: ReadonlyArray<string>) => {
   try {
     const database = await startDatabase("parley_bench_versioning")
     cleanup.add("database", database.close)
-    log(`versioning: database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion}), ${repeat} repetitions`)
-    const { server: parley, organizationId, token, admin: adminCall } = await startParley(database.url, cleanup, {
+    log(
+      `versioning: database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion}), ${repeat} repetitions`
+    )
+    const {
+      server: parley,
+      organizationId,
+      token,
+      admin: adminCall
+    } = await startParley(database.url, cleanup, {
       MAX_BODY_BYTES: String(16 * 1024 * 1024)
     })
     const admin = (method: string, path: string, body?: unknown) => adminCall(201, method, path, body)
@@ -92,7 +99,11 @@ export const run = async (_args: ReadonlyArray<string>) => {
       )
       if (merged?.merge_parent_commit_id === undefined) throw new Error("the merge created no commit")
     }
-    const goals: Record<string, number> = { "publish: 2,000 files": 150, "publish: 200 modified": 150, "diff of the two commits": 100 }
+    const goals: Record<string, number> = {
+      "publish: 2,000 files": 150,
+      "publish: 200 modified": 150,
+      "diff of the two commits": 100
+    }
     const columns: ReadonlyArray<Column> = [
       { header: "operation", align: "left" },
       { header: "median ms" },

@@ -27,8 +27,8 @@ import { makeCleanup } from "../lib/cleanup.ts"
 import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
-import { cpuSeconds } from "../lib/proc.ts"
 import { startParley } from "../lib/parley.ts"
+import { cpuSeconds } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, writeResults } from "../lib/results.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
@@ -97,7 +97,11 @@ export const run = async (_args: ReadonlyArray<string>) => {
     cleanup.add("receiver", () => new Promise((resolve) => receiver.close(resolve)))
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
 
-    const { server: parley, adminToken, organizationId } = await startParley(database.url, cleanup, {
+    const {
+      server: parley,
+      adminToken,
+      organizationId
+    } = await startParley(database.url, cleanup, {
       ALLOW_PRIVATE_NETWORK_TARGETS: "true"
     })
     const organization = { id: organizationId }

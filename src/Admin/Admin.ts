@@ -5,10 +5,10 @@
  */
 import * as crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
-import { newId } from "../Shared/Ids.ts"
 import type { Agent } from "../Domain/Agent.ts"
 import { AgentNotFound, NotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
+import { newId } from "../Shared/Ids.ts"
 import { AdminRepo } from "./Repo.ts"
 
 /** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */
@@ -75,7 +75,10 @@ export class Admin extends Context.Service<
         repo.insertOrganization(newId(), name).pipe(Effect.orDie)
       )
 
-      const getOrganization = Effect.fn("Admin.getOrganization")(requireOrganization, Effect.catchTag("SqlError", Effect.die))
+      const getOrganization = Effect.fn("Admin.getOrganization")(
+        requireOrganization,
+        Effect.catchTag("SqlError", Effect.die)
+      )
 
       const createApiKey = Effect.fn("Admin.createApiKey")(
         function* (

@@ -6,7 +6,6 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
-import { newId } from "../Shared/Ids.ts"
 import {
   type Assistant,
   Context as AssistantContext,
@@ -26,6 +25,7 @@ import {
 import type { JsonObject } from "../Domain/Common.ts"
 import { BadRequest, Conflict, NotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { validationIssues } from "../Domain/Validation.ts"
+import { newId } from "../Shared/Ids.ts"
 import { applyMergePatch } from "../Shared/MergePatch.ts"
 import {
   commitId,

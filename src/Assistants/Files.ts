@@ -6,8 +6,16 @@
  */
 import * as crypto from "node:crypto"
 import canonicalize from "canonicalize"
-import type { Node, NodeInput, Snapshot, SnapshotInput, Tool, ToolInput, Variable } from "../Domain/Assistant.ts"
-import type { DiffEntry } from "../Domain/Assistant.ts"
+import type {
+  DiffEntry,
+  Node,
+  NodeInput,
+  Snapshot,
+  SnapshotInput,
+  Tool,
+  ToolInput,
+  Variable
+} from "../Domain/Assistant.ts"
 import type { ValidationIssue } from "../Domain/Errors.ts"
 
 /** A file's content and its hash. */
@@ -68,7 +76,8 @@ export const filesFromSnapshot = (snapshot: SnapshotInput | undefined): Map<stri
   return files
 }
 
-const byPath = (a: readonly [string, unknown], b: readonly [string, unknown]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
+const byPath = (a: readonly [string, unknown], b: readonly [string, unknown]) =>
+  a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0
 
 /**
  * Assembles the snapshot of `files` (spec "Snapshot"): `graph` carries the
@@ -77,8 +86,7 @@ const byPath = (a: readonly [string, unknown], b: readonly [string, unknown]) =>
 export const snapshotOf = (files: ReadonlyMap<string, { readonly content: unknown }>): Snapshot => {
   const entries = [...files.entries()].sort(byPath)
   const config = (files.get("config")?.content ?? {}) as Record<string, unknown>
-  const items = (prefix: string) =>
-    entries.filter(([path]) => path.startsWith(prefix)).map(([, file]) => file.content)
+  const items = (prefix: string) => entries.filter(([path]) => path.startsWith(prefix)).map(([, file]) => file.content)
   return {
     context: (files.get("context")?.content ?? {}) as Record<string, unknown>,
     graph: {

@@ -17,10 +17,18 @@ export const AssistantsHttp = HttpApiBuilder.group(
     const assistants = yield* Assistants
     const org = Effect.map(Effect.service(CurrentOrganization), (organization) => organization.id)
     const list = (kind: ItemKind) => (request: { params: { assistant_id: string; branch_name: string } }) =>
-      Effect.flatMap(org, (id) => assistants.listItems(id, request.params.assistant_id, request.params.branch_name, kind))
+      Effect.flatMap(org, (id) =>
+        assistants.listItems(id, request.params.assistant_id, request.params.branch_name, kind)
+      )
     const get = (kind: ItemKind | SingletonKind, param?: string) => (request: { params: Record<string, string> }) =>
       Effect.flatMap(org, (id) =>
-        assistants.getItem(id, request.params.assistant_id!, request.params.branch_name!, kind, param ? request.params[param]! : "")
+        assistants.getItem(
+          id,
+          request.params.assistant_id!,
+          request.params.branch_name!,
+          kind,
+          param ? request.params[param]! : ""
+        )
       )
     const write =
       (kind: ItemKind | SingletonKind, mode: "put" | "patch", param?: string) =>
@@ -38,7 +46,13 @@ export const AssistantsHttp = HttpApiBuilder.group(
         )
     const remove = (kind: ItemKind, param: string) => (request: { params: Record<string, string> }) =>
       Effect.flatMap(org, (id) =>
-        assistants.deleteItem(id, request.params.assistant_id!, request.params.branch_name!, kind, request.params[param]!)
+        assistants.deleteItem(
+          id,
+          request.params.assistant_id!,
+          request.params.branch_name!,
+          kind,
+          request.params[param]!
+        )
       )
     return handlers.handleAll({
       applyChangeset: ({ params, payload }) =>
@@ -84,10 +98,18 @@ export const AssistantsHttp = HttpApiBuilder.group(
       publish: ({ params, payload }) =>
         Effect.flatMap(org, (id) => assistants.publish(id, params.assistant_id, params.branch_name, payload ?? {})),
       rollback: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.rollback(id, params.assistant_id, params.branch_name, payload.commit_id)),
+        Effect.flatMap(org, (id) =>
+          assistants.rollback(id, params.assistant_id, params.branch_name, payload.commit_id)
+        ),
       merge: ({ params, payload }) =>
         Effect.flatMap(org, (id) =>
-          assistants.merge(id, params.assistant_id, params.branch_name, payload.source_branch_name, payload.commit ?? false)
+          assistants.merge(
+            id,
+            params.assistant_id,
+            params.branch_name,
+            payload.source_branch_name,
+            payload.commit ?? false
+          )
         ),
       changes: ({ params }) =>
         Effect.flatMap(org, (id) => assistants.hasChanges(id, params.assistant_id, params.branch_name)),

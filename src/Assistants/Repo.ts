@@ -106,7 +106,9 @@ const makeRepo = Effect.gen(function* () {
   /** The draft's paths and hashes. */
   const draftHashes = (branchId: string) =>
     sql<{ path: string; content_hash: string }>`SELECT path, content_hash FROM assistant_draft_files
-      WHERE branch_id = ${branchId}`.pipe(Effect.map((rows) => new Map(rows.map((row) => [row.path, row.content_hash]))))
+      WHERE branch_id = ${branchId}`.pipe(
+      Effect.map((rows) => new Map(rows.map((row) => [row.path, row.content_hash])))
+    )
 
   /** The draft's files with content, optionally under a path prefix. */
   const draftFiles = (assistantId: string, branchId: string, prefix = "") =>
@@ -168,8 +170,7 @@ const makeRepo = Effect.gen(function* () {
           JOIN assistant_files f ON f.assistant_id = c.assistant_id AND f.content_hash = c.content_hash
           WHERE c.assistant_id = ${assistantId} AND c.commit_id = ${commitId} AND starts_with(c.path, ${prefix})`.pipe(
           Effect.map(
-            (rows) =>
-              new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
+            (rows) => new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
           )
         )
 

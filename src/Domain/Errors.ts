@@ -137,7 +137,6 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
   static readonly Wire = NotFound.pipe(asDetail(Schema.String))
 }
 
-
 /**
  * 400 with a specific `detail` (assistants: `The main branch cannot be deleted` A3,
  * `No changes to publish` A4, `Commit is not in the history of this branch` A7).

@@ -18,7 +18,11 @@ export const ExportHttp = HttpApiBuilder.group(
       sessions: Effect.fnUntraced(function* ({ query }) {
         const organization = yield* CurrentOrganization
         return jsonArrayStream(
-          yield* exports.sessions(organization.id, { ...query, sort_by: query.sort_by ?? "created_at", limit: query.limit ?? 100 })
+          yield* exports.sessions(organization.id, {
+            ...query,
+            sort_by: query.sort_by ?? "created_at",
+            limit: query.limit ?? 100
+          })
         )
       }),
       sessionsBatch: Effect.fnUntraced(function* ({ query }) {
@@ -28,7 +32,11 @@ export const ExportHttp = HttpApiBuilder.group(
       messages: Effect.fnUntraced(function* ({ query }) {
         const organization = yield* CurrentOrganization
         return jsonArrayStream(
-          yield* exports.messages(organization.id, { ...query, sort_by: query.sort_by ?? "created_at", limit: query.limit ?? 100 })
+          yield* exports.messages(organization.id, {
+            ...query,
+            sort_by: query.sort_by ?? "created_at",
+            limit: query.limit ?? 100
+          })
         )
       })
     })

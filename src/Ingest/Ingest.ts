@@ -14,12 +14,12 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { newId } from "../Shared/Ids.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
 import { SessionsRepo } from "../Sessions/Repo.ts"
+import { newId } from "../Shared/Ids.ts"
 import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"

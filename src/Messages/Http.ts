@@ -56,7 +56,9 @@ export const MessagesHttp = HttpApiBuilder.group(
         return jsonText(
           yield* messages.update(organization.id, params.session_id, params.message_id, {
             ...rest,
-            ...(delivered_at !== undefined ? { delivered_at: delivered_at === null ? null : new Date(delivered_at) } : {})
+            ...(delivered_at !== undefined
+              ? { delivered_at: delivered_at === null ? null : new Date(delivered_at) }
+              : {})
           })
         )
       })

@@ -10,12 +10,14 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { newId } from "../Shared/Ids.ts"
-import { envelopeText, messageJson } from "../Database/Json.ts"
-import { isUuid } from "../Domain/Common.ts"
+import { messageJson } from "../Database/Json.ts"
+import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
+import { isUuid } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { DeliveryStatus, MessageRole } from "../Domain/Message.ts"
+import { insertEvents } from "../Outbox/Outbox.ts"
+import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
 /** A message to insert: everything but the columns with defaults. */
@@ -56,65 +58,143 @@ export interface MessageSearch {
 
 const MESSAGE_JSON = messageJson("m")
 
+/** SQL expressions of a message to insert from a row source (see {@link insertMessageCtes}). */
+export interface MessageRow {
+  readonly id: string
+  readonly organizationId: string
+  readonly sessionId: string
+  readonly conversationId: string
+  readonly role: string
+  /** jsonb. */
+  readonly content: string
+  readonly providerMessageId: string
+  readonly repliedProviderMessageId: string
+  readonly runId: string
+  /** jsonb. */
+  readonly metadata: string
+  /** The message.created event's id. */
+  readonly eventId: string
+  /** The event's trace context (jsonb or null, W4). */
+  readonly traceContext: string
+  /** The row source (`s`, a CTE of the session) and its condition. */
+  readonly from: string
+  readonly where: string
+}
+
 /**
- * POST message in one statement (the hot path, kept as fixed text so it is
- * prepared once and never recompiled): lock the session for share, insert the
- * message if the session is open, build its JSON once, write message.created
- * with that JSON (W2, W3), answer the session's status and the JSON.
- * Parameters: $1 session id, $2 organization id, $3 message id, $4 role,
- * $5 content (JSON text), $6 provider_message_id, $7 replied_provider_message_id,
- * $8 run_id, $9 metadata (JSON text), $10 event id, $11 the event's trace
- * context (JSON text `{"traceparent": ...}` or null). The benchmark's baseline
- * executes this same text.
+ * CTEs `m` (the message inserted, delivery `pending`, stamped
+ * `statement_timestamp()`), `j` (its id, organization, time and wire JSON,
+ * built once) and `me` (its message.created event with that JSON: W2, W3),
+ * for statements that insert a message: POST message and ingest. The one
+ * owner of how a message row and its event are written.
  */
-export const insertMessageSql = `WITH s AS (
-  SELECT id, conversation_id, status FROM sessions WHERE id = $1 AND organization_id = $2 FOR SHARE
-), m AS (
+export const insertMessageCtes = (row: MessageRow): string => `m AS (
   INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, provider_message_id,
     replied_provider_message_id, run_id, metadata, created_at)
-  SELECT $3, $2, s.id, s.conversation_id, $4, $5::jsonb, $6, $7, $8, $9::jsonb, statement_timestamp()
-  FROM s WHERE s.status = 'open'
+  SELECT ${row.id}, ${row.organizationId}, ${row.sessionId}, ${row.conversationId}, ${row.role}, ${row.content},
+    ${row.providerMessageId}, ${row.repliedProviderMessageId}, ${row.runId}, ${row.metadata}, statement_timestamp()
+  FROM ${row.from} WHERE ${row.where}
   RETURNING *
 ), j AS (
-  SELECT m.organization_id, m.created_at, ${MESSAGE_JSON} AS body FROM m
-), e AS (
-  INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
-  SELECT ev.id, j.organization_id, 'message.created',
-    ${envelopeText("ev.id", "'message.created'", "j.organization_id", "j.created_at", "j.body")}, $11::jsonb, j.created_at
-  FROM j CROSS JOIN (SELECT $10::uuid AS id) ev
-)
+  SELECT m.id, m.organization_id, m.created_at, ${MESSAGE_JSON} AS body FROM m
+), me AS (
+  ${insertEvents({
+    id: "ev.id",
+    type: "'message.created'",
+    organizationId: "j.organization_id",
+    at: "j.created_at",
+    object: "j.body",
+    traceContext: row.traceContext,
+    from: `j CROSS JOIN (SELECT ${row.eventId} AS id) ev`
+  })}
+)`
+
+/**
+ * POST message in one statement (the hot path: `npm run bench`, messages;
+ * fixed text prepared once): lock the session for share, insert the message if
+ * the session is open, with its message.created event ({@link
+ * insertMessageCtes}), answer the session's status (no row: no such session)
+ * and the message's wire JSON (null: the session is not open). The benchmark's
+ * baseline executes this same text.
+ */
+export const insertMessageStatement = fixedStatement(
+  {
+    sessionId: "uuid",
+    organizationId: "uuid",
+    messageId: "uuid",
+    role: "text",
+    content: "jsonb",
+    providerMessageId: "text?",
+    repliedProviderMessageId: "text?",
+    runId: "text?",
+    metadata: "jsonb",
+    eventId: "uuid",
+    traceContext: "jsonb?"
+  },
+  (p) => `WITH s AS (
+  SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId} FOR SHARE
+), ${insertMessageCtes({
+    id: p.messageId,
+    organizationId: p.organizationId,
+    sessionId: "s.id",
+    conversationId: "s.conversation_id",
+    role: p.role,
+    content: p.content,
+    providerMessageId: p.providerMessageId,
+    repliedProviderMessageId: p.repliedProviderMessageId,
+    runId: p.runId,
+    metadata: p.metadata,
+    eventId: p.eventId,
+    traceContext: p.traceContext,
+    from: "s",
+    where: "s.status = 'open'"
+  })}
 SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
+)
 
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
-  const updatedEvent = sql.literal(
-    envelopeText("ev.id", "'message.updated'", "m.organization_id", "statement_timestamp()", MESSAGE_JSON)
+  /** message.updated when a delivery field changed (W1): `m` the row after the change, `before` the row before. */
+  const updatedEvents = sql.literal(
+    insertEvents({
+      id: "ev.id",
+      type: "'message.updated'",
+      organizationId: "m.organization_id",
+      at: "statement_timestamp()",
+      object: MESSAGE_JSON,
+      traceContext: "ev.trace_context",
+      from: "m CROSS JOIN before b CROSS JOIN ev",
+      where: `(m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
+          m.provider_message_id, m.replied_provider_message_id)
+        IS DISTINCT FROM (b.delivery_status, b.delivery_error_code, b.delivery_error_message, b.delivered_at,
+          b.provider_message_id, b.replied_provider_message_id)`
+    })
   )
 
   /**
    * Inserts a message into an open session of the organization and writes its
-   * message.created event, in one statement ({@link insertMessageSql}). Answers
+   * message.created event, in one statement ({@link insertMessageStatement}). Answers
    * the session's status (undefined when the session does not exist) and, when
    * inserted, the message's wire JSON.
    */
   const insert = (organizationId: string, sessionId: string, message: NewMessage) => {
     if (!isUuid(sessionId)) return Effect.succeed({ status: undefined, body: undefined })
     return Effect.flatMap(currentTraceContext, (traceContext) =>
-      sql
-        .unsafe<{ status: string; body: string | null }>(insertMessageSql, [
+      insertMessageStatement
+        .run<{ status: string; body: string | null }>(sql, {
           sessionId,
           organizationId,
-          newId(),
-          message.role,
-          JSON.stringify(message.content),
-          message.provider_message_id,
-          message.replied_provider_message_id,
-          message.run_id,
-          JSON.stringify(message.metadata ?? {}),
-          newId(),
+          messageId: newId(),
+          role: message.role,
+          content: JSON.stringify(message.content),
+          providerMessageId: message.provider_message_id,
+          repliedProviderMessageId: message.replied_provider_message_id,
+          runId: message.run_id,
+          metadata: JSON.stringify(message.metadata ?? {}),
+          eventId: newId(),
           traceContext
-        ])
+        })
         .pipe(Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined })))
     )
   }
@@ -172,15 +252,9 @@ const makeRepo = Effect.gen(function* () {
       ), m AS (
         UPDATE messages SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} updated_at = statement_timestamp()
         WHERE id = ${messageId} RETURNING *
-      ), e AS (
-        INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
-        SELECT ev.id, m.organization_id, 'message.updated', ${updatedEvent}, ${traceContext}::jsonb, statement_timestamp()
-        FROM m CROSS JOIN before b CROSS JOIN (SELECT ${eventId}::uuid AS id) ev
-        WHERE (m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
-               m.provider_message_id, m.replied_provider_message_id)
-          IS DISTINCT FROM (b.delivery_status, b.delivery_error_code, b.delivery_error_message, b.delivered_at,
-               b.provider_message_id, b.replied_provider_message_id)
-      )
+      ), ev AS (
+        SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
+      ), e AS (${updatedEvents})
       SELECT ${messageJsonFragment}::text AS body FROM m`.pipe(Effect.map((rows) => rows[0]!.body))
   })
 

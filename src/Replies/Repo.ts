@@ -11,9 +11,9 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { Statement } from "effect/sql"
-import { newId } from "../Shared/Ids.ts"
 import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
+import { newId } from "../Shared/Ids.ts"
 
 /** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
 export const repliesChannel = "parley_replies"

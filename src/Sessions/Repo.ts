@@ -10,12 +10,14 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { newId } from "../Shared/Ids.ts"
-import { conversationJson, envelopeText, sessionJson } from "../Database/Json.ts"
-import { isUuid } from "../Domain/Common.ts"
+import { conversationJson, sessionJson } from "../Database/Json.ts"
+import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
+import { isUuid } from "../Domain/Common.ts"
+import type { EventType } from "../Domain/Event.ts"
 import type { SessionStatus } from "../Domain/Session.ts"
-import type { EventType } from "../Events/Events.ts"
+import { insertEvents } from "../Outbox/Outbox.ts"
+import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
 /** The columns of a session that its rules read, locked for update. */
@@ -48,23 +50,182 @@ export interface SessionSearch {
 }
 
 const SESSION_JSON = sessionJson("s", "a")
-const SESSION_JSON_WITH_ACTION = sessionJson("s", "a", "e.action")
+
+/**
+ * The contact write of D8, as SQL text over expressions: creates the contact,
+ * or sets the name and phone given (null keeps) when they differ; an unchanged
+ * contact is not written at all. `when` adds a condition (ingest's D10
+ * duplicate). Used by POST /sessions and by ingest's statement.
+ */
+export const upsertContactSql = (p: {
+  readonly organizationId: string
+  readonly contactId: string
+  readonly name: string
+  readonly phone: string
+  readonly when?: string | undefined
+}) => `INSERT INTO contacts (organization_id, contact_id, name, phone, created_at)
+  SELECT ${p.organizationId}, ${p.contactId}, ${p.name}, ${p.phone}, statement_timestamp()
+  WHERE ${p.when ?? "true"} AND NOT EXISTS (
+    SELECT 1 FROM contacts WHERE organization_id = ${p.organizationId} AND contact_id = ${p.contactId}
+      AND (${p.name} IS NULL OR name = ${p.name}) AND (${p.phone} IS NULL OR phone = ${p.phone}))
+  ON CONFLICT (organization_id, contact_id) DO UPDATE
+    SET name = coalesce(EXCLUDED.name, contacts.name), phone = coalesce(EXCLUDED.phone, contacts.phone),
+      updated_at = statement_timestamp()
+    WHERE (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM contacts.name)
+      OR (EXCLUDED.phone IS NOT NULL AND EXCLUDED.phone IS DISTINCT FROM contacts.phone)`
+
+/**
+ * CTEs finding or creating the conversation of (organization, contact,
+ * channel) (D8) with its conversation.created event (W1): `c0` the existing
+ * one, `c1` the one created (with id `p.id`), `ce` its event, `c` the
+ * conversation with `created`. The channel `("", "")` is "no channel" (POST
+ * /sessions). Used by POST /sessions and by ingest's statement.
+ */
+export const conversationCtes = (p: {
+  readonly id: string
+  readonly organizationId: string
+  readonly contactId: string
+  readonly channelType: string
+  readonly channelTo: string
+  readonly eventId: string
+  readonly traceContext: string
+}) => `c0 AS (
+  SELECT id FROM conversations
+  WHERE organization_id = ${p.organizationId} AND contact_id = ${p.contactId} AND channel_type = ${p.channelType}
+    AND channel_to = ${p.channelTo}
+), c1 AS (
+  -- A concurrent call that created it first (POST /sessions takes no lock): its row is answered, not created.
+  INSERT INTO conversations (id, organization_id, contact_id, channel_type, channel_to, created_at)
+  SELECT ${p.id}, ${p.organizationId}, ${p.contactId}, ${p.channelType}, ${p.channelTo}, statement_timestamp()
+  WHERE NOT EXISTS (SELECT 1 FROM c0)
+  ON CONFLICT (organization_id, contact_id, channel_type, channel_to) DO UPDATE SET contact_id = EXCLUDED.contact_id
+  RETURNING *, (xmax = 0) AS inserted
+), ce AS (
+  ${insertEvents({
+    id: "ev.id",
+    type: "'conversation.created'",
+    organizationId: "cn.organization_id",
+    at: "cn.created_at",
+    object: conversationJson("cn"),
+    traceContext: p.traceContext,
+    from: `c1 cn CROSS JOIN (SELECT ${p.eventId} AS id) ev`,
+    where: "cn.inserted"
+  })}
+), c AS (
+  SELECT id, false AS created FROM c0 UNION ALL SELECT id, inserted FROM c1
+)`
+
+/** SQL expressions of a new session (see {@link openSessionCtes}). */
+export interface SessionRow {
+  readonly id: string
+  readonly organizationId: string
+  readonly conversationId: string
+  readonly contactId: string
+  /** The name given, else (null) the contact's. */
+  readonly contactName: string
+  readonly threadId: string
+  readonly status: string
+  readonly agentId: string
+  /** jsonb. */
+  readonly metadata: string
+  readonly eventId: string
+  readonly traceContext: string
+}
+
+/**
+ * CTEs `s` (the new session, stamped `statement_timestamp()`) and `se` (its
+ * session.created event carrying its agent: W1), for POST /sessions and
+ * ingest's statement. The one owner of how a session row is created.
+ */
+export const openSessionCtes = (row: SessionRow) => `s AS (
+  INSERT INTO sessions (id, organization_id, conversation_id, contact_id, contact_name, thread_id, status, agent_id,
+    metadata, created_at)
+  SELECT ${row.id}, ${row.organizationId}, ${row.conversationId}, ${row.contactId},
+    coalesce(${row.contactName}, (SELECT name FROM contacts WHERE organization_id = ${row.organizationId}
+      AND contact_id = ${row.contactId})),
+    ${row.threadId}, ${row.status}, ${row.agentId}, ${row.metadata}, statement_timestamp()
+  RETURNING *
+), se AS (
+  ${insertEvents({
+    id: "ev.id",
+    type: "'session.created'",
+    organizationId: "s.organization_id",
+    at: "s.created_at",
+    object: sessionJson("s", "a"),
+    traceContext: row.traceContext,
+    from: `s LEFT JOIN agents a ON a.id = s.agent_id CROSS JOIN (SELECT ${row.eventId} AS id) ev`
+  })}
+)`
+
+/**
+ * POST /sessions (D8, W1): the contact, the contact's channel-less
+ * conversation (with conversation.created when new) and the session with
+ * session.created, in one statement.
+ */
+const createStatement = fixedStatement(
+  {
+    organizationId: "uuid",
+    contactId: "text",
+    contactName: "text",
+    conversationId: "uuid",
+    conversationEventId: "uuid",
+    sessionId: "uuid",
+    threadId: "uuid?",
+    status: "text",
+    agentId: "uuid?",
+    metadata: "jsonb",
+    sessionEventId: "uuid",
+    traceContext: "jsonb?"
+  },
+  (p) => `WITH ct AS (
+  ${upsertContactSql({ organizationId: p.organizationId, contactId: p.contactId, name: p.contactName, phone: "NULL::text" })}
+), ${conversationCtes({
+    id: p.conversationId,
+    organizationId: p.organizationId,
+    contactId: p.contactId,
+    channelType: "''",
+    channelTo: "''",
+    eventId: p.conversationEventId,
+    traceContext: p.traceContext
+  })}, ${openSessionCtes({
+    id: p.sessionId,
+    organizationId: p.organizationId,
+    conversationId: "(SELECT id FROM c)",
+    contactId: p.contactId,
+    contactName: p.contactName,
+    threadId: p.threadId,
+    status: p.status,
+    agentId: p.agentId,
+    metadata: p.metadata,
+    eventId: p.sessionEventId,
+    traceContext: p.traceContext
+  })}
+SELECT (SELECT id FROM s) AS id`
+)
+
+/** The events of one change of a session (W1), each with the session as it is now in the transaction. */
+const sessionEventsStatement = fixedStatement(
+  { sessionId: "uuid", ids: "uuid[]", types: "text[]", actions: "text[]", traceContext: "jsonb?" },
+  (p) =>
+    insertEvents({
+      id: "e.id",
+      type: "e.type",
+      organizationId: "s.organization_id",
+      at: "statement_timestamp()",
+      object: `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${sessionJson("s", "a", "e.action")}
+      ELSE ${SESSION_JSON} END`,
+      traceContext: p.traceContext,
+      from: `sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      CROSS JOIN LATERAL (SELECT u.id, u.type, nullif(u.action_text, '') AS action, u.ordinal
+        FROM unnest(${p.ids}, ${p.types}, ${p.actions}) WITH ORDINALITY AS u(id, type, action_text, ordinal)) e`,
+      where: `s.id = ${p.sessionId}`,
+      orderBy: "e.ordinal"
+    })
+)
 
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const sessionJsonFragment = sql.literal(SESSION_JSON)
-  const eventBody = sql.literal(
-    envelopeText(
-      "e.id",
-      "e.type",
-      "s.organization_id",
-      "statement_timestamp()",
-      `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${SESSION_JSON_WITH_ACTION} ELSE ${SESSION_JSON} END`
-    )
-  )
-  const conversationEventBody = sql.literal(
-    envelopeText("e.id", "'conversation.created'", "c.organization_id", "statement_timestamp()", conversationJson("c"))
-  )
 
   /** The agent `agentId` of the organization, if any (D6). */
   const findAgent = (organizationId: string, agentId: string) =>
@@ -74,65 +235,37 @@ const makeRepo = Effect.gen(function* () {
         )
       : Effect.succeed(undefined)
 
-  /** Creates the contact or updates its name and phone when given (D8). */
-  const upsertContact = (organizationId: string, contactId: string, name: string | null, phone: string | null) =>
-    sql`INSERT INTO contacts (organization_id, contact_id, name, phone, created_at)
-        VALUES (${organizationId}, ${contactId}, ${name}, ${phone}, statement_timestamp())
-        ON CONFLICT (organization_id, contact_id) DO UPDATE
-          SET name = coalesce(EXCLUDED.name, contacts.name), phone = coalesce(EXCLUDED.phone, contacts.phone),
-              updated_at = CASE WHEN (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM contacts.name)
-                                  OR (EXCLUDED.phone IS NOT NULL AND EXCLUDED.phone IS DISTINCT FROM contacts.phone)
-                                THEN statement_timestamp() ELSE contacts.updated_at END`.pipe(Effect.asVoid)
-
   /**
-   * The conversation of (organization, contact, channel), created with its
-   * conversation.created event when missing (D8, W1). The channel is
-   * (`channelType`, `channelTo`); `""` for both is "no channel" (POST /sessions).
+   * POST /sessions in one statement ({@link createStatement}): contact,
+   * conversation and session with their events. Answers nothing; the caller
+   * reads the session.
    */
-  const ensureConversation = Effect.fnUntraced(function* (
-    organizationId: string,
-    contactId: string,
-    channelType: string,
-    channelTo: string
-  ) {
-    const id = newId()
-    const inserted = yield* sql<{ id: string }>`
-      INSERT INTO conversations (id, organization_id, contact_id, channel_type, channel_to, created_at)
-      VALUES (${id}, ${organizationId}, ${contactId}, ${channelType}, ${channelTo}, statement_timestamp())
-      ON CONFLICT (organization_id, contact_id, channel_type, channel_to) DO NOTHING
-      RETURNING id`
-    if (inserted.length > 0) {
-      const traceContext = yield* currentTraceContext
-      yield* sql`INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
-        SELECT e.id, c.organization_id, 'conversation.created', ${conversationEventBody}, ${traceContext}::jsonb,
-          statement_timestamp()
-        FROM conversations c CROSS JOIN (SELECT ${newId()}::uuid AS id) e WHERE c.id = ${id}`
-      return { id, created: true }
-    }
-    const existing = yield* sql<{ id: string }>`
-      SELECT id FROM conversations WHERE organization_id = ${organizationId} AND contact_id = ${contactId}
-        AND channel_type = ${channelType} AND channel_to = ${channelTo}`
-    return { id: existing[0]!.id, created: false }
-  })
-
-  /** Inserts a session row. */
-  const insertSession = (row: {
+  const create = (row: {
     readonly id: string
     readonly organizationId: string
-    readonly conversationId: string
     readonly contactId: string
-    readonly contactName: string | null
+    readonly contactName: string
     readonly threadId: string | null
     readonly status: SessionStatus
     readonly agentId: string | null
     readonly metadata: JsonObject
   }) =>
-    sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, contact_name, thread_id, status,
-          agent_id, metadata, created_at)
-        VALUES (${row.id}, ${row.organizationId}, ${row.conversationId}, ${row.contactId}, ${row.contactName},
-          ${row.threadId}, ${row.status}, ${row.agentId}, ${sql.json(row.metadata)}, statement_timestamp())`.pipe(
-      Effect.asVoid
-    )
+    Effect.flatMap(currentTraceContext, (traceContext) =>
+      createStatement.run(sql, {
+        organizationId: row.organizationId,
+        contactId: row.contactId,
+        contactName: row.contactName,
+        conversationId: newId(),
+        conversationEventId: newId(),
+        sessionId: row.id,
+        threadId: row.threadId,
+        status: row.status,
+        agentId: row.agentId,
+        metadata: JSON.stringify(row.metadata),
+        sessionEventId: newId(),
+        traceContext
+      })
+    ).pipe(Effect.asVoid)
 
   /** The session's wire JSON, if it exists in the organization (D1). */
   const getJson = (organizationId: string, sessionId: string) =>
@@ -173,22 +306,17 @@ const makeRepo = Effect.gen(function* () {
     )
   }
 
-  /**
-   * Writes the session's events, each with the session as it is now in the
-   * transaction (W2), and returns the session's wire JSON.
-   */
+  /** Writes the session's events (W1, W2), each with the session as it is now in the transaction. */
   const writeEvents = Effect.fnUntraced(function* (sessionId: string, events: ReadonlyArray<SessionEvent>) {
-    if (events.length > 0) {
-      const ids = events.map(() => newId())
-      const traceContext = yield* currentTraceContext
-      yield* sql`INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
-        SELECT e.id, s.organization_id, e.type, ${eventBody}, ${traceContext}::jsonb, statement_timestamp()
-        FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
-        CROSS JOIN LATERAL (SELECT u.*, nullif(u.action_text, '') AS action FROM unnest(${ids}::uuid[], ${events.map((event) => event.type)}::text[],
-          ${events.map((event) => event.action ?? "")}::text[]) WITH ORDINALITY AS u(id, type, action_text, ordinal)) e
-        WHERE s.id = ${sessionId}
-        ORDER BY e.ordinal`
-    }
+    if (events.length === 0) return
+    const traceContext = yield* currentTraceContext
+    yield* sessionEventsStatement.run(sql, {
+      sessionId,
+      ids: events.map(() => newId()),
+      types: events.map((event) => event.type),
+      actions: events.map((event) => event.action ?? ""),
+      traceContext
+    })
   })
 
   /** Sessions matching `search`, newest first (D2), as a JSON array text. */
@@ -232,9 +360,7 @@ const makeRepo = Effect.gen(function* () {
 
   return {
     findAgent,
-    upsertContact,
-    ensureConversation,
-    insertSession,
+    create,
     getJson,
     lock,
     update,

@@ -5,10 +5,10 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { newId } from "../Shared/Ids.ts"
-import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { JsonObject, JsonText } from "../Domain/Common.ts"
+import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { Session, SessionStatus } from "../Domain/Session.ts"
+import { newId } from "../Shared/Ids.ts"
 import { type SessionEvent, type SessionSearch, type SessionState, SessionsRepo } from "./Repo.ts"
 
 /** Body of POST /sessions. */
@@ -140,24 +140,16 @@ export class Sessions extends Context.Service<
         function* (organizationId: string, input: CreateSession) {
           const agent = yield* resolveAgent(organizationId, input.agent_id ?? null, null)
           const id = newId()
-          yield* sql.withTransaction(
-            Effect.gen(function* () {
-              yield* repo.upsertContact(organizationId, input.contact_id, input.contact_name, null)
-              const conversation = yield* repo.ensureConversation(organizationId, input.contact_id, "", "")
-              yield* repo.insertSession({
-                id,
-                organizationId,
-                conversationId: conversation.id,
-                contactId: input.contact_id,
-                contactName: input.contact_name,
-                threadId: agent.threadId,
-                status: input.status ?? "open",
-                agentId: agent.agentId,
-                metadata: input.metadata ?? {}
-              })
-              yield* repo.writeEvents(id, [{ type: "session.created" }])
-            })
-          )
+          yield* repo.create({
+            id,
+            organizationId,
+            contactId: input.contact_id,
+            contactName: input.contact_name,
+            threadId: agent.threadId,
+            status: input.status ?? "open",
+            agentId: agent.agentId,
+            metadata: input.metadata ?? {}
+          })
           return (yield* currentJson(organizationId, id))!
         },
         Effect.catchTag("SqlError", Effect.die)

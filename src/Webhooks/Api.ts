@@ -9,8 +9,8 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { adminBasePath } from "../Admin/Api.ts"
 import { Identifier, Timestamp } from "../Domain/Common.ts"
 import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { eventTypes } from "../Domain/Event.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
-import { eventTypes } from "../Events/Events.ts"
 
 /** An event type (W1). */
 export const EventTypeSchema = Schema.Literals(eventTypes)

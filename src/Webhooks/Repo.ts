@@ -12,7 +12,7 @@ import { Context, Effect, Layer } from "effect"
 import { isoTimestamp } from "../Database/Json.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
-import type { EventType } from "../Events/Events.ts"
+import type { EventType } from "../Domain/Event.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */

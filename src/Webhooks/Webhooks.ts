@@ -11,11 +11,11 @@
  * fails with ValidationFailed at `["body", "webhook_url"]` (422).
  */
 import { Context, Effect, Layer } from "effect"
-import { newId } from "../Shared/Ids.ts"
 import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
-import type { EventType } from "../Events/Events.ts"
+import type { EventType } from "../Domain/Event.ts"
+import { newId } from "../Shared/Ids.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret } from "./Signing.ts"

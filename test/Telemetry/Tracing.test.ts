@@ -49,6 +49,9 @@ describe("tracing", () => {
             const org = yield* api.organization()
             const created = yield* org.session()
             assert.strictEqual(created.status, "open")
+            // A change in a transaction (finish), for the transaction's span.
+            const finished = yield* org.call("POST", `/sessions/${created.id}/finish`, {})
+            assert.strictEqual(finished.status, 200)
           }).pipe(
             Effect.provide(
               TestApp({ otlpEndpoint: otlp.url }).pipe(

@@ -1,0 +1,62 @@
+/**
+ * The events outbox (DECISIONS.md W1-W3): the one owner of the `events` table,
+ * its envelope and the statement that writes it.
+ *
+ * Every change writes its events into `events` in the same transaction, and
+ * where a benchmark asked for it in the same statement, as the change, so an
+ * event exists if and only if its change was committed (W2). The envelope
+ * `{id, timestamp, type, organization_id, data: {object}}` (W3) is serialized
+ * once, by PostgreSQL, and the stored text is what every webhook attempt sends
+ * byte for byte.
+ *
+ * Side effect named here (STYLE "Ownership"): the `AFTER INSERT` trigger
+ * `events_fan_out` of migration `0002_webhooks.ts` inserts one delivery per
+ * subscribed, enabled app in the same transaction and notifies the delivery
+ * workers at commit (W2, W5); the webhooks domain owns deliveries.
+ */
+import { isoTimestamp, objectJson } from "../Database/Json.ts"
+
+/**
+ * SQL text of the W3 envelope of an event, `timestamp` in Unix seconds of
+ * `at`. Arguments are SQL expressions (`ev.id`, `'message.created'`, ...).
+ */
+const envelope = (id: string, type: string, organizationId: string, at: string, object: string): string =>
+  `${objectJson([
+    ["id", `${id}::text`],
+    ["timestamp", `floor(extract(epoch FROM ${at}))::bigint`],
+    ["type", `${type}::text`],
+    ["organization_id", `${organizationId}::text`],
+    ["data", objectJson([["object", object]])]
+  ])}::text`
+
+/** SQL expressions of the events one statement writes: one event per row of `from`. */
+export interface EventRows {
+  /** The event id (uuid). */
+  readonly id: string
+  /** The event type (text, one of W1's). */
+  readonly type: string
+  readonly organizationId: string
+  /** The event's moment (timestamptz): `created_at` and the envelope's `timestamp`. */
+  readonly at: string
+  /** `data.object` (json): the resource as the event carries it. */
+  readonly object: string
+  /** The trace context (jsonb `{"traceparent": ...}` or null) of the change (W4). */
+  readonly traceContext: string
+  /** The row source: a `FROM` list with its joins. */
+  readonly from: string
+  readonly where?: string | undefined
+  /** The order events of one statement take (their ids order them for consumers and the fan-out). */
+  readonly orderBy?: string | undefined
+}
+
+/**
+ * The `INSERT INTO events ... SELECT ...` writing the events of `rows` (W2,
+ * W3), as SQL text to run alone or as a CTE of the change's own statement.
+ */
+export const insertEvents = (rows: EventRows): string =>
+  `INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
+  SELECT ${rows.id}, ${rows.organizationId}, ${rows.type},
+    ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at}
+  FROM ${rows.from}${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
+    rows.orderBy === undefined ? "" : ` ORDER BY ${rows.orderBy}`
+  }`

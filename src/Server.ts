@@ -50,7 +50,7 @@ export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.Lang
     Runtime.layer.pipe(Layer.provide(languageModel))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
-  return Ingest.layer.pipe(Layer.provide([IngestRepo.layer, SessionsRepo.layer]), Layer.provideMerge(domain))
+  return Ingest.layer.pipe(Layer.provide(IngestRepo.layer), Layer.provideMerge(domain))
 }
 
 /** The domain services with the model of `AI_PROVIDER` (R3). */

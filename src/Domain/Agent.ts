@@ -28,3 +28,9 @@ export const HumanAgent = Schema.Struct({
 /** An agent as embedded in sessions and listed by the admin API (spec "Agent", O6). */
 export const Agent = Schema.Union([AiAgent, HumanAgent]).annotate({ identifier: "Agent" })
 export type Agent = typeof Agent.Type
+
+/** An agent as the session rules need it: its id and kind (D6, D7). */
+export interface AgentRef {
+  readonly id: string
+  readonly type: "ai" | "human"
+}

@@ -14,22 +14,17 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { AgentRef } from "../Domain/Agent.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
-import { SessionsRepo } from "../Sessions/Repo.ts"
+import { Sessions, threadFor } from "../Sessions/Sessions.ts"
 import { newId } from "../Shared/Ids.ts"
 import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"
 import { type IngestMessage, IngestRepo, type IngestState } from "./Repo.ts"
-
-/** An agent as the session rules need it. */
-interface AgentRef {
-  readonly id: string
-  readonly type: "ai" | "human"
-}
 
 /** The session an ingest call acts on. */
 interface Target {
@@ -111,14 +106,12 @@ export class Ingest extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       const repo = yield* IngestRepo
-      const sessions = yield* SessionsRepo
+      const sessions = yield* Sessions
       const replies = yield* Replies
 
-      /** Closes a locked open session for ingest: session.closed with `action: "ingest"` only (W1). */
-      const close = (sessionId: string) =>
-        sessions
-          .update(sessionId, { status: "closed" })
-          .pipe(Effect.andThen(sessions.writeEvents(sessionId, [{ type: "session.closed", action: "ingest" }])))
+      /** Closes the locked open session for ingest: session.closed with `action: "ingest"` only (W1). */
+      const close = (organizationId: string, sessionId: string) =>
+        sessions.close(organizationId, sessionId, { kind: "ingest" })
 
       /** D11: a reply for a `user` message in a session whose agent is AI (and so has a thread, D7). */
       const replyIfAi = (organizationId: string, target: Target, message: IngestMessage, debounceSeconds: number) =>
@@ -157,7 +150,7 @@ export class Ingest extends Context.Service<
                 threadId: state.thread_id
               }
         if (target !== undefined && mode === "new") {
-          yield* close(target.id)
+          yield* close(organizationId, target.id)
           target = undefined
         }
         let createdSession = false
@@ -178,7 +171,7 @@ export class Ingest extends Context.Service<
             id: newSessionId,
             agentId: agent?.id ?? null,
             agentType: agent?.type ?? null,
-            threadId: agent?.type === "ai" ? newId() : null
+            threadId: threadFor(agent, null)
           }
           messageId = yield* repo.open({
             id: target.id,
@@ -200,14 +193,16 @@ export class Ingest extends Context.Service<
             const before = JSON.stringify(current)
             const metadata = yield* patchMetadata(current, input.metadata)
             // A patch that changes nothing writes nothing (members keep their place when replaced).
-            if (JSON.stringify(metadata) !== before) yield* sessions.update(target.id, { metadata })
+            if (JSON.stringify(metadata) !== before) yield* sessions.setMetadata(target.id, metadata)
           }
           if (requested !== undefined && (requested?.id ?? null) !== target.agentId) {
-            // D7: the thread is kept once set, made when the session first gets an AI agent.
-            const threadId = target.threadId ?? (requested?.type === "ai" ? newId() : null)
-            yield* sessions.update(target.id, { agentId: requested?.id ?? null, threadId })
-            yield* sessions.writeEvents(target.id, [{ type: "session.transferred" }])
-            target = { id: target.id, agentId: requested?.id ?? null, agentType: requested?.type ?? null, threadId }
+            const assigned = yield* sessions.assignAgent(target, requested)
+            target = {
+              id: target.id,
+              agentId: assigned.agentId,
+              agentType: requested?.type ?? null,
+              threadId: assigned.threadId
+            }
           }
           if (message !== undefined) {
             // The session is locked open: the insert always succeeds.
@@ -215,7 +210,7 @@ export class Ingest extends Context.Service<
             messageId = message.id
           }
         }
-        if (mode === "close") yield* close(target.id)
+        if (mode === "close") yield* close(organizationId, target.id)
         else if (message !== undefined) yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
         return answer(state.conversation_id, target.id, messageId, state.conversation_created, createdSession)
       })

@@ -14,7 +14,7 @@
  * subscribed, enabled app in the same transaction and notifies the delivery
  * workers at commit (W2, W5); the webhooks domain owns deliveries.
  */
-import { isoTimestamp, objectJson } from "../Database/Json.ts"
+import { objectJson } from "../Database/Json.ts"
 
 /**
  * SQL text of the W3 envelope of an event, `timestamp` in Unix seconds of

@@ -566,7 +566,7 @@ export class Runtime extends Context.Service<
                   .pipe(Effect.mapError((error) => new RunFailed({ message: error.detail })))
               }
               if (turn.nextNode !== undefined) yield* repo.setCurrentNode(request.sessionId, turn.nextNode)
-              if (turn.shouldClose) yield* sessions.closeBySystem(request.organizationId, request.sessionId, null)
+              if (turn.shouldClose) yield* sessions.close(request.organizationId, request.sessionId, { kind: "system" })
               yield* record(turn, "succeeded", null)
             })
           )

@@ -1,10 +1,10 @@
 /**
- * Handlers of the sessions group: decode, call the service, send its JSON.
+ * Handlers of the sessions group: call the service; HttpApi encodes the
+ * Session it answers with the group's success schemas.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ParleyApi } from "../Api.ts"
-import { jsonText } from "../Domain/JsonResponse.ts"
 import { CurrentOrganization } from "../Domain/Organization.ts"
 import { Sessions } from "./Sessions.ts"
 
@@ -14,42 +14,28 @@ export const SessionsHttp = HttpApiBuilder.group(
   "sessions",
   Effect.fnUntraced(function* (handlers) {
     const sessions = yield* Sessions
+    const organization = Effect.map(Effect.service(CurrentOrganization), (current) => current.id)
     return handlers.handleAll({
-      create: Effect.fnUntraced(function* ({ payload }) {
-        const organization = yield* CurrentOrganization
-        const { agent_id, ...rest } = payload
-        return jsonText(yield* sessions.create(organization.id, { ...rest, agent_id: agent_id ?? undefined }), 201)
-      }),
-      search: Effect.fnUntraced(function* ({ payload }) {
-        const organization = yield* CurrentOrganization
-        return jsonText(
-          yield* sessions.search(organization.id, {
+      create: ({ payload }) => Effect.flatMap(organization, (id) => sessions.create(id, payload)),
+      search: ({ payload }) =>
+        Effect.flatMap(organization, (id) =>
+          sessions.search(id, {
             contactId: payload.contact_id,
             status: payload.status,
             metadata: payload.metadata,
             offset: payload.offset ?? 0,
             limit: payload.limit ?? 10
           })
+        ),
+      get: ({ params }) => Effect.flatMap(organization, (id) => sessions.get(id, params.session_id)),
+      update: ({ params, payload }) =>
+        Effect.flatMap(organization, (id) => sessions.update(id, params.session_id, payload.fields)),
+      transfer: ({ params, payload }) =>
+        Effect.flatMap(organization, (id) => sessions.transfer(id, params.session_id, payload?.agent_id ?? null)),
+      finish: ({ params, payload }) =>
+        Effect.flatMap(organization, (id) =>
+          sessions.finish(id, params.session_id, payload?.ending_survey_id ?? undefined)
         )
-      }),
-      get: Effect.fnUntraced(function* ({ params }) {
-        const organization = yield* CurrentOrganization
-        return jsonText(yield* sessions.get(organization.id, params.session_id))
-      }),
-      update: Effect.fnUntraced(function* ({ params, payload }) {
-        const organization = yield* CurrentOrganization
-        return jsonText(yield* sessions.update(organization.id, params.session_id, payload.fields))
-      }),
-      transfer: Effect.fnUntraced(function* ({ params, payload }) {
-        const organization = yield* CurrentOrganization
-        return jsonText(yield* sessions.transfer(organization.id, params.session_id, payload?.agent_id ?? null))
-      }),
-      finish: Effect.fnUntraced(function* ({ params, payload }) {
-        const organization = yield* CurrentOrganization
-        return jsonText(
-          yield* sessions.finish(organization.id, params.session_id, payload?.ending_survey_id ?? undefined)
-        )
-      })
     })
   })
 )

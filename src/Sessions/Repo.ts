@@ -9,13 +9,15 @@
  * message committed before it).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
-import { conversationJson, sessionJson } from "../Database/Json.ts"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import { columnsOf, conversationJson, sessionJson, sessionMembers } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
+import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
-import type { SessionStatus } from "../Domain/Session.ts"
+import { Session, type SessionStatus } from "../Domain/Session.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
 import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
@@ -26,12 +28,6 @@ export interface SessionState {
   readonly status: SessionStatus
   readonly agent_id: string | null
   readonly thread_id: string | null
-}
-
-/** An agent of the organization, as the session rules need it. */
-export interface AgentRef {
-  readonly id: string
-  readonly type: "ai" | "human"
 }
 
 /** One event about a session: its type and, for finished/closed, the `action` (W1). */
@@ -223,9 +219,11 @@ const sessionEventsStatement = fixedStatement(
     })
 )
 
+const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(Session))
+
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
-  const sessionJsonFragment = sql.literal(SESSION_JSON)
+  const sessionColumns = sql.literal(columnsOf(sessionMembers("s", "a")))
 
   /** The agent `agentId` of the organization, if any (D6). */
   const findAgent = (organizationId: string, agentId: string) =>
@@ -267,13 +265,18 @@ const makeRepo = Effect.gen(function* () {
       })
     ).pipe(Effect.asVoid)
 
-  /** The session's wire JSON, if it exists in the organization (D1). */
-  const getJson = (organizationId: string, sessionId: string) =>
+  /** The session, decoded, if it exists in the organization (D1). */
+  const find = (organizationId: string, sessionId: string) =>
     isUuid(sessionId)
-      ? sql<{ body: string }>`SELECT ${sessionJsonFragment}::text AS body
-          FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
-          WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}`.pipe(Effect.map((rows) => rows[0]?.body))
+      ? findSession({ organizationId, sessionId }).pipe(Effect.map(Option.getOrUndefined))
       : Effect.succeed(undefined)
+  const findSession = SqlSchema.findOneOption({
+    Request: Schema.Struct({ organizationId: Schema.String, sessionId: Schema.String }),
+    Result: Session,
+    execute: ({ organizationId, sessionId }) => sql`SELECT ${sessionColumns}
+      FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}`
+  })
 
   /** Locks the session row for update (inside a transaction) and reads its state. */
   const lock = (organizationId: string, sessionId: string) =>
@@ -319,19 +322,17 @@ const makeRepo = Effect.gen(function* () {
     })
   })
 
-  /** Sessions matching `search`, newest first (D2), as a JSON array text. */
+  /** Sessions matching `search`, newest first (D2), decoded. */
   const search = (organizationId: string, search: SessionSearch) => {
     const conditions = [sql`s.organization_id = ${organizationId}`]
     if (search.contactId !== undefined) conditions.push(sql`s.contact_id = ${search.contactId}`)
     if (search.status !== undefined) conditions.push(sql`s.status = ${search.status}`)
     if (search.metadata !== undefined) conditions.push(sql`s.metadata @> ${sql.json(search.metadata)}`)
-    return sql<{ body: string }>`SELECT ${sessionJsonFragment}::text AS body
+    return sql`SELECT ${sessionColumns}
       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
       WHERE ${sql.and(conditions)}
       ORDER BY s.created_at DESC, s.id DESC
-      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(
-      Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`)
-    )
+      LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(Effect.flatMap(decodeSessions))
   }
 
   /**
@@ -361,7 +362,7 @@ const makeRepo = Effect.gen(function* () {
   return {
     findAgent,
     create,
-    getJson,
+    find,
     lock,
     update,
     writeEvents,

@@ -1,11 +1,20 @@
 /**
- * The sessions service: create, get, search, update (PATCH), transfer and
- * finish (conversations.md "Sessions"; DECISIONS.md D1, D2, D4-D8, W1).
- * Each change runs in one transaction with its outbox events (W2).
+ * The sessions service: the one owner of the `sessions` table and of the rules
+ * about sessions (conversations.md "Sessions", "Session status"; DECISIONS.md
+ * D1, D2, D4-D8, D16, W1). The sessions API's operations, and the changes other
+ * domains make to sessions inside their own transactions: ingest's closes,
+ * agent changes and metadata patches (D9), the runtime's `should_close` (R2),
+ * expiry (D16). Each change runs in one transaction with its outbox events (W2).
+ *
+ * Side effect of every close, whoever closes: the trigger `sessions_closed` of
+ * migration `0005_replies.ts` cancels the session's pending schedules (status
+ * `canceled`, error `Session closed`) and drops its pending reply job, in the
+ * same transaction (D15, R1).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import type { JsonObject, JsonText } from "../Domain/Common.ts"
+import type { AgentRef } from "../Domain/Agent.ts"
+import type { JsonObject } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { Session, SessionStatus } from "../Domain/Session.ts"
 import { newId } from "../Shared/Ids.ts"
@@ -15,7 +24,7 @@ import { type SessionEvent, type SessionSearch, type SessionState, SessionsRepo 
 export interface CreateSession {
   readonly contact_id: string
   readonly contact_name: string
-  readonly agent_id?: string | undefined
+  readonly agent_id?: string | null | undefined
   readonly status?: SessionStatus | undefined
   readonly metadata?: JsonObject | undefined
 }
@@ -27,46 +36,93 @@ export interface SessionFields {
   readonly agent_id?: string | null | undefined
 }
 
-/** The sessions service; every method returns the session's wire JSON. */
+/**
+ * Why a session closes, which decides its events (W1): `finish` (POST finish,
+ * PATCH to closed) and `system` (a `should_close` tool, R2) emit
+ * session.finished and session.closed with `action: null`; `expiry` (D16) both
+ * with `action: "expired"`; `ingest` (ingest's `new` and `close`, D9) only
+ * session.closed with `action: "ingest"`.
+ */
+export type CloseReason =
+  | { readonly kind: "finish"; readonly endingSurveyId?: string | undefined }
+  | { readonly kind: "system" }
+  | { readonly kind: "expiry" }
+  | { readonly kind: "ingest" }
+
+/** The events of a close (W1). */
+const closeEvents = (reason: CloseReason): ReadonlyArray<SessionEvent> => {
+  switch (reason.kind) {
+    case "ingest":
+      return [{ type: "session.closed", action: "ingest" }]
+    case "expiry":
+      return [
+        { type: "session.finished", action: "expired" },
+        { type: "session.closed", action: "expired" }
+      ]
+    default:
+      return [
+        { type: "session.finished", action: null },
+        { type: "session.closed", action: null }
+      ]
+  }
+}
+
+/**
+ * D7: the thread of a session getting `agent` while it has `thread`: kept once
+ * set, a new id when the session first gets an AI agent, else none.
+ */
+export const threadFor = (agent: AgentRef | null, thread: string | null): string | null =>
+  thread ?? (agent?.type === "ai" ? newId() : null)
+
+/** The sessions service (see module docs). Unknown or foreign sessions fail with SessionNotFound (D1). */
 export class Sessions extends Context.Service<
   Sessions,
   {
-    /** POST /sessions: 201 Session; emits conversation.created when new, session.created. Fails with AgentNotFound (D6). */
-    create(organizationId: string, input: CreateSession): Effect.Effect<JsonText<Session>, AgentNotFound>
+    /** POST /sessions: the created Session; emits conversation.created when new, session.created (W1). Fails with AgentNotFound (D6). */
+    create(organizationId: string, input: CreateSession): Effect.Effect<Session, AgentNotFound>
     /** GET /sessions/{id}. Fails with SessionNotFound (D1). */
-    get(organizationId: string, sessionId: string): Effect.Effect<JsonText<Session>, SessionNotFound>
-    /** POST /sessions/search: newest first (D2); a JSON array. */
-    search(organizationId: string, search: SessionSearch): Effect.Effect<JsonText<ReadonlyArray<Session>>>
+    get(organizationId: string, sessionId: string): Effect.Effect<Session, SessionNotFound>
+    /** POST /sessions/search: newest first (D2). */
+    search(organizationId: string, search: SessionSearch): Effect.Effect<ReadonlyArray<Session>>
     /** PATCH /sessions/{id} (D4). Fails with SessionNotFound, SessionNotOpen (D4, D5), AgentNotFound (D6). */
     update(
       organizationId: string,
       sessionId: string,
       fields: SessionFields
-    ): Effect.Effect<JsonText<Session>, SessionNotFound | SessionNotOpen | AgentNotFound>
-    /** POST /sessions/{id}/transfer: null removes the agent; emits session.transferred (W1). */
+    ): Effect.Effect<Session, SessionNotFound | SessionNotOpen | AgentNotFound>
+    /** POST /sessions/{id}/transfer: null removes the agent; emits session.transferred on every call (W1). */
     transfer(
       organizationId: string,
       sessionId: string,
       agentId: string | null
-    ): Effect.Effect<JsonText<Session>, SessionNotFound | SessionNotOpen | AgentNotFound>
-    /** POST /sessions/{id}/finish: closes; emits session.finished and session.closed with `action: null` (W1). */
+    ): Effect.Effect<Session, SessionNotFound | SessionNotOpen | AgentNotFound>
+    /** POST /sessions/{id}/finish: closes ({@link CloseReason} `finish`). Fails with SessionNotFound, SessionNotOpen (D5). */
     finish(
       organizationId: string,
       sessionId: string,
       endingSurveyId: string | undefined
-    ): Effect.Effect<JsonText<Session>, SessionNotFound | SessionNotOpen>
+    ): Effect.Effect<Session, SessionNotFound | SessionNotOpen>
     /**
-     * Closes an open session for the system (a `should_close` tool of the AI
-     * runtime, R2): session.finished and session.closed with `action` (W1).
-     * Joins the caller's transaction when there is one. Answers false when the
-     * session is missing or already closed.
+     * Closes an open session for `reason` with its events (W1), inside the
+     * caller's transaction when there is one (the row is locked). Answers
+     * false when the session is missing or already closed.
      */
-    closeBySystem(organizationId: string, sessionId: string, action: string | null): Effect.Effect<boolean>
+    close(organizationId: string, sessionId: string, reason: CloseReason): Effect.Effect<boolean>
+    /**
+     * Gives the session `agent` (null: none) with the D7 thread and emits
+     * session.transferred, inside the caller's transaction, on a session it
+     * has locked; answers the session's agent and thread after the change.
+     */
+    assignAgent(
+      session: { readonly id: string; readonly threadId: string | null },
+      agent: AgentRef | null
+    ): Effect.Effect<{ readonly agentId: string | null; readonly threadId: string | null }>
+    /** Replaces the metadata of a session the caller's transaction has locked (bumps `updated_at`, no event: W1). */
+    setMetadata(sessionId: string, metadata: JsonObject): Effect.Effect<void>
     /**
      * One sweep of automatic closing (D16): closes at most `limit` open sessions
-     * idle past their organization's `session_idle_timeout_seconds`, each with
-     * session.finished and session.closed, `action: "expired"` (W1). Answers how
-     * many were closed.
+     * idle past their organization's `session_idle_timeout_seconds`
+     * ({@link CloseReason} `expiry`). Answers how many were closed.
      */
     expireIdle(limit: number): Effect.Effect<number>
   }
@@ -77,97 +133,92 @@ export class Sessions extends Context.Service<
       const sql = yield* PgClient.PgClient
       const repo = yield* SessionsRepo
 
-      const currentJson = (organizationId: string, sessionId: string) =>
-        repo.getJson(organizationId, sessionId).pipe(Effect.map((body) => body as JsonText<Session>))
+      /** The session as committed; it exists (the caller just wrote it). */
+      const current = (organizationId: string, sessionId: string) =>
+        Effect.map(repo.find(organizationId, sessionId), (session) => session!).pipe(Effect.orDie)
 
-      /** Resolves a new agent for a session: D6 check, D7 thread. */
-      const resolveAgent = Effect.fnUntraced(function* (
-        organizationId: string,
-        agentId: string | null,
-        threadId: string | null
-      ) {
-        if (agentId === null) return { agentId: null, threadId }
+      /** D6: the agent `agentId` of the organization (null: none). */
+      const agentOf = Effect.fnUntraced(function* (organizationId: string, agentId: string | null) {
+        if (agentId === null) return null
         const agent = yield* repo.findAgent(organizationId, agentId)
         if (agent === undefined) return yield* new AgentNotFound()
-        return { agentId: agent.id, threadId: threadId ?? (agent.type === "ai" ? newId() : null) }
+        return agent
       })
 
+      const assignAgent = (
+        session: { readonly id: string; readonly threadId: string | null },
+        agent: AgentRef | null
+      ) =>
+        Effect.gen(function* () {
+          const threadId = threadFor(agent, session.threadId)
+          yield* repo.update(session.id, { agentId: agent?.id ?? null, threadId })
+          yield* repo.writeEvents(session.id, [{ type: "session.transferred" }])
+          return { agentId: agent?.id ?? null, threadId }
+        }).pipe(Effect.orDie)
+
+      /** Closes the locked open session `state` for `reason` (see module docs for the trigger it fires). */
+      const closeLocked = (state: SessionState, reason: CloseReason) =>
+        repo
+          .update(state.id, {
+            status: "closed",
+            ...(reason.kind === "finish" && reason.endingSurveyId !== undefined
+              ? { endingSurveySubmissionId: reason.endingSurveyId }
+              : {})
+          })
+          .pipe(Effect.andThen(repo.writeEvents(state.id, closeEvents(reason))))
+
       /**
-       * Runs `change` on the locked session inside a transaction, writes its
-       * events and answers the session as committed.
+       * Runs `change` on the locked session inside a transaction (it writes
+       * and emits through the owner's helpers) and answers the session as
+       * committed.
        */
       const change = <E>(
         organizationId: string,
         sessionId: string,
-        change: (state: SessionState) => Effect.Effect<ReadonlyArray<SessionEvent>, E, never>
+        change: (state: SessionState) => Effect.Effect<void, E | SessionNotOpen>
       ) =>
         sql
           .withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lock(organizationId, sessionId)
               if (state === undefined) return yield* new SessionNotFound()
-              const events = yield* change(state)
-              yield* repo.writeEvents(state.id, events)
-              return (yield* currentJson(organizationId, state.id))!
+              yield* change(state)
+              return yield* current(organizationId, state.id)
             })
           )
           .pipe(Effect.catchTag("SqlError", Effect.die))
 
-      const transferTo = Effect.fnUntraced(function* (
-        organizationId: string,
-        state: SessionState,
-        agentId: string | null
-      ) {
-        const resolved = yield* resolveAgent(organizationId, agentId, state.thread_id)
-        yield* repo.update(state.id, { agentId: resolved.agentId, threadId: resolved.threadId })
-        return { type: "session.transferred" } as const
-      })
-
-      const close = (state: SessionState, endingSurveyId: string | undefined) =>
-        repo
-          .update(state.id, {
-            status: "closed",
-            ...(endingSurveyId !== undefined ? { endingSurveySubmissionId: endingSurveyId } : {})
-          })
-          .pipe(
-            Effect.as([
-              { type: "session.finished", action: null },
-              { type: "session.closed", action: null }
-            ] as const)
-          )
-
       const create = Effect.fn("Sessions.create")(
         function* (organizationId: string, input: CreateSession) {
-          const agent = yield* resolveAgent(organizationId, input.agent_id ?? null, null)
+          const agent = yield* agentOf(organizationId, input.agent_id ?? null)
           const id = newId()
           yield* repo.create({
             id,
             organizationId,
             contactId: input.contact_id,
             contactName: input.contact_name,
-            threadId: agent.threadId,
+            threadId: threadFor(agent, null),
             status: input.status ?? "open",
-            agentId: agent.agentId,
+            agentId: agent?.id ?? null,
             metadata: input.metadata ?? {}
           })
-          return (yield* currentJson(organizationId, id))!
+          return yield* current(organizationId, id)
         },
         Effect.catchTag("SqlError", Effect.die)
       )
 
       const get = Effect.fn("Sessions.get")(
         function* (organizationId: string, sessionId: string) {
-          const body = yield* currentJson(organizationId, sessionId)
-          if (body === undefined) return yield* new SessionNotFound()
-          return body
+          const session = yield* repo.find(organizationId, sessionId)
+          if (session === undefined) return yield* new SessionNotFound()
+          return session
         },
-        Effect.catchTag("SqlError", Effect.die)
+        Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 
       const search = Effect.fn("Sessions.search")(
-        (organizationId: string, search: SessionSearch) =>
-          repo.search(organizationId, search).pipe(Effect.map((body) => body as JsonText<ReadonlyArray<Session>>)),
-        Effect.catchTag("SqlError", Effect.die)
+        (organizationId: string, search: SessionSearch) => repo.search(organizationId, search),
+        Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 
       const update = Effect.fn("Sessions.update")((organizationId: string, sessionId: string, fields: SessionFields) =>
@@ -176,11 +227,15 @@ export class Sessions extends Context.Service<
             if (state.status === "closed") {
               return yield* fields.status === "open" ? Effect.fail(SessionNotOpen.cannotReopen()) : new SessionNotOpen()
             }
-            const events: Array<SessionEvent> = []
+            // The members apply in the order metadata, agent, status (README "PATCH /sessions").
             if (fields.metadata !== undefined) yield* repo.update(state.id, { metadata: fields.metadata })
-            if (fields.agent_id !== undefined) events.push(yield* transferTo(organizationId, state, fields.agent_id))
-            if (fields.status === "closed") events.push(...(yield* close(state, undefined)))
-            return events
+            if (fields.agent_id !== undefined) {
+              yield* assignAgent(
+                { id: state.id, threadId: state.thread_id },
+                yield* agentOf(organizationId, fields.agent_id)
+              )
+            }
+            if (fields.status === "closed") yield* closeLocked(state, { kind: "finish" })
           })
         )
       )
@@ -190,7 +245,7 @@ export class Sessions extends Context.Service<
           change(organizationId, sessionId, (state) =>
             Effect.gen(function* () {
               if (state.status === "closed") return yield* new SessionNotOpen()
-              return [yield* transferTo(organizationId, state, agentId)]
+              yield* assignAgent({ id: state.id, threadId: state.thread_id }, yield* agentOf(organizationId, agentId))
             })
           )
       )
@@ -200,27 +255,26 @@ export class Sessions extends Context.Service<
           change(organizationId, sessionId, (state) =>
             Effect.gen(function* () {
               if (state.status === "closed") return yield* new SessionNotOpen()
-              return yield* close(state, endingSurveyId)
+              yield* closeLocked(state, { kind: "finish", endingSurveyId })
             })
           )
       )
 
-      const closeBySystem = Effect.fn("Sessions.closeBySystem")(
-        (organizationId: string, sessionId: string, action: string | null) =>
+      const close = Effect.fn("Sessions.close")(
+        (organizationId: string, sessionId: string, reason: CloseReason) =>
           sql.withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lock(organizationId, sessionId)
               if (state === undefined || state.status === "closed") return false
-              yield* repo.update(state.id, { status: "closed" })
-              yield* repo.writeEvents(state.id, [
-                { type: "session.finished", action },
-                { type: "session.closed", action }
-              ])
+              yield* closeLocked(state, reason)
               return true
             })
           ),
         Effect.catchTag("SqlError", Effect.die)
       )
+
+      const setMetadata = (sessionId: string, metadata: JsonObject) =>
+        repo.update(sessionId, { metadata }).pipe(Effect.orDie)
 
       const expireIdle = Effect.fn("Sessions.expireIdle")(
         function* (limit: number) {
@@ -232,11 +286,7 @@ export class Sessions extends Context.Service<
               Effect.gen(function* () {
                 const state = yield* repo.lock(candidate.organization_id, candidate.id)
                 if (state === undefined || state.status === "closed" || !(yield* repo.isIdle(state.id))) return false
-                yield* repo.update(state.id, { status: "closed" })
-                yield* repo.writeEvents(state.id, [
-                  { type: "session.finished", action: "expired" },
-                  { type: "session.closed", action: "expired" }
-                ])
+                yield* closeLocked(state, { kind: "expiry" })
                 return true
               })
             )
@@ -247,7 +297,18 @@ export class Sessions extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      return Sessions.of({ create, get, search, update, transfer, finish, closeBySystem, expireIdle })
+      return Sessions.of({
+        create,
+        get,
+        search,
+        update,
+        transfer,
+        finish,
+        close,
+        assignAgent,
+        setMetadata,
+        expireIdle
+      })
     })
   )
 }

@@ -6,7 +6,14 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
-import { Forbidden, InvalidContentType, MessageNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
+import {
+  Forbidden,
+  InvalidContentType,
+  MessageNotFound,
+  SessionNotFound,
+  SessionNotOpen,
+  ValidationFailed
+} from "../Domain/Errors.ts"
 import type { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { type DeliveryFields, type MessageSearch, MessagesRepo, type NewMessage } from "./Repo.ts"
 
@@ -65,20 +72,24 @@ export class Messages extends Context.Service<
       organizationId: string,
       sessionId: string,
       messageId: string
-    ): Effect.Effect<JsonText<Message>, SessionNotFound | MessageNotFound | Forbidden>
+    ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
     /** PATCH delivery tracking (D13); emits message.updated when a delivery field changed (W1). */
     update(
       organizationId: string,
       sessionId: string,
       messageId: string,
       input: UpdateMessage
-    ): Effect.Effect<JsonText<Message>, SessionNotFound | MessageNotFound | Forbidden>
-    /** Search oldest first (D3). Fails with SessionNotFound. */
+    ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
+    /**
+     * Search oldest first (D3). `search.session_id` (the body's) must equal the
+     * path's, else ValidationFailed at `["body", "session_id"]` (422). Fails with
+     * SessionNotFound.
+     */
     search(
       organizationId: string,
       sessionId: string,
-      search: MessageSearch
-    ): Effect.Effect<JsonText<ReadonlyArray<Message>>, SessionNotFound>
+      search: MessageSearch & { readonly session_id: string }
+    ): Effect.Effect<ReadonlyArray<Message>, SessionNotFound | ValidationFailed>
     /**
      * Appends a message written by the AI runtime (R2): any content type,
      * internal ones included (`function_call`, `function_result`), no client
@@ -120,22 +131,20 @@ export class Messages extends Context.Service<
         const found = yield* repo.find(organizationId, sessionId, messageId)
         if (!found.sessionFound) return yield* new SessionNotFound()
         if (found.message === undefined) return yield* new MessageNotFound()
-        if (found.message.organizationId !== organizationId) return yield* new Forbidden()
-        if (found.message.sessionId !== sessionId) return yield* new MessageNotFound()
+        if (found.message.organization_id !== organizationId) return yield* new Forbidden()
+        if (found.message.session_id !== sessionId) return yield* new MessageNotFound()
         return found.message
       })
 
       const get = Effect.fn("Messages.get")(
-        function* (organizationId: string, sessionId: string, messageId: string) {
-          return (yield* locate(organizationId, sessionId, messageId)).body as JsonText<Message>
-        },
-        Effect.catchTag("SqlError", Effect.die)
+        (organizationId: string, sessionId: string, messageId: string) => locate(organizationId, sessionId, messageId),
+        Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 
       const update = Effect.fn("Messages.update")(
         function* (organizationId: string, sessionId: string, messageId: string, input: UpdateMessage) {
           yield* locate(organizationId, sessionId, messageId)
-          const body = yield* sql.withTransaction(
+          return yield* sql.withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lockDelivery(messageId)
               const fields: { -readonly [K in keyof DeliveryFields]: DeliveryFields[K] } = {}
@@ -162,17 +171,24 @@ export class Messages extends Context.Service<
               return yield* repo.updateDelivery(messageId, fields)
             })
           )
-          return body as JsonText<Message>
         },
-        Effect.catchTag("SqlError", Effect.die)
+        Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 
       const search = Effect.fn("Messages.search")(
-        function* (organizationId: string, sessionId: string, search: MessageSearch) {
+        function* (organizationId: string, sessionId: string, search: MessageSearch & { readonly session_id: string }) {
+          // D3: the body's session_id names the path's session.
+          if (search.session_id !== sessionId) {
+            return yield* ValidationFailed.one(
+              ["body", "session_id"],
+              "session_id must equal the session of the path",
+              "value_error"
+            )
+          }
           if (!(yield* repo.sessionExists(organizationId, sessionId))) return yield* new SessionNotFound()
-          return (yield* repo.search(sessionId, search)) as JsonText<ReadonlyArray<Message>>
+          return yield* repo.search(sessionId, search)
         },
-        Effect.catchTag("SqlError", Effect.die)
+        Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 
       const append = Effect.fn("Messages.append")(

@@ -9,13 +9,14 @@
  * message committed before it).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { SqlError } from "effect/sql"
 import { messageJson } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
-import type { DeliveryStatus, MessageRole } from "../Domain/Message.ts"
+import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Message.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
 import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
@@ -152,6 +153,9 @@ export const insertMessageStatement = fixedStatement(
 SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
 )
 
+const decodeMessage = Schema.decodeUnknownEffect(Message)
+const decodeMessages = Schema.decodeUnknownEffect(Schema.Array(Message))
+
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
@@ -201,34 +205,29 @@ const makeRepo = Effect.gen(function* () {
 
   /**
    * Looks a message up for the session path (D1): whether the session is in the
-   * organization, and the message's organization, session and wire JSON.
+   * organization, and the message (decoded) when it exists, in any organization
+   * (the caller answers 403 for another's).
    */
-  const find = (organizationId: string, sessionId: string, messageId: string) => {
+  const find = (
+    organizationId: string,
+    sessionId: string,
+    messageId: string
+  ): Effect.Effect<
+    { readonly sessionFound: boolean; readonly message: Message | undefined },
+    SqlError.SqlError | Schema.SchemaError
+  > => {
     if (!isUuid(sessionId)) return Effect.succeed({ sessionFound: false, message: undefined })
-    return sql<{
-      session_found: boolean
-      organization_id: string | null
-      session_id: string | null
-      body: string | null
-    }>`
+    return sql<{ session_found: boolean; message: unknown }>`
       SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId}) AS session_found,
-        m.organization_id, m.session_id, ${messageJsonFragment}::text AS body
+        CASE WHEN m.id IS NULL THEN NULL ELSE ${messageJsonFragment} END AS message
       FROM (SELECT 1) AS one
       LEFT JOIN messages m ON m.id = ${isUuid(messageId) ? messageId : null}::uuid`.pipe(
-      Effect.map((rows) => {
-        const row = rows[0]!
-        return {
-          sessionFound: row.session_found,
-          message:
-            row.organization_id === null
-              ? undefined
-              : {
-                  organizationId: row.organization_id,
-                  sessionId: row.session_id!,
-                  body: row.body!
-                }
-        }
-      })
+      Effect.flatMap(([row]) =>
+        Effect.map(row!.message === null ? Effect.succeed(undefined) : decodeMessage(row!.message), (message) => ({
+          sessionFound: row!.session_found,
+          message
+        }))
+      )
     )
   }
 
@@ -240,13 +239,13 @@ const makeRepo = Effect.gen(function* () {
 
   /**
    * Updates delivery columns, stamps `updated_at`, writes message.updated
-   * (W1) when a delivery field changed, and answers the wire JSON.
+   * (W1) when a delivery field changed, and answers the message (decoded).
    */
   const updateDelivery = Effect.fnUntraced(function* (messageId: string, fields: DeliveryFields) {
     const set: Record<string, unknown> = { ...fields }
     const eventId = newId()
     const traceContext = yield* currentTraceContext
-    return yield* sql<{ body: string }>`
+    return yield* sql<{ message: unknown }>`
       WITH before AS (
         SELECT * FROM messages WHERE id = ${messageId}
       ), m AS (
@@ -255,10 +254,10 @@ const makeRepo = Effect.gen(function* () {
       ), ev AS (
         SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${updatedEvents})
-      SELECT ${messageJsonFragment}::text AS body FROM m`.pipe(Effect.map((rows) => rows[0]!.body))
+      SELECT ${messageJsonFragment} AS message FROM m`.pipe(Effect.flatMap((rows) => decodeMessage(rows[0]!.message)))
   })
 
-  /** Messages of a session matching `search`, oldest first (D3), as a JSON array text. */
+  /** Messages of a session matching `search`, oldest first (D3), decoded. */
   const search = (sessionId: string, search: MessageSearch) => {
     const conditions = [sql`m.session_id = ${sessionId}`]
     if (search.provider_message_id !== undefined)
@@ -266,11 +265,11 @@ const makeRepo = Effect.gen(function* () {
     if (search.replied_provider_message_id !== undefined)
       conditions.push(sql`m.replied_provider_message_id = ${search.replied_provider_message_id}`)
     if (search.role !== undefined) conditions.push(sql`m.role = ${search.role}`)
-    return sql<{ body: string }>`SELECT ${messageJsonFragment}::text AS body FROM messages m
+    return sql<{ message: unknown }>`SELECT ${messageJsonFragment} AS message FROM messages m
       WHERE ${sql.and(conditions)}
       ORDER BY m.created_at, m.id
       LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(
-      Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`)
+      Effect.flatMap((rows) => decodeMessages(rows.map((row) => row.message)))
     )
   }
 

@@ -9,7 +9,7 @@
 import * as crypto from "node:crypto"
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Cause, Context, Effect, Layer, Redacted, Schema, type Types } from "effect"
+import { ByteSize, Cause, Context, Effect, Layer, Redacted, Ref, Schema, type Types } from "effect"
 import {
   FindMyWay,
   HttpMethod,
@@ -293,6 +293,7 @@ export const ErrorShaping = HttpRouter.middleware(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const health = yield* DatabaseHealth
+    const draining = yield* Draining
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const tooLarge = Effect.succeed(detail(413, "Request body too large", { connection: "close" }))
     return (httpEffect) =>
@@ -310,7 +311,7 @@ export const ErrorShaping = HttpRouter.middleware(
         return Effect.map(response, (sent) =>
           HttpServerResponse.setHeaders(
             sent,
-            draining.active ? { "x-request-id": requestId, connection: "close" } : { "x-request-id": requestId }
+            Ref.getUnsafe(draining) ? { "x-request-id": requestId, connection: "close" } : { "x-request-id": requestId }
           )
         ).pipe(
           Effect.tap((sent) =>
@@ -461,23 +462,21 @@ const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:str
  * carries `Connection: close`, so kept-alive connections end after their
  * current request and the server's close completes as soon as the requests in
  * flight are answered (Node's `server.close()` only drops idle connections).
- * One HTTP server per process.
  */
-export const draining = { active: false }
+export class Draining extends Context.Service<Draining, Ref.Ref<boolean>>()("parley/Http/Draining") {
+  /** Not draining until the server's scope starts closing ({@link DrainOnShutdown}). */
+  static readonly layer = Layer.effect(Draining, Ref.make(false))
+}
 
 /**
- * Marks the server as {@link draining} when its scope closes, before the
+ * Marks the server as {@link Draining} when its scope closes, before the
  * Node server's close (it is built after the server, so finalized first).
  */
 export const DrainOnShutdown = Layer.effectDiscard(
   Effect.gen(function* () {
     yield* HttpServer.HttpServer
-    draining.active = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        draining.active = true
-      })
-    )
+    const draining = yield* Draining
+    yield* Effect.addFinalizer(() => Ref.set(draining, true))
   })
 )
 
@@ -502,7 +501,8 @@ export const ServerLive = Layer.unwrap(
           host: config.host,
           gracefulShutdownTimeout: "10 seconds"
         })
-      )
+      ),
+      Layer.provide(Draining.layer)
     )
   })
 )

@@ -20,6 +20,7 @@ interface ParameterTypes {
   readonly int4: number
   readonly "uuid[]": ReadonlyArray<string>
   readonly "text[]": ReadonlyArray<string>
+  readonly "int4[]": ReadonlyArray<number>
 }
 
 /** A parameter's type: `uuid`, `text`, ...; with `?` it may be null. */

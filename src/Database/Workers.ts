@@ -1,23 +1,11 @@
 /**
  * What the background workers (webhook deliveries, reply jobs, schedules)
- * share: wake-ups by LISTEN, graceful stopping (O5), and, for tests, the scope
- * of organizations they claim work of.
+ * share: wake-ups by LISTEN and graceful stopping (O5).
  */
 
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Fiber, FiberSet, Queue } from "effect"
+import { Effect, Fiber, FiberSet, Queue } from "effect"
 import { logUnlessOutage } from "./Health.ts"
-
-/**
- * Test isolation: when set, a worker claims only work of the organizations it
- * answers, because in-process test files share one database with other files'
- * workers. Unset (the default) in the application, where every process claims
- * everything.
- */
-/** The organizations a worker may claim work of, or undefined for all (the default). */
-export const ClaimScope = Context.Reference<(() => ReadonlyArray<string>) | undefined>("parley/ClaimScope", {
-  defaultValue: () => undefined
-})
 
 /**
  * Calls `onNotification` for every NOTIFY on `channel` (and once when

@@ -154,13 +154,11 @@ const makeRepo = Effect.gen(function* () {
     readonly now: Date
     readonly leaseMs: number
     readonly limit: number
-    readonly organizations: ReadonlyArray<string> | null
   }) =>
     sql<ClaimedJob>`
       WITH due AS (
         SELECT j.id FROM reply_jobs j
         WHERE j.status = 'pending' AND j.due_at <= ${options.now}
-          AND (${options.organizations === null}::boolean OR j.organization_id = ANY (${options.organizations ?? []}::uuid[]))
           AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.session_id = j.session_id AND r.status = 'running')
         ORDER BY j.due_at
         LIMIT ${options.limit}
@@ -246,12 +244,9 @@ const makeRepo = Effect.gen(function* () {
         FROM mine m WHERE j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(Effect.asVoid)
 
   /** The earliest due time of pending jobs and schedules (in scope), if any. */
-  const nextDue = (organizations: ReadonlyArray<string> | null) =>
-    sql<{ due: Date | null }>`SELECT least(
-        (SELECT min(due_at) FROM reply_jobs WHERE status = 'pending'
-          AND (${organizations === null}::boolean OR organization_id = ANY (${organizations ?? []}::uuid[]))),
-        (SELECT min(coalesce(retry_at, scheduled_for)) FROM session_schedules WHERE status = 'pending'
-          AND (${organizations === null}::boolean OR organization_id = ANY (${organizations ?? []}::uuid[])))
+  const nextDue = sql<{ due: Date | null }>`SELECT least(
+        (SELECT min(due_at) FROM reply_jobs WHERE status = 'pending'),
+        (SELECT min(coalesce(retry_at, scheduled_for)) FROM session_schedules WHERE status = 'pending')
       ) AS due`.pipe(Effect.map((rows) => rows[0]?.due ?? null))
 
   /** Inserts a pending schedule (D15) and notifies workers; answers its wire JSON. */
@@ -303,13 +298,11 @@ const makeRepo = Effect.gen(function* () {
     readonly now: Date
     readonly leaseMs: number
     readonly limit: number
-    readonly organizations: ReadonlyArray<string> | null
   }) =>
     sql<ClaimedSchedule>`
       WITH due AS (
         SELECT id FROM session_schedules
         WHERE status = 'pending' AND coalesce(retry_at, scheduled_for) <= ${options.now}
-          AND (${options.organizations === null}::boolean OR organization_id = ANY (${options.organizations ?? []}::uuid[]))
         ORDER BY coalesce(retry_at, scheduled_for)
         LIMIT ${options.limit}
         FOR UPDATE SKIP LOCKED

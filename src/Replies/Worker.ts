@@ -22,7 +22,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
+import { listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { diedOutcome, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
@@ -60,7 +60,6 @@ const makeWorker = Effect.gen(function* () {
   const runtime = yield* Runtime
   const messages = yield* Messages
   const pg = yield* PgClient.PgClient
-  const claimScope = yield* ClaimScope
   const workerId = newId()
 
   let inFlight = 0
@@ -70,7 +69,6 @@ const makeWorker = Effect.gen(function* () {
     Queue.offerUnsafe(doorbell, undefined)
   }
   const runs = yield* FiberSet.make<void, never>()
-  const scope = () => (claimScope === undefined ? null : claimScope())
 
   const finished = Effect.sync(() => {
     inFlight--
@@ -227,7 +225,6 @@ const makeWorker = Effect.gen(function* () {
     for (;;) {
       if (stopping) return
       const now = yield* Clock.currentTimeMillis
-      const organizations = scope()
       if (now - lastRecovery >= RECOVER_EVERY_MS) {
         lastRecovery = now
         yield* repo
@@ -241,8 +238,7 @@ const makeWorker = Effect.gen(function* () {
           workerId,
           now: new Date(now),
           leaseMs: LEASE_MS,
-          limit: free,
-          organizations
+          limit: free
         })
         if (stopping) return
         for (const job of jobs) {
@@ -256,8 +252,7 @@ const makeWorker = Effect.gen(function* () {
                 workerId,
                 now: new Date(now),
                 leaseMs: LEASE_MS,
-                limit: room,
-                organizations
+                limit: room
               })
             : []
         if (stopping) return
@@ -268,7 +263,7 @@ const makeWorker = Effect.gen(function* () {
         full = jobs.length === free || schedules.length === room
       }
       if (full) continue
-      const next = yield* repo.nextDue(organizations)
+      const next = yield* repo.nextDue
       const untilDue = next === null ? POLL_MS : next.getTime() - (yield* Clock.currentTimeMillis)
       // Due but not claimable (its session's previous turn still runs): the finishing run rings.
       const wait = untilDue <= 0 ? POLL_MS : Math.min(POLL_MS, untilDue)

@@ -10,6 +10,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { isoTimestamp } from "../Database/Json.ts"
+import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
@@ -47,23 +48,32 @@ export interface AttemptResult {
 }
 
 /**
- * The claim (W5, O1): locks up to `4 x $3` due pending deliveries of enabled
+ * The claim (W5, O1): locks up to `4 x limit` due pending deliveries of enabled
  * apps, oldest due first, skipping rows other workers hold
- * (`FOR UPDATE SKIP LOCKED`) and apps this process has saturated ($7) and (tests only) organizations
- * outside $8 when it is not null, keeps at
- * most `$4 - in flight` per app ($5/$6: app ids and their in-flight counts in
- * this process), and leases up to $3 of them to worker $1 for $2 ms.
+ * (`FOR UPDATE SKIP LOCKED`) and apps this process has saturated, keeps at most
+ * `perApp - in flight` per app (`busyApps`/`busyCounts`: app ids and their
+ * in-flight counts in this process), and leases up to `limit` of them to
+ * `workerId` for `leaseMs`.
  */
-export const claimSql = `WITH busy AS (
-  SELECT * FROM unnest($5::uuid[], $6::int[]) AS b(app_id, n)
+export const claimStatement = fixedStatement(
+  {
+    workerId: "uuid",
+    leaseMs: "int4",
+    limit: "int4",
+    perApp: "int4",
+    busyApps: "uuid[]",
+    busyCounts: "int4[]",
+    saturated: "uuid[]"
+  },
+  (p) => `WITH busy AS (
+  SELECT * FROM unnest(${p.busyApps}, ${p.busyCounts}) AS b(app_id, n)
 ), scan AS (
   SELECT d.id, d.app_id, d.next_attempt_at FROM deliveries d JOIN apps a ON a.id = d.app_id
   WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-    AND (d.claimed_until IS NULL OR d.claimed_until < now())
-    AND a.enabled AND NOT (d.app_id = ANY ($7::uuid[]))
-    AND ($8::uuid[] IS NULL OR d.organization_id = ANY ($8::uuid[]))
+    AND (d.lease_until IS NULL OR d.lease_until < now())
+    AND a.enabled AND NOT (d.app_id = ANY (${p.saturated}))
   ORDER BY d.next_attempt_at
-  LIMIT $3 * 4
+  LIMIT ${p.limit} * 4
   FOR UPDATE OF d SKIP LOCKED
 ), picked AS (
   SELECT r.id FROM (
@@ -71,41 +81,57 @@ export const claimSql = `WITH busy AS (
       row_number() OVER (PARTITION BY s.app_id ORDER BY s.next_attempt_at, s.id) AS rn
     FROM scan s
   ) r LEFT JOIN busy b ON b.app_id = r.app_id
-  WHERE r.rn <= $4 - coalesce(b.n, 0)
+  WHERE r.rn <= ${p.perApp} - coalesce(b.n, 0)
   ORDER BY r.next_attempt_at
-  LIMIT $3
+  LIMIT ${p.limit}
 )
-UPDATE deliveries d SET claimed_by = $1, claimed_until = now() + $2 * interval '1 millisecond'
+UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
 FROM picked p, apps a, events e
 WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
 RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret, e.body,
   e.trace_context->>'traceparent' AS traceparent`
+)
 
 /**
  * Records a batch of attempts (W5): each delivery's status, counters and next
  * attempt, its lease cleared, and one `delivery_attempts` row, for deliveries
- * still leased to worker $8. Arrays: $1 ids, $2 status codes ('' = none),
- * $3 errors ('' = none), $4 durations (ms), $5 starts (ISO 8601), $6 statuses,
- * $7 delays (ms).
+ * still leased to `workerId`. Arrays of one entry per attempt: ids, status
+ * codes ('' = none), errors ('' = none), durations (ms), starts (ISO 8601),
+ * statuses, delays (ms).
  */
-export const completeSql = `WITH r AS (
-  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[])
-    AS r(id, status_code, error, duration_ms, started_at, status, delay_ms)
+export const completeStatement = fixedStatement(
+  {
+    ids: "uuid[]",
+    statusCodes: "text[]",
+    errors: "text[]",
+    durationsMs: "int4[]",
+    startedAt: "text[]",
+    statuses: "text[]",
+    delaysMs: "int4[]",
+    workerId: "uuid"
+  },
+  (p) => `WITH r AS (
+  SELECT * FROM unnest(${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt}, ${p.statuses},
+    ${p.delaysMs}) AS r(id, status_code, error, duration_ms, started_at, status, delay_ms)
 ), d AS (
   UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
     next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
     last_status_code = nullif(r.status_code, '')::int, last_error = nullif(r.error, ''),
-    claimed_by = NULL, claimed_until = NULL, updated_at = statement_timestamp()
-  FROM r WHERE d.id = r.id AND d.claimed_by = $8
+    leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
+  FROM r WHERE d.id = r.id AND d.leased_by = ${p.workerId}
   RETURNING d.id, d.organization_id, d.attempts, r.status_code, r.error, r.duration_ms, r.started_at
 )
 INSERT INTO delivery_attempts (delivery_id, attempt, organization_id, status_code, error, duration_ms, started_at)
 SELECT id, attempts, organization_id, nullif(status_code, '')::int, nullif(error, ''), duration_ms, started_at::timestamptz
 FROM d`
+)
 
-/** Clears the leases worker $1 still holds on pending deliveries (O5: released for another process). */
-export const releaseSql = `UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL
-WHERE claimed_by = $1 AND status = 'pending'`
+/** Clears the leases a worker still holds on pending deliveries (O5: released for another process). */
+const releaseStatement = fixedStatement(
+  { workerId: "uuid" },
+  (p) =>
+    `UPDATE deliveries SET leased_by = NULL, lease_until = NULL WHERE leased_by = ${p.workerId} AND status = 'pending'`
+)
 
 /** An app row as inserted. */
 export interface NewApp {
@@ -220,7 +246,7 @@ const makeRepo = Effect.gen(function* () {
         SELECT d.id, pg_notify(${deliveriesChannel}, '') FROM d`.pipe(Effect.map((rows) => rows.length > 0))
       : Effect.succeed(false)
 
-  /** Leases due deliveries to `workerId` ({@link claimSql}). */
+  /** Leases due deliveries to `workerId` ({@link claimStatement}). */
   const claim = (options: {
     readonly workerId: string
     readonly leaseMs: number
@@ -229,36 +255,25 @@ const makeRepo = Effect.gen(function* () {
     readonly busyApps: ReadonlyArray<string>
     readonly busyCounts: ReadonlyArray<number>
     readonly saturated: ReadonlyArray<string>
-    readonly organizations: ReadonlyArray<string> | null
-  }) =>
-    sql.unsafe<ClaimedDelivery>(claimSql, [
-      options.workerId,
-      options.leaseMs,
-      options.limit,
-      options.perApp,
-      options.busyApps as Array<string>,
-      options.busyCounts as Array<number>,
-      options.saturated as Array<string>,
-      options.organizations as Array<string> | null
-    ])
+  }) => claimStatement.run<ClaimedDelivery>(sql, options)
 
-  /** Records attempts ({@link completeSql}). */
+  /** Records attempts ({@link completeStatement}). */
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>) =>
-    sql
-      .unsafe(completeSql, [
-        results.map((r) => r.id),
-        results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
-        results.map((r) => r.error ?? ""),
-        results.map((r) => r.durationMs),
-        results.map((r) => r.startedAt.toISOString()),
-        results.map((r) => r.status),
-        results.map((r) => r.delayMs),
+    completeStatement
+      .run(sql, {
+        ids: results.map((r) => r.id),
+        statusCodes: results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
+        errors: results.map((r) => r.error ?? ""),
+        durationsMs: results.map((r) => r.durationMs),
+        startedAt: results.map((r) => r.startedAt.toISOString()),
+        statuses: results.map((r) => r.status),
+        delaysMs: results.map((r) => r.delayMs),
         workerId
-      ])
+      })
       .pipe(Effect.asVoid)
 
-  /** Releases `workerId`'s leases on pending deliveries ({@link releaseSql}). */
-  const release = (workerId: string) => sql.unsafe(releaseSql, [workerId]).pipe(Effect.asVoid)
+  /** Releases `workerId`'s leases on pending deliveries. */
+  const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 
   return {
     organizationExists,

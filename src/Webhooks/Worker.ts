@@ -3,7 +3,7 @@
  * every process with `PARLEY_ROLE` `all` or `worker`.
  *
  * - Claim: due pending deliveries are leased with `FOR UPDATE SKIP LOCKED`
- *   (`Repo.ts` `claimSql`), so processes sharing a database never take the same
+ *   (`Repo.ts` `claimStatement`), so processes sharing a database never take the same
  *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
  *   claims due again.
  * - Wake-up: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
@@ -23,11 +23,11 @@
  */
 
 import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
+import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { ClaimScope, listenForever, stopWorker } from "../Database/Workers.ts"
+import { listenForever, stopWorker } from "../Database/Workers.ts"
 import { newId } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
@@ -88,7 +88,6 @@ const makeWorker = Effect.gen(function* () {
   const config = yield* AppConfig
   const client = yield* HttpClient.HttpClient
   const workerId = newId()
-  const claimScope = yield* ClaimScope
   const timeoutMs = Duration.toMillis(config.webhookTimeout)
   const leaseMs = timeoutMs + LEASE_MARGIN_MS
   const schedule = config.webhookRetrySchedule
@@ -110,7 +109,7 @@ const makeWorker = Effect.gen(function* () {
   const attempts = yield* FiberSet.make<void, never>()
 
   /** POSTs the envelope; answers the HTTP status. */
-  const send = (delivery: ClaimedDelivery) =>
+  const send = (delivery: ClaimedDelivery, at: Date) =>
     Effect.suspend(() => {
       const url = parseTargetUrl(delivery.webhook_url)
       // IP-literal hosts never reach the agent's lookup: checked here (W6).
@@ -118,7 +117,7 @@ const makeWorker = Effect.gen(function* () {
       if (refused !== undefined) return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(refused)
       const request = HttpClientRequest.post(url).pipe(
         HttpClientRequest.setHeaders({
-          ...signatureHeaders(delivery.signing_secret, delivery.event_id, new Date(), delivery.body),
+          ...signatureHeaders(delivery.signing_secret, delivery.event_id, at, delivery.body),
           "user-agent": "Parley-Webhooks/1"
         }),
         HttpClientRequest.bodyText(delivery.body, "application/json")
@@ -129,48 +128,49 @@ const makeWorker = Effect.gen(function* () {
     })
 
   /** One attempt of a claimed delivery; the result goes to the writer. */
-  const attempt = (delivery: ClaimedDelivery) => {
-    const startedAt = new Date()
-    const start = performance.now()
-    const parent = spanOfTraceparent(delivery.traceparent)
-    return send(delivery).pipe(
-      Effect.timeout(timeoutMs),
-      Effect.result,
-      Effect.withSpan("Webhooks.attempt", {
-        attributes: { "parley.delivery_id": delivery.id, "parley.event_id": delivery.event_id },
-        ...(parent === undefined ? {} : { parent })
-      }),
-      Effect.flatMap((outcome) => {
-        const durationMs = Math.round(performance.now() - start)
-        const number = delivery.attempts + 1
-        let statusCode: number | null = null
-        let error: string | null = null
-        if (outcome._tag === "Success") {
-          statusCode = outcome.success
-          if (statusCode < 200 || statusCode > 299) error = `HTTP status ${statusCode}`
-        } else {
-          error = describeFailure(outcome.failure, timeoutMs)
-        }
-        const delayMs = error === null ? undefined : retryDelayMs(schedule, number)
-        const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"
-        return Metrics.record(Metrics.webhookAttempts, 1, { outcome: status === "pending" ? "retry" : status }).pipe(
-          Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)),
-          Effect.andThen(
-            Queue.offer(results, {
-              id: delivery.id,
-              statusCode,
-              error,
-              durationMs,
-              startedAt,
-              status,
-              delayMs: delayMs ?? 0
-            })
+  const attempt = (delivery: ClaimedDelivery) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const startedAt = new Date(now)
+      const start = performance.now()
+      const parent = spanOfTraceparent(delivery.traceparent)
+      return send(delivery, startedAt).pipe(
+        Effect.timeout(timeoutMs),
+        Effect.result,
+        Effect.withSpan("Webhooks.attempt", {
+          attributes: { "parley.delivery_id": delivery.id, "parley.event_id": delivery.event_id },
+          ...(parent === undefined ? {} : { parent })
+        }),
+        Effect.flatMap((outcome) => {
+          const durationMs = Math.round(performance.now() - start)
+          const number = delivery.attempts + 1
+          let statusCode: number | null = null
+          let error: string | null = null
+          if (outcome._tag === "Success") {
+            statusCode = outcome.success
+            if (statusCode < 200 || statusCode > 299) error = `HTTP status ${statusCode}`
+          } else {
+            error = describeFailure(outcome.failure, timeoutMs)
+          }
+          const delayMs = error === null ? undefined : retryDelayMs(schedule, number)
+          const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"
+          return Metrics.record(Metrics.webhookAttempts, 1, { outcome: status === "pending" ? "retry" : status }).pipe(
+            Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)),
+            Effect.andThen(
+              Queue.offer(results, {
+                id: delivery.id,
+                statusCode,
+                error,
+                durationMs,
+                startedAt,
+                status,
+                delayMs: delayMs ?? 0
+              })
+            )
           )
-        )
-      }),
-      Effect.asVoid
-    )
-  }
+        }),
+        Effect.asVoid
+      )
+    })
 
   /** Records attempt results in batches, then frees their slots. */
   const writer = Effect.gen(function* () {
@@ -183,7 +183,7 @@ const makeWorker = Effect.gen(function* () {
           logUnlessOutage("Could not record webhook attempts", cause)
         )
       )
-      const written = Date.now()
+      const written = yield* Clock.currentTimeMillis
       for (const result of batch) {
         // Due in the database at write time + delay, so no earlier than this (same clock or synced clocks).
         if (result.status === "pending" && result.delayMs < POLL_MS) localDue.push(written + result.delayMs + 5)
@@ -210,7 +210,7 @@ const makeWorker = Effect.gen(function* () {
         yield* Queue.take(doorbell)
         continue
       }
-      const now = Date.now()
+      const now = yield* Clock.currentTimeMillis
       localDue = localDue.filter((due) => due > now)
       const busyApps = [...perApp.keys()]
       const busyCounts = busyApps.map((app) => perApp.get(app)!)
@@ -224,8 +224,7 @@ const makeWorker = Effect.gen(function* () {
           perApp: MAX_IN_FLIGHT_PER_APP,
           busyApps,
           busyCounts,
-          saturated,
-          organizations: claimScope === undefined ? null : claimScope()
+          saturated
         })
         .pipe(
           Effect.catchCause((cause) =>
@@ -246,7 +245,7 @@ const makeWorker = Effect.gen(function* () {
       moreDue = claimed.length === limit || saturated.length > 0
       if (claimed.length === limit) continue
       const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
-      const wait = Math.max(0, Math.min(POLL_MS, nextLocal - Date.now()))
+      const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
       yield* Queue.take(doorbell).pipe(Effect.timeoutOption(wait))
     }
   })

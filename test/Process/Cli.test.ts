@@ -4,8 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { inject } from "vitest"
-import { runNode } from "../support/Processes.ts"
+import { ownDatabase, runNode } from "../support/Processes.ts"
 
 const parse = (stdout: string): Record<string, string> =>
   Object.fromEntries(
@@ -15,12 +14,14 @@ const parse = (stdout: string): Record<string, string> =>
       .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
   )
 
+const databaseUrl = ownDatabase("parley_cli")
+
 describe("parley CLI", () => {
   it.live(
     "org create, key create, agent create, key revoke; unknown ids fail with a message and exit 1",
     () =>
       Effect.promise(async () => {
-        const env = { DATABASE_URL: inject("databaseUrl") }
+        const env = { DATABASE_URL: databaseUrl() }
         const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
         const org = parse((await cli("org", "create", "--name", "From CLI")).stdout) as { id: string; name: string }
         assert.strictEqual(org.name, "From CLI")

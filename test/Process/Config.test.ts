@@ -8,9 +8,8 @@
 import * as net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { inject } from "vitest"
 import { formatConfigError, parseDuration } from "../../src/Config.ts"
-import { freePort, runNode } from "../support/Processes.ts"
+import { freePort, ownDatabase, runNode } from "../support/Processes.ts"
 
 /** Asserts O9: exit 1, nothing on stdout, exactly `line` on stderr. */
 const oneLine = (result: { code: number | null; stdout: string; stderr: string }, line: RegExp) => {
@@ -20,6 +19,8 @@ const oneLine = (result: { code: number | null; stdout: string; stderr: string }
   assert.strictEqual(lines.length, 1, result.stderr)
   assert.match(lines[0]!, line)
 }
+
+const databaseUrl = ownDatabase("parley_config")
 
 describe("configuration", () => {
   it.effect.each([
@@ -91,10 +92,9 @@ describe("configuration", () => {
         const result = await runNode("src/main.ts", [], {
           PORT: String(port),
           HOST: "127.0.0.1",
-          // No workers: this process shares the run's database with other files.
           PARLEY_ROLE: "api",
           LOG_FORMAT: "json",
-          DATABASE_URL: inject("databaseUrl")
+          DATABASE_URL: databaseUrl()
         })
         assert.strictEqual(result.code, 1, result.stderr)
         assert.deepStrictEqual(result.stderr.trim().split("\n"), [`Port ${port} is already in use`])

@@ -397,22 +397,25 @@ withApp()("sessions without a body", (it) => {
     })
   )
 
-  it.effect("D8: 20 concurrent POST /sessions for a new contact share one conversation and one conversation.created", () =>
-    Effect.gen(function* () {
-      const api = yield* TestApi
-      const org = yield* api.organization()
-      const created = yield* Effect.forEach(
-        Array.from({ length: 20 }, (_, i) => i),
-        (i) => org.call("POST", "/sessions", { contact_id: "+15559990", contact_name: `Ada ${i}` }),
-        { concurrency: "unbounded" }
-      )
-      assert.deepStrictEqual(
-        created.map((response) => response.status),
-        Array.from({ length: 20 }, () => 201)
-      )
-      assert.strictEqual(new Set(created.map((response) => response.body.conversation_id)).size, 1)
-      const events = yield* api.events(org.id)
-      assert.strictEqual(events.filter((event) => event.type === "conversation.created").length, 1)
-      assert.strictEqual(events.filter((event) => event.type === "session.created").length, 20)
-    }))
+  it.effect(
+    "D8: 20 concurrent POST /sessions for a new contact share one conversation and one conversation.created",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const created = yield* Effect.forEach(
+          Array.from({ length: 20 }, (_, i) => i),
+          (i) => org.call("POST", "/sessions", { contact_id: "+15559990", contact_name: `Ada ${i}` }),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(
+          created.map((response) => response.status),
+          Array.from({ length: 20 }, () => 201)
+        )
+        assert.strictEqual(new Set(created.map((response) => response.body.conversation_id)).size, 1)
+        const events = yield* api.events(org.id)
+        assert.strictEqual(events.filter((event) => event.type === "conversation.created").length, 1)
+        assert.strictEqual(events.filter((event) => event.type === "session.created").length, 20)
+      })
+  )
 })

@@ -180,7 +180,7 @@ describe("webhook workers in several processes", () => {
           assert.strictEqual(await server.exited, 0)
           const [row] = (await runSql<{ succeeded: number; leased: number; pending: number; attempts: number }>(
             `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
-               count(*) FILTER (WHERE claimed_by IS NOT NULL)::int AS leased,
+               count(*) FILTER (WHERE leased_by IS NOT NULL)::int AS leased,
                count(*) FILTER (WHERE status = 'pending')::int AS pending,
                (SELECT count(*)::int FROM delivery_attempts WHERE organization_id = $1) AS attempts
              FROM deliveries WHERE organization_id = $1`,

@@ -4,10 +4,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
-import { Effect, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
-import { afterAll, beforeAll, inject } from "vitest"
-import * as Database from "../../src/Database/Database.ts"
 import { freePort } from "../../src/Database/Embedded.ts"
 
 /** The project's root folder. */
@@ -82,36 +78,8 @@ export const startServer = async (
   return { child, baseUrl, output: () => output, exited }
 }
 
-/**
- * A migrated database of the calling test file's own, on the run's server,
- * created before its tests and dropped after them. Server processes claim the
- * work (webhook deliveries, reply jobs, schedules) of every organization, so
- * they must not share the run's database with other files' in-process apps.
- * Answers a getter of its URL (set once `beforeAll` ran).
- */
-export const ownDatabase = (prefix: string): (() => string) => {
-  const serverUrl = () => inject("databaseUrl")
-  const adminSql = (statement: string) =>
-    Effect.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.unsafe(statement)
-      }).pipe(Effect.provide(Database.clientLayer(Redacted.make(serverUrl()), 1)), Effect.scoped)
-    )
-  const name = `${prefix}_${process.pid}_${Date.now()}`
-  let url = ""
-  beforeAll(async () => {
-    await adminSql(`CREATE DATABASE "${name}"`)
-    const parsed = new URL(serverUrl())
-    parsed.pathname = `/${name}`
-    url = parsed.toString()
-    await Effect.runPromise(Database.migrate.pipe(Effect.provide(Database.clientLayer(Redacted.make(url), 1))))
-  }, 120_000)
-  afterAll(async () => {
-    await adminSql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined)
-  })
-  return () => url
-}
+/** A database of the calling test file's own (cloned from the run's template; see test/support/Database.ts). */
+export { ownDatabase } from "./Database.ts"
 
 /**
  * A JSON request to a server process: `base` + `path` with a bearer `token`

@@ -11,15 +11,11 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { inject } from "vitest"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
-import { ClaimScope } from "../../src/Database/Workers.ts"
-import { AllRoutes, createHttpServer, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
+import { AllRoutes, createHttpServer, Draining, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
-
-/** Organizations created through this file's `TestApi` (module state: one per test file). */
-const organizationsOfThisFile = new Set<string>()
+import { FileDatabase, TestDatabaseUrl } from "./Database.ts"
 
 /** The admin token of test servers. */
 export const ADMIN_TOKEN = "test-admin-token"
@@ -65,21 +61,26 @@ export class TestApi extends Context.Service<
   }
 >()("test/TestApi") {}
 
-/** The test configuration: defaults with a loopback server, admin token and the test database. */
+/** The test configuration: defaults with a loopback server and the admin token. */
 export const testConfig = (overrides: Partial<AppConfigShape> = {}) =>
   AppConfig.layerWith({
     port: 0,
     host: "127.0.0.1",
     adminToken: Redacted.make(ADMIN_TOKEN),
-    databaseUrl: Redacted.make(inject("databaseUrl")),
     logLevel: "Error",
     logFormat: "json",
     ...overrides
   })
 
-/** The test database connection (a small pool). */
+/** {@link testConfig} with the file's database (test/support/Database.ts). */
+const fileConfig = (overrides: Partial<AppConfigShape>) =>
+  Layer.unwrap(
+    Effect.map(Effect.service(TestDatabaseUrl), (url) => testConfig({ databaseUrl: Redacted.make(url), ...overrides }))
+  )
+
+/** The test database connection (a small pool) to the file's database. */
 export const TestDatabase = Layer.unwrap(
-  Effect.sync(() => Database.clientLayer(Redacted.make(inject("databaseUrl")), 6))
+  Effect.map(Effect.service(TestDatabaseUrl), (url) => Database.clientLayer(Redacted.make(url), 6))
 )
 
 const TestApiLive = Layer.effect(
@@ -121,7 +122,6 @@ const TestApiLive = Layer.effect(
         const org = yield* admin("POST", "/organizations", { name: "Test organization" })
         const key = yield* admin("POST", `/organizations/${org.body.id}/api-keys`, { name: "test" })
         const id: string = org.body.id
-        organizationsOfThisFile.add(id)
         const token: string = key.body.token
         const call = (method: string, path: string, body?: unknown) =>
           request(method, `${C}${path}`, { token, ...(body !== undefined ? { body } : {}) })
@@ -166,13 +166,14 @@ export const TestApp = (
   TestApiLive.pipe(
     Layer.provideMerge(
       HttpRouter.serve(AllRoutes, { ...serveOptions, disableListenLog: true }).pipe(
-        Layer.provide(ServerSpanNamesLive),
+        Layer.provide([ServerSpanNamesLive, Draining.layer]),
         Layer.provideMerge(NodeHttpServer.layer(createHttpServer, { port: 0, host: "127.0.0.1" }))
       )
     ),
     Layer.provideMerge(services),
     Layer.provideMerge(TestDatabase),
-    Layer.provideMerge(testConfig(overrides))
+    Layer.provideMerge(fileConfig(overrides)),
+    Layer.provideMerge(FileDatabase)
   )
 
 /**
@@ -213,8 +214,6 @@ export const withWorkers = (
 ) =>
   layer(
     Layer.mergeAll(WorkersLive, options.testClock === true ? advanceClockOnTeardown : Layer.empty).pipe(
-      // Test files share one database: each file's worker takes only its own organizations' deliveries.
-      Layer.provide(Layer.succeed(ClaimScope, () => [...organizationsOfThisFile])),
       Layer.provideMerge(TestApp(overrides, services)),
       Layer.provide(options.tracing ?? Layer.empty)
     ),

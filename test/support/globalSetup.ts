@@ -1,8 +1,10 @@
 /**
- * One database for the whole test run: a fresh database on the server of
- * `TEST_DATABASE_URL` when set (CI), else on an embedded PostgreSQL started for
- * the run in a temporary directory (O2). Migrations are applied once; the
- * database is dropped and the embedded server stopped afterwards.
+ * The test run's database server and template: the server of
+ * `TEST_DATABASE_URL` when set (CI), else an embedded PostgreSQL started for
+ * the run in a temporary directory (O2); on it a fresh database migrated once,
+ * which every test file clones a database of its own from
+ * (test/support/Database.ts). The template is dropped and the embedded server
+ * stopped afterwards.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -12,13 +14,7 @@ import { SqlClient } from "effect/sql"
 import type { TestProject } from "vitest/node"
 import * as Database from "../../src/Database/Database.ts"
 import * as Embedded from "../../src/Database/Embedded.ts"
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    /** URL of the migrated test database. */
-    databaseUrl: string
-  }
-}
+import type {} from "./Database.ts"
 
 const withDatabase = (url: string, database: string) => {
   const parsed = new URL(url)
@@ -44,7 +40,8 @@ export default async function setup(project: TestProject) {
       ).url
     )
   }
-  const database = `parley_test_${process.pid}_${Date.now()}`
+  // The migrated template every test file clones a database of its own from (test/support/Database.ts).
+  const database = `parley_template_${process.pid}_${Date.now()}`
   const admin = (statement: string) =>
     Effect.runPromise(
       Effect.gen(function* () {
@@ -54,10 +51,13 @@ export default async function setup(project: TestProject) {
     )
   await admin(`CREATE DATABASE "${database}"`)
   const url = withDatabase(serverUrl, database)
-  await Effect.runPromise(Database.migrate.pipe(Effect.provide(Database.clientLayer(Redacted.make(url), 1))))
-  project.provide("databaseUrl", url)
+  await Effect.runPromise(
+    Database.migrate.pipe(Effect.provide(Database.clientLayer(Redacted.make(url), 1)), Effect.scoped)
+  )
+  project.provide("serverUrl", serverUrl)
+  project.provide("templateDatabase", database)
   process.stderr.write(
-    `[parley tests] database ${database} on ${embedded ? "an embedded PostgreSQL" : "TEST_DATABASE_URL"}\n`
+    `[parley tests] template database ${database} on ${embedded ? "an embedded PostgreSQL" : "TEST_DATABASE_URL"}\n`
   )
 
   return async () => {

@@ -1,0 +1,89 @@
+/**
+ * A database of each test file's own (issue 13 item 7): a clone of the run's
+ * migrated template database (test/support/globalSetup.ts), created with
+ * `CREATE DATABASE ... TEMPLATE` and dropped when the file is done. So the
+ * workers of one file (webhook deliveries, reply jobs, schedules: they claim
+ * every organization's work) never see another file's, and production SQL
+ * needs no test-only filter.
+ */
+import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { afterAll, beforeAll, inject } from "vitest"
+import * as Database from "../../src/Database/Database.ts"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** URL of the run's server (a database on it that the tests may use for administration). */
+    serverUrl: string
+    /** Name of the run's migrated template database; nobody connects to it. */
+    templateDatabase: string
+  }
+}
+
+let clones = 0
+
+/** Runs `statement` on the run's server. */
+const administer = (statement: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.unsafe(statement)
+    }).pipe(Effect.provide(Database.clientLayer(Redacted.make(inject("serverUrl")), 1)), Effect.scoped)
+  )
+
+/** The URL of `database` on the run's server. */
+const urlOf = (database: string) => {
+  const parsed = new URL(inject("serverUrl"))
+  parsed.pathname = `/${database}`
+  return parsed.toString()
+}
+
+/**
+ * A new database cloned from the migrated template, named after `prefix`;
+ * answers its URL and how to drop it.
+ */
+export const cloneDatabase = async (prefix: string) => {
+  const name = `${prefix}_${process.pid}_${Date.now()}_${clones++}`
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await administer(`CREATE DATABASE "${name}" TEMPLATE "${inject("templateDatabase")}"`)
+      break
+    } catch (error) {
+      // Two clones starting at the same moment can see each other on the template: try again.
+      if (attempt >= 10 || !String(error).includes("being accessed by other users")) throw error
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt))
+    }
+  }
+  return {
+    url: urlOf(name),
+    drop: () => administer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined)
+  }
+}
+
+/** The URL of the test file's database (see module docs). */
+export class TestDatabaseUrl extends Context.Service<TestDatabaseUrl, string>()("test/TestDatabaseUrl") {}
+
+/** A database of the file's own for the layer's lifetime: cloned when built, dropped when released. */
+export const FileDatabase = Layer.effect(
+  TestDatabaseUrl,
+  Effect.acquireRelease(
+    Effect.promise(() => cloneDatabase("parley_file")),
+    (database) => Effect.promise(database.drop)
+  ).pipe(Effect.map((database) => database.url))
+)
+
+/**
+ * A database of the calling test file's own for `beforeAll`/`afterAll` style
+ * tests (server processes, the CLI): created before its tests, dropped after.
+ * Answers a getter of its URL (set once `beforeAll` ran).
+ */
+export const ownDatabase = (prefix: string): (() => string) => {
+  let database: Awaited<ReturnType<typeof cloneDatabase>> | undefined
+  beforeAll(async () => {
+    database = await cloneDatabase(prefix)
+  }, 120_000)
+  afterAll(async () => {
+    await database?.drop()
+  })
+  return () => database!.url
+}

@@ -6,7 +6,7 @@
 import * as crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import type { Agent } from "../Domain/Agent.ts"
-import { AgentNotFound, NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { newId } from "../Shared/Ids.ts"
 import { AdminRepo } from "./Repo.ts"
@@ -35,29 +35,35 @@ export interface SettingsPatch {
   readonly default_agent_id?: string | null | undefined
 }
 
-const organizationNotFound = () => new NotFound({ detail: "Organization not found" })
+const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })
 
-/** The admin service. Unknown organizations fail with NotFound `Organization not found`. */
+/** The admin service. Unknown organizations fail with OrganizationNotFound `Organization not found`. */
 export class Admin extends Context.Service<
   Admin,
   {
     createOrganization(name: string): Effect.Effect<Organization>
-    getOrganization(organizationId: string): Effect.Effect<Organization, NotFound>
+    getOrganization(organizationId: string): Effect.Effect<Organization, OrganizationNotFound>
     /** A new key; the token appears only in this answer. `expiresAt` null = never. */
     createApiKey(
       organizationId: string,
       options: { readonly name?: string | undefined; readonly expiresAt?: Date | null | undefined }
-    ): Effect.Effect<ApiKeyCreated, NotFound>
-    /** Revokes a key at once. Fails with NotFound `API key not found`. */
-    revokeApiKey(organizationId: string, keyId: string): Effect.Effect<void, NotFound>
+    ): Effect.Effect<ApiKeyCreated, OrganizationNotFound>
+    /** Revokes a key at once. Fails with OrganizationNotFound, ApiKeyNotFound (404). */
+    revokeApiKey(organizationId: string, keyId: string): Effect.Effect<void, OrganizationNotFound | ApiKeyNotFound>
     /** The organization of a live token, or undefined (missing, unknown, revoked, expired). */
     authenticate(token: string): Effect.Effect<string | undefined>
     /** Fails with ValidationFailed when the id of its type is missing (422). */
-    createAgent(organizationId: string, input: CreateAgent): Effect.Effect<Agent, NotFound | ValidationFailed>
-    listAgents(organizationId: string): Effect.Effect<ReadonlyArray<Agent>, NotFound>
-    getSettings(organizationId: string): Effect.Effect<Settings, NotFound>
+    createAgent(
+      organizationId: string,
+      input: CreateAgent
+    ): Effect.Effect<Agent, OrganizationNotFound | ValidationFailed>
+    listAgents(organizationId: string): Effect.Effect<ReadonlyArray<Agent>, OrganizationNotFound>
+    getSettings(organizationId: string): Effect.Effect<Settings, OrganizationNotFound>
     /** Fails with AgentNotFound (400) for a default agent of another organization. */
-    updateSettings(organizationId: string, patch: SettingsPatch): Effect.Effect<Settings, NotFound | AgentNotFound>
+    updateSettings(
+      organizationId: string,
+      patch: SettingsPatch
+    ): Effect.Effect<Settings, OrganizationNotFound | AgentNotFound>
   }
 >()("parley/Admin") {
   static readonly layer = Layer.effect(
@@ -67,7 +73,7 @@ export class Admin extends Context.Service<
 
       const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
         const organization = yield* repo.findOrganization(organizationId)
-        if (organization === undefined) return yield* organizationNotFound()
+        if (organization === undefined) return yield* organizationNotFound(organizationId)
         return organization
       })
 
@@ -104,7 +110,7 @@ export class Admin extends Context.Service<
         function* (organizationId: string, keyId: string) {
           yield* requireOrganization(organizationId)
           if (!(yield* repo.revokeApiKey(organizationId, keyId))) {
-            return yield* new NotFound({ detail: "API key not found" })
+            return yield* new ApiKeyNotFound({ key_id: keyId })
           }
         },
         Effect.catchTag("SqlError", Effect.die)

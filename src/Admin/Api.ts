@@ -5,14 +5,12 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Agent } from "../Domain/Agent.ts"
+import { adminBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, ShortText } from "../Domain/Common.ts"
-import { AgentNotFound, NotFound } from "../Domain/Errors.ts"
+import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { Int32 } from "../Domain/Limits.ts"
 import { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
-
-/** Base path of the admin API (O4). */
-export const adminBasePath = "/admin/v1"
 
 const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255)))
 
@@ -56,40 +54,40 @@ export class AdminApi extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("getOrganization", "/organizations/:org_id", {
       params: organizationPath,
       success: Organization,
-      error: NotFound.Wire
+      error: OrganizationNotFound.Wire
     }),
     HttpApiEndpoint.post("createApiKey", "/organizations/:org_id/api-keys", {
       params: organizationPath,
       payload: CreateApiKeyPayload,
       success: ApiKeyCreated.pipe(HttpApiSchema.status(201)),
-      error: NotFound.Wire
+      error: OrganizationNotFound.Wire
     }),
     HttpApiEndpoint.delete("revokeApiKey", "/organizations/:org_id/api-keys/:key_id", {
       params: { org_id: Identifier, key_id: Identifier },
       success: HttpApiSchema.NoContent,
-      error: NotFound.Wire
+      error: [OrganizationNotFound.Wire, ApiKeyNotFound.Wire]
     }),
     HttpApiEndpoint.post("createAgent", "/organizations/:org_id/agents", {
       params: organizationPath,
       payload: CreateAgentPayload,
       success: Agent.pipe(HttpApiSchema.status(201)),
-      error: NotFound.Wire
+      error: [OrganizationNotFound.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.get("listAgents", "/organizations/:org_id/agents", {
       params: organizationPath,
       success: Schema.Array(Agent),
-      error: NotFound.Wire
+      error: OrganizationNotFound.Wire
     }),
     HttpApiEndpoint.get("getSettings", "/organizations/:org_id/settings", {
       params: organizationPath,
       success: Settings,
-      error: NotFound.Wire
+      error: OrganizationNotFound.Wire
     }),
     HttpApiEndpoint.patch("updateSettings", "/organizations/:org_id/settings", {
       params: organizationPath,
       payload: UpdateSettingsPayload,
       success: Settings,
-      error: [NotFound.Wire, AgentNotFound.Wire]
+      error: [OrganizationNotFound.Wire, AgentNotFound.Wire]
     })
   )
   .middleware(AdminAuthorization)

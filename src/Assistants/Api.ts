@@ -27,12 +27,10 @@ import {
   Variable,
   VariableInput
 } from "../Domain/Assistant.ts"
+import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
-import { BadRequest, Conflict, NotFound } from "../Domain/Errors.ts"
+import { BadRequest, Conflict, NotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
-
-/** Base path of the assistants API (O4). */
-export const assistantsBasePath = "/assistants/api/v2"
 
 /**
  * A branch name (A3): 1-100 of `A-Za-z0-9._/-`, no leading or trailing `/`,
@@ -320,9 +318,9 @@ export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
       params: { org_id: Identifier },
       payload: CreateAssistantPayload,
       success: Assistant.pipe(HttpApiSchema.status(201)),
-      error: failures
+      error: [OrganizationNotFound.Wire, ValidationFailed.Wire]
     })
   )
   .middleware(AdminAuthorization)
-  .prefix("/admin/v1")
+  .prefix(adminBasePath)
   .annotateMerge(OpenApi.annotations({ title: "Admin: assistants" })) {}

@@ -3,9 +3,11 @@
  * `{"detail": "<text>"}` for domain errors and
  * `{"detail": [{loc, msg, type}]}` for validation failures (422).
  *
- * Each error is a `Schema.TaggedError` with its `httpApiStatus`; `*.Wire` is the
- * schema to list in an endpoint's `error`, encoding the error as `{detail}` with
- * no `_tag` on the wire.
+ * Each error is a `Schema.TaggedError` with its `httpApiStatus` and data; `*.Wire`
+ * is the schema to list in an endpoint's `error`, encoding the error as
+ * `{detail}` with no `_tag` and none of the data on the wire. A fixed `detail`
+ * is declared as a literal, so a typed client (`HttpApiClient`) tells errors of
+ * one status apart by their text (`Organization not found` vs `App not found`).
  */
 import { Effect, Schema, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
@@ -79,7 +81,7 @@ export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()(
   { detail: detailDefault("Session not found") },
   { httpApiStatus: 404 }
 ) {
-  static readonly Wire = SessionNotFound.pipe(asDetail(Schema.String))
+  static readonly Wire = SessionNotFound.pipe(asDetail(Schema.Literal("Session not found")))
 }
 
 /** 400 `Session is not open` (D5), or `Session is closed and cannot be reopened` (D4). */
@@ -88,7 +90,9 @@ export class SessionNotOpen extends Schema.TaggedError<SessionNotOpen>()(
   { detail: detailDefault("Session is not open") },
   { httpApiStatus: 400 }
 ) {
-  static readonly Wire = SessionNotOpen.pipe(asDetail(Schema.String))
+  static readonly Wire = SessionNotOpen.pipe(
+    asDetail(Schema.Literals(["Session is not open", "Session is closed and cannot be reopened"]))
+  )
   static readonly cannotReopen = () => new SessionNotOpen({ detail: "Session is closed and cannot be reopened" })
 }
 
@@ -98,7 +102,7 @@ export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()(
   { detail: detailDefault("Agent not found") },
   { httpApiStatus: 400 }
 ) {
-  static readonly Wire = AgentNotFound.pipe(asDetail(Schema.String))
+  static readonly Wire = AgentNotFound.pipe(asDetail(Schema.Literal("Agent not found")))
 }
 
 /** 400 `Invalid content type` (D12). */
@@ -107,7 +111,7 @@ export class InvalidContentType extends Schema.TaggedError<InvalidContentType>()
   { detail: detailDefault("Invalid content type") },
   { httpApiStatus: 400 }
 ) {
-  static readonly Wire = InvalidContentType.pipe(asDetail(Schema.String))
+  static readonly Wire = InvalidContentType.pipe(asDetail(Schema.Literal("Invalid content type")))
 }
 
 /** 404 `Message not found` (D1). */
@@ -116,7 +120,7 @@ export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()(
   { detail: detailDefault("Message not found") },
   { httpApiStatus: 404 }
 ) {
-  static readonly Wire = MessageNotFound.pipe(asDetail(Schema.String))
+  static readonly Wire = MessageNotFound.pipe(asDetail(Schema.Literal("Message not found")))
 }
 
 /** 403 `Forbidden`: a message of another organization (D1). */
@@ -125,10 +129,46 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()(
   { detail: detailDefault("Forbidden") },
   { httpApiStatus: 403 }
 ) {
-  static readonly Wire = Forbidden.pipe(asDetail(Schema.String))
+  static readonly Wire = Forbidden.pipe(asDetail(Schema.Literal("Forbidden")))
 }
 
-/** 404 `<Thing> not found` on the admin API (O6): Organization, API key, Agent. */
+/** 404 `Organization not found` (O6): an unknown organization on the admin API. */
+export class OrganizationNotFound extends Schema.TaggedError<OrganizationNotFound>()(
+  "OrganizationNotFound",
+  { detail: detailDefault("Organization not found"), organization_id: Schema.optionalKey(Schema.String) },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = OrganizationNotFound.pipe(asDetail(Schema.Literal("Organization not found")))
+}
+
+/** 404 `API key not found` (O6): revoking a key the organization does not have. */
+export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()(
+  "ApiKeyNotFound",
+  { detail: detailDefault("API key not found"), key_id: Schema.optionalKey(Schema.String) },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = ApiKeyNotFound.pipe(asDetail(Schema.Literal("API key not found")))
+}
+
+/** 404 `App not found` (O6): an unknown app, or another organization's. */
+export class AppNotFound extends Schema.TaggedError<AppNotFound>()(
+  "AppNotFound",
+  { detail: detailDefault("App not found"), app_id: Schema.optionalKey(Schema.String) },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = AppNotFound.pipe(asDetail(Schema.Literal("App not found")))
+}
+
+/** 404 `Delivery not found` (O6): an unknown delivery of the app. */
+export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()(
+  "DeliveryNotFound",
+  { detail: detailDefault("Delivery not found"), delivery_id: Schema.optionalKey(Schema.String) },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = DeliveryNotFound.pipe(asDetail(Schema.Literal("Delivery not found")))
+}
+
+/** 404 with a specific `detail` (assistants and schedules until they have errors of their own). */
 export class NotFound extends Schema.TaggedError<NotFound>()(
   "NotFound",
   { detail: Schema.String },

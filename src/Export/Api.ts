@@ -3,12 +3,12 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit } from "../Domain/Common.ts"
 import { BadRequest } from "../Domain/Errors.ts"
 import { Message } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
-import { conversationsBasePath } from "../Sessions/Api.ts"
 
 /** Query of GET /data/sessions: `limit` 1-3000 (default 100), `sort_by` default `created_at`. */
 export const ExportQuery = {

@@ -4,12 +4,12 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, JsonObjectInput, ShortText } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
 import { AgentNotFound, InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
-import { conversationsBasePath } from "../Sessions/Api.ts"
 
 /** The `channel_type` of an ingest call that names none (D9). */
 export const DEFAULT_CHANNEL_TYPE = "whatsapp"

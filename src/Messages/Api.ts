@@ -3,6 +3,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit, Offset } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
 import {
@@ -16,7 +17,6 @@ import {
 import { Int32 } from "../Domain/Limits.ts"
 import { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
-import { conversationsBasePath } from "../Sessions/Api.ts"
 
 const OptionalIdentifier = Schema.optionalKey(Schema.NullOr(Identifier))
 

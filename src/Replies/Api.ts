@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, JsonObject, Metadata, Timestamp } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
 import {
@@ -16,7 +17,6 @@ import {
 } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
-import { conversationsBasePath } from "../Sessions/Api.ts"
 
 /**
  * POST /sessions/{id}/reply body, all optional: `debounce_time` whole seconds

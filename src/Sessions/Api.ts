@@ -3,13 +3,11 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, Limit, Metadata, Offset, ShortText } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session, SessionStatus } from "../Domain/Session.ts"
-
-/** Base path of the conversations API (O4). */
-export const conversationsBasePath = "/conversations/v2/api/v1"
 
 /** POST /sessions body. */
 export const CreateSessionPayload = Schema.Struct({

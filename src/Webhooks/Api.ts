@@ -6,9 +6,9 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { adminBasePath } from "../Admin/Api.ts"
+import { adminBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, Timestamp } from "../Domain/Common.ts"
-import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { eventTypes } from "../Domain/Event.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
 
@@ -109,39 +109,39 @@ export class AppsApi extends HttpApiGroup.make("apps")
       params: { org_id: Identifier },
       payload: CreateAppPayload,
       success: App.pipe(HttpApiSchema.status(201)),
-      error: [NotFound.Wire, ValidationFailed.Wire]
+      error: [OrganizationNotFound.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.get("listApps", "/organizations/:org_id/apps", {
       params: { org_id: Identifier },
       success: Schema.Array(App),
-      error: NotFound.Wire
+      error: OrganizationNotFound.Wire
     }),
     HttpApiEndpoint.get("getApp", "/organizations/:org_id/apps/:app_id", {
       params: appPath,
       success: App,
-      error: NotFound.Wire
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire]
     }),
     HttpApiEndpoint.patch("updateApp", "/organizations/:org_id/apps/:app_id", {
       params: appPath,
       payload: UpdateAppPayload,
       success: App,
-      error: [NotFound.Wire, ValidationFailed.Wire]
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.delete("deleteApp", "/organizations/:org_id/apps/:app_id", {
       params: appPath,
       success: HttpApiSchema.NoContent,
-      error: NotFound.Wire
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire]
     }),
     HttpApiEndpoint.get("listDeliveries", "/organizations/:org_id/apps/:app_id/deliveries", {
       params: appPath,
       query: DeliveriesQuery,
       success: Schema.Array(Delivery),
-      error: NotFound.Wire
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire]
     }),
     HttpApiEndpoint.post("retryDelivery", "/organizations/:org_id/apps/:app_id/deliveries/:delivery_id/retry", {
       params: { org_id: Identifier, app_id: Identifier, delivery_id: Identifier },
       success: HttpApiSchema.Empty(202),
-      error: NotFound.Wire
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire, DeliveryNotFound.Wire]
     })
   )
   .middleware(AdminAuthorization)

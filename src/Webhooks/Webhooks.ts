@@ -4,7 +4,7 @@
  * Deliveries themselves are made by the fan-out trigger (W2) and sent by the
  * delivery workers (`Worker.ts`).
  *
- * Unknown organizations fail with NotFound `Organization not found`, unknown
+ * Unknown organizations fail with OrganizationNotFound `Organization not found`, unknown
  * or foreign apps with `App not found`, unknown deliveries with
  * `Delivery not found` (404). A webhook URL that is not http(s) or whose host
  * resolves to a non-public address (W6, unless `ALLOW_PRIVATE_NETWORK_TARGETS`)
@@ -13,7 +13,7 @@
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
-import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { EventType } from "../Domain/Event.ts"
 import { newId } from "../Shared/Ids.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
@@ -44,8 +44,8 @@ export interface ListDeliveries {
   readonly afterId?: string | undefined
 }
 
-const organizationNotFound = () => new NotFound({ detail: "Organization not found" })
-const appNotFound = () => new NotFound({ detail: "App not found" })
+const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })
+const appNotFound = (appId: string) => new AppNotFound({ app_id: appId })
 const unique = <A>(values: ReadonlyArray<A>): ReadonlyArray<A> => [...new Set(values)]
 
 /** The webhooks service (O6). */
@@ -53,22 +53,30 @@ export class Webhooks extends Context.Service<
   Webhooks,
   {
     /** A new app with a new `whsec_` signing secret (W4). */
-    createApp(organizationId: string, input: CreateApp): Effect.Effect<App, NotFound | ValidationFailed>
+    createApp(organizationId: string, input: CreateApp): Effect.Effect<App, OrganizationNotFound | ValidationFailed>
     /** The organization's apps, oldest first. */
-    listApps(organizationId: string): Effect.Effect<ReadonlyArray<App>, NotFound>
-    getApp(organizationId: string, appId: string): Effect.Effect<App, NotFound>
+    listApps(organizationId: string): Effect.Effect<ReadonlyArray<App>, OrganizationNotFound>
+    getApp(organizationId: string, appId: string): Effect.Effect<App, OrganizationNotFound | AppNotFound>
     /** Changes URL (W6-checked), events, name, enabled; later events follow the new subscription. */
-    updateApp(organizationId: string, appId: string, input: UpdateApp): Effect.Effect<App, NotFound | ValidationFailed>
+    updateApp(
+      organizationId: string,
+      appId: string,
+      input: UpdateApp
+    ): Effect.Effect<App, OrganizationNotFound | AppNotFound | ValidationFailed>
     /** Deletes the app with its deliveries. */
-    deleteApp(organizationId: string, appId: string): Effect.Effect<void, NotFound>
+    deleteApp(organizationId: string, appId: string): Effect.Effect<void, OrganizationNotFound | AppNotFound>
     /** The app's deliveries, newest first, with every attempt (O6), as JSON text. */
     listDeliveries(
       organizationId: string,
       appId: string,
       query: ListDeliveries
-    ): Effect.Effect<JsonText<ReadonlyArray<Delivery>>, NotFound>
+    ): Effect.Effect<JsonText<ReadonlyArray<Delivery>>, OrganizationNotFound | AppNotFound>
     /** Re-queues a delivery for one more attempt now (W5); 404 `Delivery not found`. */
-    retryDelivery(organizationId: string, appId: string, deliveryId: string): Effect.Effect<void, NotFound>
+    retryDelivery(
+      organizationId: string,
+      appId: string,
+      deliveryId: string
+    ): Effect.Effect<void, OrganizationNotFound | AppNotFound | DeliveryNotFound>
   }
 >()("parley/Webhooks") {
   static readonly layer = Layer.effect(
@@ -78,13 +86,13 @@ export class Webhooks extends Context.Service<
       const config = yield* AppConfig
 
       const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
-        if (!(yield* repo.organizationExists(organizationId))) return yield* organizationNotFound()
+        if (!(yield* repo.organizationExists(organizationId))) return yield* organizationNotFound(organizationId)
       })
 
       const requireApp = Effect.fnUntraced(function* (organizationId: string, appId: string) {
         yield* requireOrganization(organizationId)
         const app = yield* repo.findApp(organizationId, appId)
-        if (app === undefined) return yield* appNotFound()
+        if (app === undefined) return yield* appNotFound(appId)
         return app
       })
 
@@ -135,7 +143,7 @@ export class Webhooks extends Context.Service<
           if (input.events !== undefined) changes.events = unique(input.events)
           if (input.enabled !== undefined) changes.enabled = input.enabled
           const app = yield* repo.updateApp(organizationId, appId, changes)
-          if (app === undefined) return yield* appNotFound()
+          if (app === undefined) return yield* appNotFound(appId)
           return app
         },
         Effect.catchTag("SqlError", Effect.die)
@@ -144,7 +152,7 @@ export class Webhooks extends Context.Service<
       const deleteApp = Effect.fn("Webhooks.deleteApp")(
         function* (organizationId: string, appId: string) {
           yield* requireOrganization(organizationId)
-          if (!(yield* repo.deleteApp(organizationId, appId))) return yield* appNotFound()
+          if (!(yield* repo.deleteApp(organizationId, appId))) return yield* appNotFound(appId)
         },
         Effect.catchTag("SqlError", Effect.die)
       )
@@ -165,7 +173,7 @@ export class Webhooks extends Context.Service<
         function* (organizationId: string, appId: string, deliveryId: string) {
           yield* requireApp(organizationId, appId)
           if (!(yield* repo.retryDelivery(organizationId, appId, deliveryId))) {
-            return yield* new NotFound({ detail: "Delivery not found" })
+            return yield* new DeliveryNotFound({ delivery_id: deliveryId })
           }
         },
         Effect.catchTag("SqlError", Effect.die)

@@ -12,7 +12,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Context, Effect, Layer } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { AppConfig } from "../Config.ts"
-import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Webhooks/Ssrf.ts"
+import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
 
 /** Time limit of one tool call, in ms. */
 export const TOOL_TIMEOUT_MS = 10_000

@@ -19,7 +19,7 @@ import type { EventType } from "../Events/Events.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret } from "./Signing.ts"
-import { checkTargetUrl } from "./Ssrf.ts"
+import { checkTargetUrl } from "../Shared/Ssrf.ts"
 
 /** Body of POST /organizations/{id}/apps (O6). */
 export interface CreateApp {

@@ -33,7 +33,7 @@ import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
-import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "./Ssrf.ts"
+import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
 
 /** Attempts in flight per process. */
 export const MAX_IN_FLIGHT = 256

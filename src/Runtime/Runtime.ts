@@ -7,10 +7,11 @@
  *    session's text history.
  * 2. Walks the graph from `starting_node_id`, else the session's current node,
  *    else `config.initial_node_id`:
- *    - `llm`: calls the language model (`effect/ai` `LanguageModel`) with the
- *      node's `instructions` as system prompt, the history, and the node's
- *      `tools` as tools; tool calls go over HTTP ({@link ToolCaller}) and the
- *      model is asked again with their results (at most {@link MAX_TOOL_ROUNDS}
+ *    - `llm`: calls the node's language model (`effect/ai` `LanguageModel`
+ *      from {@link Models}: the model its `config.model` names, else
+ *      `AI_MODEL`) with the node's `instructions` as system prompt, the
+ *      history, and the node's `tools` as tools; tool calls go over HTTP
+ *      ({@link ToolCaller}) and the model is asked again with their results (at most {@link MAX_TOOL_ROUNDS}
  *      rounds). The final text is the reply; the turn ends here and the node's
  *      `next_node` becomes the session's current node.
  *    - `router`, `logic`: go to `config.next_node` without calling the model.
@@ -30,17 +31,16 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Data, Effect, Layer, Schedule } from "effect"
-import { type AiError, LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
+import { type AiError, type LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
 import { newId } from "../Shared/Ids.ts"
 import { Assistants } from "../Assistants/Assistants.ts"
-import { AppConfig } from "../Config.ts"
 import { isUnavailable } from "../Database/Health.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
 import type { NewMessage } from "../Messages/Repo.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
-import { languageModelFor, modelName } from "./Providers.ts"
+import { Models } from "./Models.ts"
 import { type HistoryEntry, RuntimeRepo } from "./Repo.ts"
 import { ToolCaller } from "./Tools.ts"
 
@@ -187,45 +187,18 @@ export class Runtime extends Context.Service<
     recordFailure(request: RunRequest, error: string): Effect.Effect<RunOutcome>
   }
 >()("parley/Runtime") {
-  /** Requires `LanguageModel`, `Assistants`, `Messages`, `Sessions`, `PgClient`, `AppConfig`. */
+  /** Requires `Models`, `Assistants`, `Messages`, `Sessions`, `PgClient`, `AppConfig` (tool calls, W6). */
   static readonly layer = Layer.effect(
     Runtime,
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       const repo = yield* RuntimeRepo
-      const model = yield* LanguageModel.LanguageModel
+      const models = yield* Models
       const assistants = yield* Assistants
       const messages = yield* Messages
       const sessions = yield* Sessions
       const tools = yield* ToolCaller
-      const config = yield* AppConfig
-      const defaultModel = modelName(config)
-      const scope = yield* Effect.scope
-      /** Models named by nodes' `config.model`, built once each (HTTP providers only). */
-      const nodeModels = new Map<string, LanguageModel.LanguageModel>()
-
-      /**
-       * The language model of a node: the process's model (`AI_MODEL`), or with
-       * an HTTP provider the model the node names in `config.model` (R2). The echo
-       * provider and models given by tests answer every node.
-       */
-      const modelOf = (
-        name: string | undefined
-      ): Effect.Effect<{ model: LanguageModel.LanguageModel; name: string }> => {
-        if (name === undefined || config.aiProvider === "echo" || name === config.aiModel) {
-          return Effect.succeed({ model, name: defaultModel })
-        }
-        const recorded = modelName({ ...config, aiModel: name })
-        const built = nodeModels.get(name)
-        if (built !== undefined) return Effect.succeed({ model: built, name: recorded })
-        return Layer.buildWithScope(languageModelFor({ ...config, aiModel: name }), scope).pipe(
-          Effect.map((context) => {
-            const service = Context.get(context, LanguageModel.LanguageModel)
-            nodeModels.set(name, service)
-            return { model: service, name: recorded }
-          })
-        )
-      }
+      const defaultModel = models.defaultName
 
       const fail = (message: string) => Effect.fail(new RunFailed({ message }))
 
@@ -300,7 +273,7 @@ export class Runtime extends Context.Service<
           ...(instructions === undefined ? [] : [{ role: "system" as const, content: instructions }]),
           ...historyPrompt(history)
         ]
-        const chosen = yield* modelOf(str(nodeConfig.model))
+        const chosen = yield* models.forNode(str(nodeConfig.model))
         turn.model = chosen.name
         for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
           const response = yield* generate(chosen.model, prompt, toolkit)
@@ -390,7 +363,7 @@ export class Runtime extends Context.Service<
           return yield* fail(`Classifier node "${node.id}" has no categories ([{name, next_node}]) to route by`)
         }
         const list = categories.map((c) => `- ${c.name}${c.description ? `: ${c.description}` : ""}`).join("\n")
-        const chosen = yield* modelOf(str(nodeConfig.model))
+        const chosen = yield* models.forNode(str(nodeConfig.model))
         turn.model = chosen.name
         const response = yield* generate(
           chosen.model,

@@ -31,7 +31,7 @@ export const asDetail =
     )
 
 /** A `detail` field defaulting to `text`, so `new Error()` needs no argument. */
-const detailDefault = (text: string) => Schema.String.pipe(Schema.withConstructorDefault(Effect.succeed(text)))
+export const detailDefault = (text: string) => Schema.String.pipe(Schema.withConstructorDefault(Effect.succeed(text)))
 
 /** One validation problem: `loc` starts with `body`, `query` or `path` (Errors). */
 export const ValidationIssue = Schema.Struct({
@@ -136,7 +136,6 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
 ) {
   static readonly Wire = NotFound.pipe(asDetail(Schema.String))
 }
-
 
 /**
  * 400 with a specific `detail` (assistants: `The main branch cannot be deleted` A3,

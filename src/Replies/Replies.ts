@@ -13,6 +13,7 @@ import { validateContent } from "../Messages/Messages.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
 import { ScheduleNotFound, ScheduleNotPending } from "./Errors.ts"
+import type { MemoryStore } from "./MemoryRepo.ts"
 import { RepliesRepo } from "./Repo.ts"
 import { type ReplyRefusal, replyDue, replyRefusal } from "./Rules.ts"
 
@@ -194,4 +195,8 @@ export class Replies extends Context.Service<
       return Replies.of({ reply, trigger, schedule, listSchedules, cancelSchedule })
     })
   )
+
+  /** The service over the in-memory repository (`RepliesRepo.layerTest(store)`), for fast tests. */
+  static readonly layerTest = (store?: MemoryStore) =>
+    Replies.layer.pipe(Layer.provideMerge(RepliesRepo.layerTest(store)))
 }

@@ -18,7 +18,7 @@ import { RepliesRepo } from "./Repo.ts"
 import { type ReplyRefusal, replyDue, replyRefusal } from "./Rules.ts"
 
 /** Default debounce of POST /reply, in seconds (conversations.md). */
-export const DEFAULT_DEBOUNCE_SECONDS = 3
+const DEFAULT_DEBOUNCE_SECONDS = 3
 
 /** Body of POST /sessions/{id}/reply. */
 export interface ReplyRequest {

@@ -61,12 +61,15 @@ const scheduleJson = (alias: string) => `json_build_object(
   'executed_at', ${isoTimestamp(`${alias}.executed_at`)}
 )`
 
-/** A reply trigger (R1). */
+/** A reply trigger (R1), as `Rules.replyDue` and the trigger give it. */
 export interface NewJob {
   readonly organizationId: string
   readonly sessionId: string
+  /** When the job is due: the trigger's moment plus its debounce (R1 trailing debounce). */
   readonly dueAt: Date
+  /** R2: the node the run starts from; null keeps a pending job's. */
   readonly startingNodeId: string | null
+  /** Merged into a pending job's metadata, then into the reply message's. */
   readonly metadata: JsonObject
   /** The trigger's trace context, JSON text (`Telemetry.currentTraceContext`), or null. */
   readonly traceContext: string | null

@@ -8,7 +8,9 @@
  *   so each job's reply is written once even with several processes (R1).
  *   Expired leases (a crashed process) make jobs due again.
  * - Schedules (D15): due schedules are claimed the same way; `message` inserts
- *   the assistant message, `node` runs the runtime from that node.
+ *   the assistant message, `node` runs the runtime from that node. A schedule
+ *   whose session is closed ends `canceled` (the run's reason
+ *   `SessionNotOpen`), any other failure `failed`, with the error text.
  * - Wake-up: `LISTEN parley_replies` (triggers and new schedules notify at
  *   commit), a timer to the earliest due time, and a {@link POLL_MS} poll.
  *   Times come from Effect's `Clock`, so tests drive debounce with `TestClock`.
@@ -34,17 +36,17 @@ import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type ClaimedJob, type ClaimedSchedule, RepliesRepo, repliesChannel } from "./Repo.ts"
 
 /** Runs in flight per process (jobs and schedules together). */
-export const MAX_CONCURRENT_RUNS = 64
+const MAX_CONCURRENT_RUNS = 64
 /** Fallback poll interval, in ms. */
 export const POLL_MS = 1_000
 /** Lease of a claimed job or schedule, in ms: a run taking longer may be run again by another process. */
-export const LEASE_MS = 180_000
+const LEASE_MS = 180_000
 /** How long a run may take before it is abandoned (and its lease left to expire), in ms. */
-export const RUN_TIMEOUT_MS = 150_000
+const RUN_TIMEOUT_MS = 150_000
 /** Attempts of a reply job or schedule whose runs die of defects, before it ends failed (issue 12 "Poison jobs"). */
-export const MAX_RUN_ATTEMPTS = 3
+const MAX_RUN_ATTEMPTS = 3
 /** Delays before the 2nd and 3rd attempt of work whose run died, in ms. */
-export const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
+const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
 /** Sessions closed per expiry statement batch (D16). */

@@ -17,7 +17,7 @@ export interface NamedModel {
 }
 
 /** Most node model names kept built at once; an evicted name is built again at its next use. */
-export const MODEL_CACHE_CAPACITY = 256
+const MODEL_CACHE_CAPACITY = 256
 
 /** The models of the AI runtime (see module docs). */
 export class Models extends Context.Service<

@@ -15,9 +15,9 @@ import { AppConfig } from "../Config.ts"
 import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
 
 /** Time limit of one tool call, in ms. */
-export const TOOL_TIMEOUT_MS = 10_000
+const TOOL_TIMEOUT_MS = 10_000
 /** Most characters of a tool's answer kept (stored and sent to the model). */
-export const TOOL_RESULT_MAX_CHARS = 16_384
+const TOOL_RESULT_MAX_CHARS = 16_384
 
 /** An assistant tool as the runtime calls it (assistants.md "Tool"). */
 export interface ToolTarget {

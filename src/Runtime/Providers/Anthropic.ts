@@ -25,7 +25,7 @@ import { fromGenerate, type OutputPart } from "./Model.ts"
 export const DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 
 /** The Anthropic API URL; requests go to `<url>/v1/messages`. */
-export const DEFAULT_ANTHROPIC_API_URL = "https://api.anthropic.com"
+const DEFAULT_ANTHROPIC_API_URL = "https://api.anthropic.com"
 
 /** The `anthropic-version` header sent with every Anthropic request. */
 export const ANTHROPIC_VERSION = "2023-06-01"

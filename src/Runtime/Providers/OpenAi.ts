@@ -27,7 +27,7 @@ import { fromGenerate, type OutputPart } from "./Model.ts"
 export const DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
 /** The OpenAI API base URL used when `OPENAI_BASE_URL` is not set; requests go to `<base>/chat/completions`. */
-export const DEFAULT_OPENAI_API_URL = "https://api.openai.com/v1"
+const DEFAULT_OPENAI_API_URL = "https://api.openai.com/v1"
 
 type OpenAiMessage =
   | { readonly role: "system"; readonly content: string }

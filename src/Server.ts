@@ -4,7 +4,6 @@
  * services -> HTTP server and the background workers of `PARLEY_ROLE` (O1).
  */
 import { Effect, Layer } from "effect"
-import type { LanguageModel } from "effect/ai"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
@@ -20,7 +19,7 @@ import { MessagesRepo } from "./Messages/Repo.ts"
 import { Replies } from "./Replies/Replies.ts"
 import { RepliesRepo } from "./Replies/Repo.ts"
 import { RepliesWorkerLive } from "./Replies/Worker.ts"
-import { LanguageModelLive } from "./Runtime/Providers.ts"
+import { Models } from "./Runtime/Models.ts"
 import { Runtime } from "./Runtime/Runtime.ts"
 import { SessionsRepo } from "./Sessions/Repo.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
@@ -31,11 +30,12 @@ import { Webhooks } from "./Webhooks/Webhooks.ts"
 import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
 
 /**
- * The domain services over a migrated database, with `languageModel` as the
- * AI runtime's model (R3): tests pass a scripted one. Requires
- * `SqlClient`/`PgClient` and `AppConfig`.
+ * The domain services over a migrated database, with `models` as the AI
+ * runtime's language models (R3): `Models.layer` in production, tests pass
+ * `Models.layerTest(scriptedModel(script))`. Requires `SqlClient`/`PgClient`,
+ * `AppConfig` and what `models` requires.
  */
-export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.LanguageModel, E, R>) => {
+export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
   const core = Layer.mergeAll(
     DatabaseHealth.layer,
     Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
@@ -47,14 +47,14 @@ export const servicesWith = <E, R>(languageModel: Layer.Layer<LanguageModel.Lang
     Export.layer,
     Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer)),
     Replies.layer.pipe(Layer.provide(RepliesRepo.layer)),
-    Runtime.layer.pipe(Layer.provide(languageModel))
+    Runtime.layer.pipe(Layer.provide(models))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
   return Ingest.layer.pipe(Layer.provide(IngestRepo.layer), Layer.provideMerge(domain))
 }
 
-/** The domain services with the model of `AI_PROVIDER` (R3). */
-export const ServicesLive = servicesWith(LanguageModelLive)
+/** The domain services with the models of `AI_PROVIDER` (R3). */
+export const ServicesLive = servicesWith(Models.layer)
 
 /** Database connection with migrations applied; requires `AppConfig`. */
 export const DatabaseLive = Database.migrateLayer.pipe(Layer.provideMerge(Database.layer))

@@ -33,7 +33,7 @@ export const asDetail =
     )
 
 /** A `detail` field defaulting to `text`, so `new Error()` needs no argument. */
-const detailDefault = (text: string) => Schema.String.pipe(Schema.withConstructorDefault(Effect.succeed(text)))
+export const detailDefault = (text: string) => Schema.String.pipe(Schema.withConstructorDefault(Effect.succeed(text)))
 
 /** One validation problem: `loc` starts with `body`, `query` or `path` (Errors). */
 export const ValidationIssue = Schema.Struct({

@@ -7,16 +7,16 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, JsonObject, Metadata, Timestamp } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
-import {
-  BadRequest,
-  Conflict,
-  InvalidContentType,
-  NotFound,
-  SessionNotFound,
-  SessionNotOpen
-} from "../Domain/Errors.ts"
+import { InvalidContentType, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
+import {
+  ScheduleNotFound,
+  ScheduleNotPending,
+  SessionAgentNotAi,
+  SessionHasNoAgent,
+  SessionHasNoThread
+} from "./Errors.ts"
 
 /**
  * POST /sessions/{id}/reply body, all optional: `debounce_time` whole seconds
@@ -68,7 +68,14 @@ export class RepliesApi extends HttpApiGroup.make("replies")
       params: sessionPath,
       payload: [ReplyPayload, Schema.Null],
       success: Session,
-      error: [SessionNotFound.Wire, SessionNotOpen.Wire, BadRequest.Wire]
+      // D7's refusals, in its order.
+      error: [
+        SessionNotFound.Wire,
+        SessionNotOpen.Wire,
+        SessionHasNoAgent.Wire,
+        SessionAgentNotAi.Wire,
+        SessionHasNoThread.Wire
+      ]
     }),
     HttpApiEndpoint.post("schedule", "/sessions/:session_id/schedule", {
       params: sessionPath,
@@ -84,7 +91,7 @@ export class RepliesApi extends HttpApiGroup.make("replies")
     HttpApiEndpoint.delete("cancelSchedule", "/sessions/:session_id/schedules/:schedule_id", {
       params: { session_id: Identifier, schedule_id: Identifier },
       success: HttpApiSchema.NoContent,
-      error: [SessionNotFound.Wire, NotFound.Wire, Conflict.Wire]
+      error: [SessionNotFound.Wire, ScheduleNotFound.Wire, ScheduleNotPending.Wire]
     })
   )
   .middleware(Authorization)

@@ -2,28 +2,23 @@
  * The replies service (conversations.md "Sessions": reply, schedule;
  * DECISIONS.md D5, D7, D11, D15, R1): triggers durable, debounced reply jobs
  * and keeps session schedules. The jobs and schedules are run by the replies
- * worker (`Worker.ts`) through the AI runtime.
+ * worker (`Worker.ts`) through the AI runtime. The rules that live in
+ * TypeScript (D7's checks, the trailing debounce) are in `Rules.ts`.
  */
-import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Layer } from "effect"
 import { isUuid, type JsonObject, type JsonText } from "../Domain/Common.ts"
-import {
-  BadRequest,
-  Conflict,
-  type InvalidContentType,
-  NotFound,
-  SessionNotFound,
-  SessionNotOpen,
-  type ValidationFailed
-} from "../Domain/Errors.ts"
+import { type InvalidContentType, SessionNotFound, SessionNotOpen, type ValidationFailed } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
 import { validateContent } from "../Messages/Messages.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
-import { NOTIFY_WITHIN_MS, RepliesRepo } from "./Repo.ts"
+import { ScheduleNotFound, ScheduleNotPending } from "./Errors.ts"
+import type { MemoryStore } from "./MemoryRepo.ts"
+import { RepliesRepo } from "./Repo.ts"
+import { type ReplyRefusal, replyDue, replyRefusal } from "./Rules.ts"
 
 /** Default debounce of POST /reply, in seconds (conversations.md). */
-export const DEFAULT_DEBOUNCE_SECONDS = 3
+const DEFAULT_DEBOUNCE_SECONDS = 3
 
 /** Body of POST /sessions/{id}/reply. */
 export interface ReplyRequest {
@@ -46,26 +41,29 @@ export class Replies extends Context.Service<
   Replies,
   {
     /**
-     * POST /sessions/{id}/reply: checks in D7's order (SessionNotFound 404,
-     * SessionNotOpen 400, BadRequest `Session has no agent`, `Session agent is
-     * not an AI agent`, `Session has no thread`), then triggers the session's
-     * reply job due in `debounce_time` seconds (R1). Answers the session.
+     * POST /sessions/{id}/reply: refuses in D7's order (`Rules.replyRefusal`:
+     * SessionNotFound 404, SessionNotOpen, SessionHasNoAgent,
+     * SessionAgentNotAi, SessionHasNoThread 400), else triggers the session's
+     * reply job due in `debounce_time` seconds (R1 trailing debounce: a job
+     * still pending is moved to the new due time). Answers the session's wire
+     * JSON. One statement (`RepliesRepo.reply`).
      */
     reply(
       organizationId: string,
       sessionId: string,
       request: ReplyRequest
-    ): Effect.Effect<JsonText<Session>, SessionNotFound | SessionNotOpen | BadRequest>
+    ): Effect.Effect<JsonText<Session>, ReplyRefusal>
     /**
-     * Triggers a reply job without the D7 checks (the caller made them), in the
-     * caller's transaction: for ingest's automatic reply (D11).
+     * Triggers a reply job due in `trigger.debounceSeconds` (R1) without the D7
+     * checks (the caller made them), in the caller's transaction: for
+     * ingest's automatic reply (D11).
      */
     trigger(organizationId: string, sessionId: string, trigger: ReplyTrigger): Effect.Effect<void>
     /**
      * POST /sessions/{id}/schedule (D15): a pending schedule at `scheduledFor`
-     * (a past moment runs at once). A `message` config must be client content
-     * (D12). Fails with SessionNotFound, SessionNotOpen (D5),
-     * InvalidContentType, ValidationFailed.
+     * (a past moment runs at once); answers its wire JSON. A `message` config
+     * must be client content (D12). Fails with SessionNotFound, SessionNotOpen
+     * (D5), InvalidContentType, ValidationFailed.
      */
     schedule(
       organizationId: string,
@@ -76,70 +74,75 @@ export class Replies extends Context.Service<
       JsonText<SessionSchedule>,
       SessionNotFound | SessionNotOpen | InvalidContentType | ValidationFailed
     >
-    /** GET /sessions/{id}/schedules: every schedule, oldest first, canceled ones included (D15). */
+    /**
+     * GET /sessions/{id}/schedules: every schedule, oldest first, canceled
+     * ones included (D15), as a JSON array. Fails with SessionNotFound.
+     */
     listSchedules(
       organizationId: string,
       sessionId: string
     ): Effect.Effect<JsonText<ReadonlyArray<SessionSchedule>>, SessionNotFound>
     /**
      * DELETE /sessions/{id}/schedules/{schedule_id} (D15): cancels a pending
-     * schedule. Fails with SessionNotFound, NotFound `Schedule not found`,
-     * Conflict `Schedule is not pending`.
+     * schedule (status `canceled`). Fails with SessionNotFound,
+     * ScheduleNotFound 404, ScheduleNotPending 409.
      */
     cancelSchedule(
       organizationId: string,
       sessionId: string,
       scheduleId: string
-    ): Effect.Effect<void, SessionNotFound | NotFound | Conflict>
+    ): Effect.Effect<void, SessionNotFound | ScheduleNotFound | ScheduleNotPending>
   }
 >()("parley/Replies") {
+  /** Requires `RepliesRepo`. */
   static readonly layer = Layer.effect(
     Replies,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* RepliesRepo
 
-      const enqueue = Effect.fnUntraced(function* (organizationId: string, sessionId: string, trigger: ReplyTrigger) {
-        const now = yield* Clock.currentTimeMillis
-        yield* repo.enqueue({
+      /** The job of a trigger now with `debounceSeconds` (R1). */
+      const job = Effect.fnUntraced(function* (
+        organizationId: string,
+        sessionId: string,
+        debounceSeconds: number,
+        startingNodeId: string | null | undefined,
+        metadata: JsonObject | undefined
+      ) {
+        return {
           organizationId,
           sessionId,
-          notify: trigger.debounceSeconds * 1000 < NOTIFY_WITHIN_MS,
-          dueAt: new Date(now + trigger.debounceSeconds * 1000),
-          startingNodeId: trigger.startingNodeId ?? null,
-          metadata: trigger.metadata ?? {},
+          ...replyDue(yield* Clock.currentTimeMillis, debounceSeconds),
+          startingNodeId: startingNodeId ?? null,
+          metadata: metadata ?? {},
           traceContext: yield* currentTraceContext
-        })
+        }
       })
 
       const reply = Effect.fn("Replies.reply")(
         function* (organizationId: string, sessionId: string, request: ReplyRequest) {
-          const now = yield* Clock.currentTimeMillis
-          const debounceMs = (request.debounce_time ?? DEFAULT_DEBOUNCE_SECONDS) * 1000
-          const state = yield* repo.reply({
-            organizationId,
-            sessionId,
-            notify: debounceMs < NOTIFY_WITHIN_MS,
-            dueAt: new Date(now + debounceMs),
-            startingNodeId: request.starting_node_id ?? null,
-            metadata: request.metadata ?? {},
-            traceContext: yield* currentTraceContext
-          })
-          if (state === undefined) return yield* new SessionNotFound()
-          if (state.status !== "open") return yield* new SessionNotOpen()
-          if (state.agent_id === null) return yield* new BadRequest({ detail: "Session has no agent" })
-          if (state.agent_type !== "ai") return yield* new BadRequest({ detail: "Session agent is not an AI agent" })
-          if (state.thread_id === null) return yield* new BadRequest({ detail: "Session has no thread" })
-          return state.body as JsonText<Session>
+          const debounce = request.debounce_time ?? DEFAULT_DEBOUNCE_SECONDS
+          const state = yield* repo.reply(
+            yield* job(organizationId, sessionId, debounce, request.starting_node_id, request.metadata)
+          )
+          const refusal = replyRefusal(state)
+          if (refusal !== undefined) return yield* Effect.fail(refusal)
+          return state!.body as JsonText<Session>
         },
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      const trigger = Effect.fn("Replies.trigger")(enqueue, Effect.catchTag("SqlError", Effect.die))
+      const trigger = Effect.fn("Replies.trigger")(
+        function* (organizationId: string, sessionId: string, trigger: ReplyTrigger) {
+          yield* repo.enqueue(
+            yield* job(organizationId, sessionId, trigger.debounceSeconds, trigger.startingNodeId, trigger.metadata)
+          )
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
 
-      /** The session's open state (D1, D5). */
+      /** The session's id and status (D1, D5), locked for share inside a transaction. */
       const sessionState = Effect.fnUntraced(function* (organizationId: string, sessionId: string) {
-        const state = yield* repo.sessionForReply(organizationId, sessionId)
+        const state = yield* repo.sessionState(organizationId, sessionId)
         if (state === undefined) return yield* new SessionNotFound()
         return state
       })
@@ -151,7 +154,7 @@ export class Replies extends Context.Service<
               ? { type: "message", message: yield* validateContent(config.message) }
               : { type: "node", node_id: config.node_id }
           const traceContext = yield* currentTraceContext
-          return yield* sql.withTransaction(
+          return yield* repo.withTransaction(
             Effect.gen(function* () {
               const state = yield* sessionState(organizationId, sessionId)
               if (state.status !== "open") return yield* new SessionNotOpen()
@@ -180,12 +183,11 @@ export class Replies extends Context.Service<
       const cancelSchedule = Effect.fn("Replies.cancelSchedule")(
         function* (organizationId: string, sessionId: string, scheduleId: string) {
           const state = yield* sessionState(organizationId, sessionId)
-          const notFound = new NotFound({ detail: "Schedule not found" })
-          if (!isUuid(scheduleId)) return yield* notFound
+          if (!isUuid(scheduleId)) return yield* new ScheduleNotFound()
           if (yield* repo.cancelSchedule(state.id, scheduleId)) return
           const status = yield* repo.scheduleStatus(state.id, scheduleId)
-          if (status === undefined) return yield* notFound
-          return yield* new Conflict({ detail: "Schedule is not pending" })
+          if (status === undefined) return yield* new ScheduleNotFound()
+          return yield* new ScheduleNotPending()
         },
         Effect.catchTag("SqlError", Effect.die)
       )
@@ -193,4 +195,8 @@ export class Replies extends Context.Service<
       return Replies.of({ reply, trigger, schedule, listSchedules, cancelSchedule })
     })
   )
+
+  /** The service over the in-memory repository (`RepliesRepo.layerTest(store)`), for fast tests. */
+  static readonly layerTest = (store?: MemoryStore) =>
+    Replies.layer.pipe(Layer.provideMerge(RepliesRepo.layerTest(store)))
 }

@@ -14,6 +14,8 @@ import type { Statement } from "effect/sql"
 import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 import { newId } from "../Shared/Ids.ts"
+import { type MemoryStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
+import type { ReplyState } from "./Rules.ts"
 
 /** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
 export const repliesChannel = "parley_replies"
@@ -59,21 +61,21 @@ const scheduleJson = (alias: string) => `json_build_object(
   'executed_at', ${isoTimestamp(`${alias}.executed_at`)}
 )`
 
-/** A reply trigger (R1). */
+/** A reply trigger (R1), as `Rules.replyDue` and the trigger give it. */
 export interface NewJob {
   readonly organizationId: string
   readonly sessionId: string
+  /** When the job is due: the trigger's moment plus its debounce (R1 trailing debounce). */
   readonly dueAt: Date
+  /** R2: the node the run starts from; null keeps a pending job's. */
   readonly startingNodeId: string | null
+  /** Merged into a pending job's metadata, then into the reply message's. */
   readonly metadata: JsonObject
   /** The trigger's trace context, JSON text (`Telemetry.currentTraceContext`), or null. */
   readonly traceContext: string | null
-  /** Whether to NOTIFY the workers at commit: for jobs due within {@link NOTIFY_WITHIN_MS}. */
+  /** Whether to NOTIFY the workers at commit: for jobs due soon (`Rules.replyDue`). */
   readonly notify: boolean
 }
-
-/** Triggers due sooner than this (ms from now) NOTIFY the workers; later ones are found by their poll. */
-export const NOTIFY_WITHIN_MS = 1_500
 
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
@@ -96,36 +98,32 @@ const makeRepo = Effect.gen(function* () {
           trace_context = coalesce(EXCLUDED.trace_context, reply_jobs.trace_context),
           updated_at = statement_timestamp()`
 
-  /** `pg_notify` when the job is due soon (see {@link NOTIFY_WITHIN_MS}), else a no-op. */
+  /** `pg_notify` when the job is due soon (`job.notify`), else a no-op. */
   const notifyFragment = (job: NewJob) => (job.notify ? sql`pg_notify(${repliesChannel}, 'job')` : sql`1`)
 
   /**
    * Triggers a reply (R1): creates the session's pending job due at `dueAt`, or
    * moves the pending job's due time to `dueAt` (trailing debounce), merging
    * `metadata` and keeping the latest `startingNodeId` given. Workers are
-   * notified at commit when the job is due within {@link NOTIFY_WITHIN_MS}
-   * (later jobs are found by their 1 s poll; NOTIFY serializes commits, so it
-   * is spared when not needed). Joins the caller's transaction.
+   * notified at commit when `job.notify` (a job due soon; later jobs are found
+   * by their 1 s poll; NOTIFY serializes commits, so it is spared when not
+   * needed). Joins the caller's transaction.
    */
   const enqueue = (job: NewJob) =>
     sql`WITH j AS (${upsertJob(job, sql`SELECT ${job.sessionId}::uuid AS id`)} RETURNING 1)
       SELECT ${notifyFragment(job)} FROM j`.pipe(Effect.asVoid)
 
   /**
-   * POST /reply in one statement (R1, D7): locks the session for share, reads
-   * what D7 checks, triggers the job only when every check passes (open, an AI
-   * agent, a thread), and answers the checked state with the session's wire
-   * JSON; undefined when the session is not in the organization.
+   * POST /reply in one statement (R1, D7; measured by `npm run bench --
+   * replies`): locks the session for share, reads what D7 checks, triggers the
+   * job only for the one state `Rules.replyRefusal` accepts (open, an AI
+   * agent, a thread: the set-based form of that rule, which owns the order and
+   * the refusals), and answers the checked state with the session's wire JSON
+   * (`body`); undefined when the session is not in the organization.
    */
   const reply = (job: NewJob) =>
     isUuid(job.sessionId)
-      ? sql<{
-          status: string
-          agent_id: string | null
-          agent_type: string | null
-          thread_id: string | null
-          body: string
-        }>`
+      ? sql<ReplyState & { readonly body: string }>`
           WITH s AS (
             SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id FROM sessions s
             LEFT JOIN agents a ON a.id = s.agent_id
@@ -357,26 +355,22 @@ const makeRepo = Effect.gen(function* () {
       }`.pipe(Effect.asVoid)
 
   /**
-   * The session's reply state (D7), locked for share inside a transaction so
-   * it cannot close between the checks and the trigger.
+   * The id and status of a session of the organization (D1, D5), locked for
+   * share inside a transaction so it cannot close before the caller's insert
+   * (schedules, D15); undefined when it is not in the organization.
    */
-  const sessionForReply = (organizationId: string, sessionId: string) =>
+  const sessionState = (organizationId: string, sessionId: string) =>
     isUuid(sessionId)
-      ? sql<{
-          id: string
-          status: string
-          agent_id: string | null
-          agent_type: string | null
-          thread_id: string | null
-        }>`
-          SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id
-          FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      ? sql<{ readonly id: string; readonly status: string }>`
+          SELECT s.id, s.status FROM sessions s
           WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}
           FOR SHARE OF s`.pipe(Effect.map((rows) => rows[0]))
       : Effect.succeed(undefined)
 
   return {
-    sessionForReply,
+    /** Runs `effect` in one transaction, which the statements above join; fails with its SqlError too. */
+    withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => sql.withTransaction(effect),
+    sessionState,
     enqueue,
     reply,
     claimJobs,
@@ -396,9 +390,16 @@ const makeRepo = Effect.gen(function* () {
   }
 })
 
-/** The replies repository (SQL only; see module docs). Requires `PgClient`. */
+/** The replies repository (SQL only; see module docs). */
 export class RepliesRepo extends Context.Service<RepliesRepo, Effect.Success<typeof makeRepo>>()(
   "parley/Replies/RepliesRepo"
 ) {
+  /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(RepliesRepo, makeRepo)
+  /**
+   * In memory over `store` (`MemoryRepo.ts`), for fast tests of the `Replies`
+   * service: no database, the worker's methods die.
+   */
+  static readonly layerTest = (store: MemoryStore = makeMemoryStore()) =>
+    Layer.succeed(RepliesRepo, makeMemoryRepo(store))
 }

@@ -8,7 +8,9 @@
  *   so each job's reply is written once even with several processes (R1).
  *   Expired leases (a crashed process) make jobs due again.
  * - Schedules (D15): due schedules are claimed the same way; `message` inserts
- *   the assistant message, `node` runs the runtime from that node.
+ *   the assistant message, `node` runs the runtime from that node. A schedule
+ *   whose session is closed ends `canceled` (the run's reason
+ *   `SessionNotOpen`), any other failure `failed`, with the error text.
  * - Wake-up: `LISTEN parley_replies` (triggers and new schedules notify at
  *   commit), a timer to the earliest due time, and a {@link POLL_MS} poll.
  *   Times come from Effect's `Clock`, so tests drive debounce with `TestClock`.
@@ -25,7 +27,8 @@ import { logUnlessOutage } from "../Database/Health.ts"
 import { listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
-import { diedOutcome, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
+import * as RunFailure from "../Runtime/RunFailure.ts"
+import { diedOutcome, type RunCompletion, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
 import { newId } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
@@ -33,21 +36,29 @@ import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type ClaimedJob, type ClaimedSchedule, RepliesRepo, repliesChannel } from "./Repo.ts"
 
 /** Runs in flight per process (jobs and schedules together). */
-export const MAX_CONCURRENT_RUNS = 64
+const MAX_CONCURRENT_RUNS = 64
 /** Fallback poll interval, in ms. */
 export const POLL_MS = 1_000
 /** Lease of a claimed job or schedule, in ms: a run taking longer may be run again by another process. */
-export const LEASE_MS = 180_000
+const LEASE_MS = 180_000
 /** How long a run may take before it is abandoned (and its lease left to expire), in ms. */
-export const RUN_TIMEOUT_MS = 150_000
+const RUN_TIMEOUT_MS = 150_000
 /** Attempts of a reply job or schedule whose runs die of defects, before it ends failed (issue 12 "Poison jobs"). */
-export const MAX_RUN_ATTEMPTS = 3
+const MAX_RUN_ATTEMPTS = 3
 /** Delays before the 2nd and 3rd attempt of work whose run died, in ms. */
-export const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
+const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
 /** Sessions closed per expiry statement batch (D16). */
 const EXPIRY_BATCH = 500
+
+/**
+ * A schedule's status after its run (D15): `done` when it succeeded,
+ * `canceled` when its session was closed (the reason `SessionNotOpen`),
+ * else `failed`.
+ */
+const scheduleStatus = (completion: RunCompletion): "done" | "canceled" | "failed" =>
+  completion.status === "succeeded" ? "done" : completion.reason._tag === "SessionNotOpen" ? "canceled" : "failed"
 
 /** A span link to the trace that caused the work, when stored. */
 const linksOf = (traceparent: string | null) => {
@@ -81,13 +92,14 @@ const makeWorker = Effect.gen(function* () {
    * is given back through `retry` while it has attempts left, due after the
    * next delay of {@link DEFECT_RETRY_DELAYS_MS} (a database outage does not
    * count and retries after {@link POLL_MS}), and after
-   * {@link MAX_RUN_ATTEMPTS} it ends failed through `end`.
+   * {@link MAX_RUN_ATTEMPTS} it ends failed through `end` with the reason
+   * `GaveUp`.
    */
   const supervise = (
     work: Effect.Effect<RunOutcome, unknown>,
     attempts: number,
     retry: (at: Date, counted: boolean, error: string) => Effect.Effect<unknown, unknown>,
-    end: (error: string) => Effect.Effect<unknown, unknown>
+    end: (reason: RunFailure.GaveUp) => Effect.Effect<unknown, unknown>
   ) =>
     work.pipe(
       Effect.timeout(RUN_TIMEOUT_MS),
@@ -98,14 +110,14 @@ const makeWorker = Effect.gen(function* () {
           : Effect.gen(function* () {
               const counted = outcome.unavailable !== true
               const attempt = attempts + (counted ? 1 : 0)
-              const error = outcome.error ?? "Internal error"
+              const error = outcome.error
               yield* Effect.annotateCurrentSpan({
                 "error.type": "RunDied",
                 "parley.run_error": error,
                 "parley.attempt": attempt
               })
               if (counted && attempt >= MAX_RUN_ATTEMPTS) {
-                yield* end(`${error} (gave up after ${attempt} attempts)`)
+                yield* end(new RunFailure.GaveUp({ error, attempts: attempt }))
                 return
               }
               const now = yield* Clock.currentTimeMillis
@@ -129,7 +141,7 @@ const makeWorker = Effect.gen(function* () {
       runtime.run(request),
       job.attempts,
       (dueAt, counted, error) => repo.retryJob({ jobId: job.id, workerId, dueAt, error, counted }),
-      (error) => runtime.recordFailure(request, error)
+      (reason) => runtime.recordFailure(request, reason)
     ).pipe(
       Effect.tap((outcome) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -159,17 +171,13 @@ const makeWorker = Effect.gen(function* () {
             jobId: schedule.id,
             startingNodeId: schedule.config.node_id,
             metadata: {},
-            complete: (outcome) =>
+            complete: (completion) =>
               repo
                 .finishSchedule(
                   schedule.id,
                   workerId,
-                  outcome.status === "succeeded"
-                    ? "done"
-                    : outcome.error === "Session is not open"
-                      ? "canceled"
-                      : "failed",
-                  outcome.error
+                  scheduleStatus(completion),
+                  completion.status === "failed" ? completion.reason.message : null
                 )
                 .pipe(Effect.orDie)
           }
@@ -204,10 +212,10 @@ const makeWorker = Effect.gen(function* () {
       work,
       schedule.attempts,
       (retryAt, counted, error) => repo.retrySchedule({ scheduleId: schedule.id, workerId, retryAt, error, counted }),
-      (error) =>
+      (reason) =>
         request === undefined
-          ? repo.finishSchedule(schedule.id, workerId, "failed", error)
-          : runtime.recordFailure(request, error)
+          ? repo.finishSchedule(schedule.id, workerId, "failed", reason.message)
+          : runtime.recordFailure(request, reason)
     ).pipe(
       Effect.catchCause((cause) => logUnlessOutage("Schedule failed", cause)),
       Effect.withSpan("Replies.schedule", {

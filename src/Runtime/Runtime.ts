@@ -2,22 +2,15 @@
  * The AI runtime (DECISIONS.md R2): one run answers one turn of a session from
  * its agent's assistant.
  *
- * 1. Reads the session, its AI agent's assistant runtime snapshot (HEAD of
+ * 1. Reads the session and checks it can run (in the organization, open, an AI
+ *    agent with an assistant), its assistant's runtime snapshot (HEAD of
  *    `main`, or the legacy snapshot of an unversioned assistant) and the
  *    session's text history.
- * 2. Walks the graph from `starting_node_id`, else the session's current node,
- *    else `config.initial_node_id`:
- *    - `llm`: calls the language model (`effect/ai` `LanguageModel`) with the
- *      node's `instructions` as system prompt, the history, and the node's
- *      `tools` as tools; tool calls go over HTTP ({@link ToolCaller}) and the
- *      model is asked again with their results (at most {@link MAX_TOOL_ROUNDS}
- *      rounds). The final text is the reply; the turn ends here and the node's
- *      `next_node` becomes the session's current node.
- *    - `router`, `logic`: go to `config.next_node` without calling the model.
- *    - `classifier`: asks the model to pick one of `config.categories`
- *      (`[{name, description?, next_node}]`) and goes to that category's node
- *      (`config.next_node` when the answer names none).
- *    - `skill` and anything else: the run fails with a clear error.
+ * 2. Walks the graph (`Walk.ts`: {@link startNode}, {@link walk}) from
+ *    `starting_node_id`, else the session's current node, else
+ *    `config.initial_node_id`, calling the node's language model
+ *    ({@link Models}) and its tools over HTTP ({@link ToolCaller}), until an
+ *    llm node answers.
  * 3. Writes the turn in one transaction: every tool call and result as
  *    `function_call` / `function_result` messages, the reply as an assistant
  *    text message (delivery `pending`, `run_id` set, the trigger's metadata),
@@ -25,31 +18,32 @@
  *    (assistant commit, nodes visited, model, tokens, duration). A failed run
  *    writes only its record: never half a reply.
  *
- * Model errors are retried with exponential backoff ({@link MODEL_RETRIES}
- * times) before the run fails.
+ * A run that fails has a tagged reason (`RunFailure.ts`); its `message` is the
+ * `error` recorded on the run.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Context, Data, Effect, Layer, Schedule } from "effect"
-import { type AiError, LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
+import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
 import { Assistants } from "../Assistants/Assistants.ts"
-import { AppConfig } from "../Config.ts"
 import { isUnavailable } from "../Database/Health.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
-import type { NewMessage } from "../Messages/Repo.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
 import { newId } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
-import { languageModelFor, modelName } from "./Providers.ts"
-import { type HistoryEntry, RuntimeRepo } from "./Repo.ts"
+import { Models } from "./Models.ts"
+import { RuntimeRepo } from "./Repo.ts"
+import * as RunFailure from "./RunFailure.ts"
 import { ToolCaller } from "./Tools.ts"
+import { type RuntimeSnapshot, startNode, type Turn, walk } from "./Walk.ts"
 
-/** Most model calls of one llm node in one turn (each tool round is one call). */
-export const MAX_TOOL_ROUNDS = 8
-/** Most nodes one turn visits (routers and classifiers before an llm node). */
-export const MAX_NODE_STEPS = 16
-/** Retries of a failing model call before the run fails. */
-export const MODEL_RETRIES = 3
+/**
+ * How a run ends its work, inside the transaction that writes the run:
+ * `succeeded`, or `failed` with its reason (the recorded `error` is
+ * `reason.message`).
+ */
+export type RunCompletion =
+  | { readonly status: "succeeded" }
+  | { readonly status: "failed"; readonly reason: RunFailure.Reason }
 
 /** What causes a run and how its outcome is recorded. */
 export interface RunRequest {
@@ -65,69 +59,38 @@ export interface RunRequest {
   /**
    * Runs inside the transaction that writes the outcome; answers false when
    * the caller no longer holds the work (its lease was lost), and then nothing
-   * is written. Reply jobs delete themselves here; schedules record their status.
+   * is written. Reply jobs delete themselves here; schedules record their
+   * status (`canceled` for the reason `SessionNotOpen`, D15).
    */
-  readonly complete: (outcome: {
-    readonly status: "succeeded" | "failed"
-    readonly error: string | null
-  }) => Effect.Effect<boolean>
+  readonly complete: (completion: RunCompletion) => Effect.Effect<boolean>
 }
 
 /**
- * A run's outcome: `lost` when the work was no longer held and nothing was
- * written; `died` when the run died of a defect (a bug, not a model or tool
- * failure) and nothing was written, so its caller decides whether to try again
- * or to end it with {@link Runtime} `recordFailure` (issue 12 "Poison jobs");
- * `unavailable` tells a defect that is the database being unreachable (O9).
+ * A run's outcome; `error` is the text recorded on the run (null when none):
+ * - `succeeded`: the reply is written;
+ * - `failed`: the run is recorded with `reason` (its `message` is `error`);
+ * - `lost`: the work was no longer held and nothing was written;
+ * - `died`: the run died of a defect (a bug, a timeout, not a model or tool
+ *   failure) and nothing was written, so its caller decides whether to try
+ *   again or to end it with {@link Runtime} `recordFailure` (issue 12 "Poison
+ *   jobs"); `unavailable` tells a defect that is the database being
+ *   unreachable (O9).
  */
-export interface RunOutcome {
-  readonly runId: string
-  readonly status: "succeeded" | "failed" | "lost" | "died"
-  readonly error: string | null
-  readonly unavailable?: boolean
-}
+export type RunOutcome =
+  | { readonly runId: string; readonly status: "succeeded"; readonly error: null }
+  | { readonly runId: string; readonly status: "failed"; readonly error: string; readonly reason: RunFailure.Reason }
+  | { readonly runId: string; readonly status: "lost"; readonly error: null }
+  | { readonly runId: string; readonly status: "died"; readonly error: string; readonly unavailable: boolean }
 
-/** Why a run failed: a sentence recorded on the run. */
-export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly message: string }> {}
+/** The outcome of a run recorded as failed with `reason`. */
+const failedOutcome = (runId: string, reason: RunFailure.Reason): RunOutcome => ({
+  runId,
+  status: "failed",
+  error: reason.message,
+  reason
+})
 
 class Lost extends Data.TaggedError("Lost")<{}> {}
-
-/** An assistant node as the runtime reads it (assistants.md "Node"). */
-interface GraphNode {
-  readonly id: string
-  readonly type: string
-  readonly config?: Record<string, unknown> | null
-}
-
-/** An assistant tool as the runtime reads it (assistants.md "Tool"). */
-interface AssistantTool {
-  readonly id: string
-  readonly name?: string
-  readonly description?: string
-  readonly request?: { readonly url?: string; readonly method?: string }
-  readonly parameters?: unknown
-  readonly should_close?: boolean
-}
-
-/** What one turn produced before it is written. */
-interface Turn {
-  readonly nodes: Array<string>
-  readonly messages: Array<Omit<NewMessage, "run_id">>
-  nextNode: string | null | undefined
-  shouldClose: boolean
-  inputTokens: number
-  outputTokens: number
-  /** The model that answered (the last node's), as recorded on the run. */
-  model: string
-}
-
-/** The parts of a model response a run uses. */
-interface ModelAnswer {
-  readonly text: string
-  readonly toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly params: unknown }>
-  readonly inputTokens: number
-  readonly outputTokens: number
-}
 
 /** The first line of a defect's message, as recorded on a run that died (no stack, no data). */
 const defectMessage = (cause: Cause.Cause<unknown>): string => {
@@ -137,7 +100,9 @@ const defectMessage = (cause: Cause.Cause<unknown>): string => {
 
 /**
  * The `died` outcome of a run that ended by `cause` (a defect, a timeout, the
- * database gone) with nothing written; interruptions pass through.
+ * database gone) with nothing written: `error` is `Internal error: <the first
+ * line of the defect's message, at most 500 characters>`. Interruptions pass
+ * through (the effect is interrupted too).
  */
 export const diedOutcome = (runId: string, cause: Cause.Cause<unknown>): Effect.Effect<RunOutcome> =>
   Cause.hasInterruptsOnly(cause)
@@ -149,272 +114,37 @@ export const diedOutcome = (runId: string, cause: Cause.Cause<unknown>): Effect.
         unavailable: isUnavailable(cause)
       })
 
-const str = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined)
-
-/** A name the model providers accept for a tool (`^[a-zA-Z0-9_-]{1,64}$`). */
-const toolName = (id: string) => id.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) || "tool"
-
-/** The JSON Schema of a tool's parameters: its `parameters` when an object schema, else an empty object schema. */
-const parametersSchema = (parameters: unknown): Record<string, unknown> => {
-  if (typeof parameters === "object" && parameters !== null && !Array.isArray(parameters)) {
-    const schema = parameters as Record<string, unknown>
-    return schema.type === undefined ? { type: "object", ...schema } : schema
-  }
-  return { type: "object", properties: {} }
-}
-
-const historyPrompt = (history: ReadonlyArray<HistoryEntry>): Array<Prompt.MessageEncoded> =>
-  history.map((entry) =>
-    entry.role === "user"
-      ? { role: "user", content: [{ type: "text", text: entry.text }] }
-      : { role: "assistant", content: [{ type: "text", text: entry.text }] }
-  )
-
 /** The AI runtime service (see module docs). */
 export class Runtime extends Context.Service<
   Runtime,
   {
     /**
      * Runs one turn (R2) and records it; never fails (a failed run is an
-     * outcome). A defect is the outcome `died`, with nothing written.
+     * outcome with its reason). A defect is the outcome `died`, with nothing
+     * written.
      */
     run(request: RunRequest): Effect.Effect<RunOutcome>
     /**
-     * Ends the work of `request` as a failed run with `error` (after its runs
-     * died too often): completes it through `request.complete` and records the
-     * run, in one transaction. `lost` when the work was no longer held.
+     * Ends the work of `request` as a failed run with `reason` (`GaveUp`
+     * after its runs died too often): completes it through
+     * `request.complete` and records the run, in one transaction. `lost` when
+     * the work was no longer held. Dies on a database failure.
      */
-    recordFailure(request: RunRequest, error: string): Effect.Effect<RunOutcome>
+    recordFailure(request: RunRequest, reason: RunFailure.Reason): Effect.Effect<RunOutcome>
   }
 >()("parley/Runtime") {
-  /** Requires `LanguageModel`, `Assistants`, `Messages`, `Sessions`, `PgClient`, `AppConfig`. */
+  /** Requires `Models`, `Assistants`, `Messages`, `Sessions`, `PgClient`, `AppConfig` (tool calls, W6). */
   static readonly layer = Layer.effect(
     Runtime,
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       const repo = yield* RuntimeRepo
-      const model = yield* LanguageModel.LanguageModel
+      const models = yield* Models
       const assistants = yield* Assistants
       const messages = yield* Messages
       const sessions = yield* Sessions
       const tools = yield* ToolCaller
-      const config = yield* AppConfig
-      const defaultModel = modelName(config)
-      const scope = yield* Effect.scope
-      /** Models named by nodes' `config.model`, built once each (HTTP providers only). */
-      const nodeModels = new Map<string, LanguageModel.LanguageModel>()
-
-      /**
-       * The language model of a node: the process's model (`AI_MODEL`), or with
-       * an HTTP provider the model the node names in `config.model` (R2). The echo
-       * provider and models given by tests answer every node.
-       */
-      const modelOf = (
-        name: string | undefined
-      ): Effect.Effect<{ model: LanguageModel.LanguageModel; name: string }> => {
-        if (name === undefined || config.aiProvider === "echo" || name === config.aiModel) {
-          return Effect.succeed({ model, name: defaultModel })
-        }
-        const recorded = modelName({ ...config, aiModel: name })
-        const built = nodeModels.get(name)
-        if (built !== undefined) return Effect.succeed({ model: built, name: recorded })
-        return Layer.buildWithScope(languageModelFor({ ...config, aiModel: name }), scope).pipe(
-          Effect.map((context) => {
-            const service = Context.get(context, LanguageModel.LanguageModel)
-            nodeModels.set(name, service)
-            return { model: service, name: recorded }
-          })
-        )
-      }
-
-      const fail = (message: string) => Effect.fail(new RunFailed({ message }))
-
-      /** One model call with retries; AiErrors become RunFailed after the last retry. */
-      const generate = (
-        model: LanguageModel.LanguageModel,
-        prompt: Array<Prompt.MessageEncoded>,
-        toolkit: Toolkit.Toolkit<any> | undefined
-      ): Effect.Effect<ModelAnswer, RunFailed> => {
-        // The runtime executes tool calls itself (HTTP, stored as messages): no handlers are needed, and
-        // "deferred" validation hands back calls to unknown tools so they are answered with an error result.
-        const call: Effect.Effect<LanguageModel.GenerateTextResponse<any, any>, AiError.AiError> = toolkit === undefined
-          ? model.generateText({ prompt })
-          : (model.generateText({
-              prompt,
-              toolkit: toolkit as any,
-              disableToolCallResolution: true,
-              toolCallValidation: "deferred"
-            }) as Effect.Effect<LanguageModel.GenerateTextResponse<any, any>, AiError.AiError>)
-        return call.pipe(
-          Effect.retry({
-            times: MODEL_RETRIES,
-            schedule: Schedule.exponential("500 millis"),
-            while: (error: AiError.AiError) => error.isRetryable
-          }),
-          Effect.map(
-            (response): ModelAnswer => ({
-              text: response.text,
-              toolCalls: response.toolCalls.map((call: { id: string; name: string; params: unknown }) => ({
-                id: call.id,
-                name: call.name,
-                params: call.params
-              })),
-              inputTokens: response.usage.inputTokens.total ?? 0,
-              outputTokens: response.usage.outputTokens.total ?? 0
-            })
-          ),
-          Effect.mapError((error) => new RunFailed({ message: `Model error: ${error.message}` }))
-        )
-      }
-
-      /** Runs an llm node: model calls and tool rounds until a final text (R2). */
-      const llmNode = Effect.fnUntraced(function* (
-        node: GraphNode,
-        toolsById: ReadonlyMap<string, AssistantTool>,
-        history: ReadonlyArray<HistoryEntry>,
-        metadata: JsonObject,
-        turn: Turn
-      ) {
-        const nodeConfig = node.config ?? {}
-        const toolIds = Array.isArray(nodeConfig.tools) ? (nodeConfig.tools as ReadonlyArray<unknown>) : []
-        const byName = new Map<string, AssistantTool>()
-        for (const id of toolIds) {
-          const tool = typeof id === "string" ? toolsById.get(id) : undefined
-          if (tool === undefined)
-            return yield* fail(`Tool ${JSON.stringify(id)} of node "${node.id}" is not in the assistant`)
-          byName.set(toolName(tool.id), tool)
-        }
-        const toolkit =
-          byName.size === 0
-            ? undefined
-            : Toolkit.make(
-                ...[...byName].map(([name, tool]) =>
-                  Tool.dynamic(name, {
-                    description: tool.description ?? tool.name ?? name,
-                    parameters: parametersSchema(tool.parameters) as any
-                  })
-                )
-              )
-        const instructions = str(nodeConfig.instructions)
-        const prompt: Array<Prompt.MessageEncoded> = [
-          ...(instructions === undefined ? [] : [{ role: "system" as const, content: instructions }]),
-          ...historyPrompt(history)
-        ]
-        const chosen = yield* modelOf(str(nodeConfig.model))
-        turn.model = chosen.name
-        for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
-          const response = yield* generate(chosen.model, prompt, toolkit)
-          turn.inputTokens += response.inputTokens
-          turn.outputTokens += response.outputTokens
-          const calls = response.toolCalls
-          if (calls.length === 0) {
-            const text = response.text.trim()
-            if (text === "") return yield* fail(`The model gave an empty answer at node "${node.id}"`)
-            turn.messages.push({
-              role: "assistant",
-              content: { type: "text", text },
-              provider_message_id: null,
-              replied_provider_message_id: null,
-              metadata
-            })
-            const next = str(nodeConfig.next_node)
-            if (next !== undefined) turn.nextNode = next
-            return
-          }
-          prompt.push({
-            role: "assistant",
-            content: [
-              ...(response.text === "" ? [] : [{ type: "text" as const, text: response.text }]),
-              ...calls.map((call) => ({
-                type: "tool-call" as const,
-                id: call.id,
-                name: call.name,
-                params: call.params
-              }))
-            ]
-          })
-          const results: Array<Prompt.ToolResultPartEncoded> = []
-          for (const call of calls) {
-            const tool = byName.get(call.name)
-            const outcome =
-              tool?.request?.url === undefined
-                ? { result: { error: `Unknown tool ${call.name}` }, isError: true }
-                : yield* tools.call({ url: tool.request.url, method: tool.request.method ?? "POST" }, call.params)
-            const name = tool?.id ?? call.name
-            turn.messages.push(
-              {
-                role: "assistant",
-                content: { type: "function_call", call_id: call.id, name, arguments: call.params as unknown },
-                provider_message_id: null,
-                replied_provider_message_id: null
-              },
-              {
-                role: "assistant",
-                content: {
-                  type: "function_result",
-                  call_id: call.id,
-                  name,
-                  result: outcome.result,
-                  is_error: outcome.isError
-                },
-                provider_message_id: null,
-                replied_provider_message_id: null
-              }
-            )
-            if (tool?.should_close === true && !outcome.isError) turn.shouldClose = true
-            results.push({
-              type: "tool-result",
-              id: call.id,
-              name: call.name,
-              isFailure: outcome.isError,
-              result: outcome.result
-            })
-          }
-          prompt.push({ role: "tool", content: results })
-        }
-        return yield* fail(`The model was still calling tools after ${MAX_TOOL_ROUNDS} rounds at node "${node.id}"`)
-      })
-
-      /** Asks the model to pick a category of a classifier node; answers the next node. */
-      const classifierNode = Effect.fnUntraced(function* (
-        node: GraphNode,
-        history: ReadonlyArray<HistoryEntry>,
-        turn: Turn
-      ) {
-        const nodeConfig = node.config ?? {}
-        const categories = (Array.isArray(nodeConfig.categories) ? nodeConfig.categories : []).filter(
-          (c): c is { name: string; description?: string; next_node: string } =>
-            typeof c === "object" && c !== null && str(c.name) !== undefined && str(c.next_node) !== undefined
-        )
-        if (categories.length === 0) {
-          return yield* fail(`Classifier node "${node.id}" has no categories ([{name, next_node}]) to route by`)
-        }
-        const list = categories.map((c) => `- ${c.name}${c.description ? `: ${c.description}` : ""}`).join("\n")
-        const chosen = yield* modelOf(str(nodeConfig.model))
-        turn.model = chosen.name
-        const response = yield* generate(
-          chosen.model,
-          [
-            {
-              role: "system",
-              content: `${str(nodeConfig.instructions) ?? "Classify the conversation."}\nAnswer with exactly one category name from this list and nothing else:\n${list}`
-            },
-            ...historyPrompt(history)
-          ],
-          undefined
-        )
-        turn.inputTokens += response.inputTokens
-        turn.outputTokens += response.outputTokens
-        const answer = response.text.trim().toLowerCase()
-        const picked =
-          categories.find((c) => c.name.toLowerCase() === answer) ??
-          categories.find((c) => answer.includes(c.name.toLowerCase()))
-        const next = picked?.next_node ?? str(nodeConfig.next_node)
-        if (next === undefined) {
-          return yield* fail(`Classifier node "${node.id}": the answer names no category and there is no next_node`)
-        }
-        return next
-      })
+      const defaultModel = models.defaultName
 
       /** What a run learns before its record is written. */
       interface RunInfo {
@@ -424,72 +154,36 @@ export class Runtime extends Context.Service<
         missingNodeId: string | null
       }
 
-      /** Computes the turn (no writes). */
+      /** Computes the turn (no writes); fails with the run's reason. */
       const computeTurn = Effect.fn("Runtime.turn")(function* (request: RunRequest, run: RunInfo) {
         const session = yield* repo.session(request.organizationId, request.sessionId)
-        if (session === undefined) return yield* fail("Session not found")
-        if (session.status !== "open") return yield* fail("Session is not open")
-        if (session.agent_type !== "ai") return yield* fail("Session agent is not an AI agent")
-        if (session.assistant_id === null) return yield* fail("The session's AI agent has no assistant")
-        run.assistantId = session.assistant_id
-        const runtime = yield* assistants
-          .runtime(request.organizationId, session.assistant_id)
-          .pipe(
-            Effect.mapError((error) => new RunFailed({ message: `Assistant ${session.assistant_id}: ${error.detail}` }))
+        if (session === undefined) return yield* RunFailure.fail(new RunFailure.SessionNotFound())
+        if (session.status !== "open") return yield* RunFailure.fail(new RunFailure.SessionNotOpen())
+        if (session.agent_type !== "ai") return yield* RunFailure.fail(new RunFailure.AgentNotAi())
+        const assistantId = session.assistant_id
+        if (assistantId === null) return yield* RunFailure.fail(new RunFailure.NoAssistant())
+        run.assistantId = assistantId
+        const runtime = yield* assistants.runtime(request.organizationId, assistantId).pipe(
+          Effect.mapError(
+            (error) =>
+              new RunFailure.RunFailed({
+                reason: new RunFailure.AssistantUnavailable({ assistantId, detail: error.detail })
+              })
           )
+        )
         run.commitId = runtime.commit_id
-        const snapshot = runtime.snapshot as unknown as {
-          readonly graph?: { readonly initial_node_id?: string | null; readonly nodes?: ReadonlyArray<GraphNode> }
-          readonly tools?: ReadonlyArray<AssistantTool>
-        }
-        const nodesById = new Map((snapshot.graph?.nodes ?? []).map((node) => [node.id, node]))
-        const toolsById = new Map((snapshot.tools ?? []).map((tool) => [tool.id, tool]))
+        const snapshot = runtime.snapshot as unknown as RuntimeSnapshot
         const history = yield* repo.history(session.id)
-        const turn: Turn = {
-          nodes: [],
-          messages: [],
-          nextNode: undefined,
-          shouldClose: false,
-          inputTokens: 0,
-          outputTokens: 0,
-          model: defaultModel
-        }
-        const initial = str(snapshot.graph?.initial_node_id)
-        let nodeId = request.startingNodeId ?? session.current_node_id ?? initial
-        if (
-          request.startingNodeId === null &&
-          session.current_node_id !== null &&
-          !nodesById.has(session.current_node_id)
-        ) {
+        const start = startNode(snapshot, request.startingNodeId, session.current_node_id)
+        if (start.missingNodeId !== null) {
           // R2, A13: a publish deleted or renamed the node the session stood on; start over rather than strand it.
-          run.missingNodeId = session.current_node_id
-          nodeId = initial
-          yield* Effect.annotateCurrentSpan("parley.missing_node_id", session.current_node_id)
+          run.missingNodeId = start.missingNodeId
+          yield* Effect.annotateCurrentSpan("parley.missing_node_id", start.missingNodeId)
         }
-        if (nodeId === undefined) return yield* fail("The assistant has no initial_node_id and no node to start from")
-        for (let step = 0; step < MAX_NODE_STEPS; step++) {
-          const node = nodesById.get(nodeId)
-          if (node === undefined) return yield* fail(`Node "${nodeId}" is not in the assistant's published version`)
-          turn.nodes.push(node.id)
-          switch (node.type) {
-            case "llm":
-              yield* llmNode(node, toolsById, history, request.metadata, turn)
-              return turn
-            case "router":
-            case "logic": {
-              const next = str(node.config?.next_node)
-              if (next === undefined) return yield* fail(`Node "${node.id}" (${node.type}) has no next_node to go to`)
-              nodeId = next
-              break
-            }
-            case "classifier":
-              nodeId = yield* classifierNode(node, history, turn)
-              break
-            default:
-              return yield* fail(`Node "${node.id}" has type "${node.type}", which the runtime does not run`)
-          }
-        }
-        return yield* fail(`No llm node was reached within ${MAX_NODE_STEPS} nodes`)
+        return yield* walk({ snapshot, startNodeId: start.nodeId, history, metadata: request.metadata }).pipe(
+          Effect.provideService(Models, models),
+          Effect.provideService(ToolCaller, tools)
+        )
       })
 
       /** Records a finished run (`runs`), inside the caller's transaction. */
@@ -497,8 +191,7 @@ export class Runtime extends Context.Service<
         request: RunRequest,
         run: { readonly id: string; readonly startedAt: number; readonly durationMs: number; readonly info: RunInfo },
         turn: Turn | undefined,
-        status: "succeeded" | "failed",
-        error: string | null
+        completion: RunCompletion
       ) =>
         repo.insertRun({
           id: run.id,
@@ -512,8 +205,8 @@ export class Runtime extends Context.Service<
           model: turn?.model ?? defaultModel,
           inputTokens: turn?.inputTokens ?? null,
           outputTokens: turn?.outputTokens ?? null,
-          status,
-          error,
+          status: completion.status,
+          error: completion.status === "failed" ? completion.reason.message : null,
           missingNodeId: run.info.missingNodeId,
           startedAt: new Date(run.startedAt),
           durationMs: run.durationMs
@@ -547,35 +240,39 @@ export class Runtime extends Context.Service<
           "parley.session_id": request.sessionId,
           "parley.trigger": request.trigger
         })
-        const record = (turn: Turn | undefined, status: "succeeded" | "failed", error: string | null) =>
+        const record = (turn: Turn | undefined, completion: RunCompletion) =>
           recordRun(
             request,
             { id: runId, startedAt, durationMs: Math.round(performance.now() - started), info },
             turn,
-            status,
-            error
+            completion
           )
 
         const write = (turn: Turn) =>
           sql.withTransaction(
             Effect.gen(function* () {
-              if (!(yield* request.complete({ status: "succeeded", error: null }))) return yield* new Lost()
+              const completion: RunCompletion = { status: "succeeded" }
+              if (!(yield* request.complete(completion))) return yield* new Lost()
               for (const message of turn.messages) {
-                yield* messages
-                  .append(request.organizationId, request.sessionId, { ...message, run_id: runId })
-                  .pipe(Effect.mapError((error) => new RunFailed({ message: error.detail })))
+                yield* messages.append(request.organizationId, request.sessionId, { ...message, run_id: runId }).pipe(
+                  Effect.catchTags({
+                    SessionNotFound: () => RunFailure.fail(new RunFailure.SessionNotFound()),
+                    SessionNotOpen: () => RunFailure.fail(new RunFailure.SessionNotOpen())
+                  })
+                )
               }
               if (turn.nextNode !== undefined) yield* repo.setCurrentNode(request.sessionId, turn.nextNode)
               if (turn.shouldClose) yield* sessions.close(request.organizationId, request.sessionId, { kind: "system" })
-              yield* record(turn, "succeeded", null)
+              yield* record(turn, completion)
             })
           )
 
-        const writeFailure = (turn: Turn | undefined, error: string) =>
+        const writeFailure = (turn: Turn | undefined, reason: RunFailure.Reason) =>
           sql.withTransaction(
             Effect.gen(function* () {
-              if (!(yield* request.complete({ status: "failed", error }))) return yield* new Lost()
-              yield* record(turn, "failed", error)
+              const completion: RunCompletion = { status: "failed", reason }
+              if (!(yield* request.complete(completion))) return yield* new Lost()
+              yield* record(turn, completion)
             })
           )
 
@@ -583,17 +280,13 @@ export class Runtime extends Context.Service<
           Effect.flatMap((turn) =>
             write(turn).pipe(
               Effect.as<RunOutcome>({ runId, status: "succeeded", error: null }),
-              Effect.catchTag("RunFailed", (failure) =>
-                writeFailure(turn, failure.message).pipe(
-                  Effect.as<RunOutcome>({ runId, status: "failed", error: failure.message })
-                )
+              Effect.catchTag("RunFailed", ({ reason }) =>
+                writeFailure(turn, reason).pipe(Effect.as(failedOutcome(runId, reason)))
               )
             )
           ),
-          Effect.catchTag("RunFailed", (failure) =>
-            writeFailure(undefined, failure.message).pipe(
-              Effect.as<RunOutcome>({ runId, status: "failed", error: failure.message })
-            )
+          Effect.catchTag("RunFailed", ({ reason }) =>
+            writeFailure(undefined, reason).pipe(Effect.as(failedOutcome(runId, reason)))
           ),
           Effect.catchTag("Lost", () => Effect.succeed<RunOutcome>({ runId, status: "lost", error: null })),
           Effect.catchTag("SqlError", Effect.die),
@@ -604,20 +297,24 @@ export class Runtime extends Context.Service<
         return outcome
       })
 
-      const recordFailure = Effect.fn("Runtime.recordFailure")(function* (request: RunRequest, error: string) {
+      const recordFailure = Effect.fn("Runtime.recordFailure")(function* (
+        request: RunRequest,
+        reason: RunFailure.Reason
+      ) {
         const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
         const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
+        const completion: RunCompletion = { status: "failed", reason }
         const held = yield* sql
           .withTransaction(
             Effect.gen(function* () {
-              if (!(yield* request.complete({ status: "failed", error }))) return false
-              yield* recordRun(request, { id: runId, startedAt, durationMs: 0, info }, undefined, "failed", error)
+              if (!(yield* request.complete(completion))) return false
+              yield* recordRun(request, { id: runId, startedAt, durationMs: 0, info }, undefined, completion)
               return true
             })
           )
           .pipe(Effect.orDie)
-        const outcome: RunOutcome = held ? { runId, status: "failed", error } : { runId, status: "lost", error: null }
+        const outcome: RunOutcome = held ? failedOutcome(runId, reason) : { runId, status: "lost", error: null }
         yield* report(request, outcome)
         return outcome
       })

@@ -12,12 +12,12 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Context, Effect, Layer } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { AppConfig } from "../Config.ts"
-import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Webhooks/Ssrf.ts"
+import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
 
 /** Time limit of one tool call, in ms. */
-export const TOOL_TIMEOUT_MS = 10_000
+const TOOL_TIMEOUT_MS = 10_000
 /** Most characters of a tool's answer kept (stored and sent to the model). */
-export const TOOL_RESULT_MAX_CHARS = 16_384
+const TOOL_RESULT_MAX_CHARS = 16_384
 
 /** An assistant tool as the runtime calls it (assistants.md "Tool"). */
 export interface ToolTarget {
@@ -59,10 +59,24 @@ const parseBody = (text: string): unknown => {
 export class ToolCaller extends Context.Service<
   ToolCaller,
   {
-    /** Calls `target` with the model's `args`; never fails (failures are `isError` outcomes). */
+    /**
+     * Calls `target` with the model's `args` (an object's members; anything
+     * else sends `{}`). Never fails: a refusal (W6), a timeout
+     * ({@link TOOL_TIMEOUT_MS}), a transport error or a non-2xx answer is an
+     * `isError` outcome, with `{error}` or `{status, body}` as its result.
+     */
     call(target: ToolTarget, args: unknown): Effect.Effect<ToolOutcome>
   }
 >()("parley/Runtime/ToolCaller") {
+  /**
+   * Tool calls for tests, with no network: each call is answered by
+   * `answer(target, args)` (default: the result `{ok: true}`).
+   */
+  static readonly layerTest = (
+    answer: (target: ToolTarget, args: unknown) => ToolOutcome = () => ({ result: { ok: true }, isError: false })
+  ): Layer.Layer<ToolCaller> =>
+    Layer.succeed(ToolCaller, ToolCaller.of({ call: (target, args) => Effect.sync(() => answer(target, args)) }))
+
   /** Node's HTTP client with the W6 lookup unless private targets are allowed. Requires `AppConfig`. */
   static readonly layer = Layer.effect(
     ToolCaller,

@@ -16,10 +16,10 @@ import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { EventType } from "../Domain/Event.ts"
 import { newId } from "../Shared/Ids.ts"
+import { checkTargetUrl } from "../Shared/Ssrf.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret } from "./Signing.ts"
-import { checkTargetUrl } from "./Ssrf.ts"
 
 /** Body of POST /organizations/{id}/apps (O6). */
 export interface CreateApp {

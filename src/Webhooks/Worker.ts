@@ -29,11 +29,11 @@ import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { listenForever, stopWorker } from "../Database/Workers.ts"
 import { newId } from "../Shared/Ids.ts"
+import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
-import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "./Ssrf.ts"
 
 /** Attempts in flight per process. */
 export const MAX_IN_FLIGHT = 256

@@ -10,7 +10,7 @@ import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { contentHash } from "../../src/Assistants/Files.ts"
-import { isPublicAddress } from "../../src/Webhooks/Ssrf.ts"
+import { isPublicAddress } from "../../src/Shared/Ssrf.ts"
 import { assistantFixture, llm } from "../support/Assistants.ts"
 import { ADMIN_TOKEN, C, TestApi, withApp } from "../support/TestApp.ts"
 

@@ -7,7 +7,7 @@ import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { v7 as uuidv7 } from "uuid"
-import { isPublicAddress } from "../../src/Webhooks/Ssrf.ts"
+import { isPublicAddress } from "../../src/Shared/Ssrf.ts"
 import { receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
 

@@ -3,9 +3,12 @@
  * model through a test layer"): each call takes the next scripted answer (text,
  * tool calls, an error or a defect) from the queue, or, when the queue is empty, answers
  * `Reply to: <last user text>`. Every call's prompt and tool names are recorded.
+ * {@link scriptedModel} gives it to the runtime as its `Models` (every node,
+ * whatever model it names, is answered by the script; runs record `test`).
  */
 import { Effect, Layer, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
+import { Models } from "../../src/Runtime/Models.ts"
 
 /** One scripted answer. */
 export type ScriptedAnswer =
@@ -39,7 +42,7 @@ const lastUserText = (prompt: Prompt.Prompt): string | undefined => {
 export const makeScript = (): Script => ({ answers: [], calls: [] })
 
 /** The `LanguageModel` layer playing `script`. */
-export const scriptedModel = (script: Script) =>
+export const scriptedLanguageModel = (script: Script) =>
   Layer.effect(
     LanguageModel.LanguageModel,
     LanguageModel.make({
@@ -81,3 +84,6 @@ export const scriptedModel = (script: Script) =>
       streamText: () => Stream.empty
     })
   )
+
+/** The runtime's models (`Models.layerTest`, R3) playing `script` for every node: for `servicesWith`. */
+export const scriptedModel = (script: Script) => Models.layerTest(scriptedLanguageModel(script))

@@ -1,10 +1,13 @@
 /**
- * The SSRF guard of webhook (and, later, tool) URLs (DECISIONS.md W6): only
- * `http:`/`https:` URLs, and only public unicast addresses, checked on the
- * address the host name resolves to, at app creation/PATCH and again on every
- * attempt (the connection is made to the checked address, so a DNS answer that
- * changes between check and connect cannot slip through).
- * `ALLOW_PRIVATE_NETWORK_TARGETS=true` lifts the address check (not the scheme check).
+ * The SSRF guard of every outgoing URL a client can name (DECISIONS.md W6):
+ * webhook URLs (`Webhooks`: at app creation/PATCH and on every delivery
+ * attempt) and assistant tool URLs (`Runtime/Tools.ts`: on every tool call).
+ * Only `http:`/`https:` URLs without credentials, and only public unicast
+ * addresses, checked on the address the host name resolves to (the connection
+ * is made to the checked address through {@link guardedLookup}, so a DNS
+ * answer that changes between check and connect cannot slip through).
+ * `ALLOW_PRIVATE_NETWORK_TARGETS=true` lifts the address check (not the scheme
+ * check). A shared mechanism (STYLE "Ownership"): it belongs to no domain.
  */
 
 import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
@@ -43,8 +46,8 @@ const bareHost = (hostname: string) =>
   hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname
 
 /**
- * Parses a webhook URL: must be an absolute `http:` or `https:` URL without
- * credentials. Throws {@link TargetRefused}.
+ * Parses a target URL (webhook or tool): must be an absolute `http:` or
+ * `https:` URL without credentials (W6). Throws {@link TargetRefused}.
  */
 export const parseTargetUrl = (text: string): URL => {
   let url: URL
@@ -65,10 +68,10 @@ const refusedAddress = (address: string) =>
 
 /**
  * Resolves `hostname` (every address) and refuses it when any address is not
- * public; an IP literal is checked as it is. Rejects with {@link TargetRefused},
- * or the DNS error when the name does not resolve.
+ * public; an IP literal is checked as it is. Rejects with {@link TargetRefused}
+ * (also when the name does not resolve).
  */
-export const checkHost = async (hostname: string): Promise<void> => {
+const checkHost = async (hostname: string): Promise<void> => {
   const host = bareHost(hostname)
   if (ipaddr.isValid(host)) {
     if (!isPublicAddress(host)) throw refusedAddress(host)
@@ -125,12 +128,10 @@ export const guardedLookup: net.LookupFunction = ((
 
 /**
  * The W6 check for a URL whose host is an IP literal (such hosts never reach
- * {@link guardedLookup}): the refusal when the address is not public, else undefined.
+ * {@link guardedLookup}): the refusal when the address is not public, else
+ * undefined (also for a host name, which the lookup checks).
  */
 export const refuseLiteralHost = (url: URL): TargetRefused | undefined => {
-  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
-  if (/^[\d.]+$|:/.test(host) && !isPublicAddress(host)) {
-    return new TargetRefused(`Address ${host} is not a public address (private, loopback, link-local or reserved)`)
-  }
-  return undefined
+  const host = bareHost(url.hostname)
+  return /^[\d.]+$|:/.test(host) && !isPublicAddress(host) ? refusedAddress(host) : undefined
 }

@@ -15,7 +15,7 @@ import {
   ValidationFailed
 } from "../Domain/Errors.ts"
 import type { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
-import { type DeliveryFields, type MessageSearch, MessagesRepo, type NewMessage } from "./Repo.ts"
+import { type DeliveryFields, type HistoryEntry, type MessageSearch, MessagesRepo, type NewMessage } from "./Repo.ts"
 
 /** Body of POST /sessions/{id}/messages. */
 export interface CreateMessage {
@@ -101,6 +101,8 @@ export class Messages extends Context.Service<
       sessionId: string,
       message: NewMessage
     ): Effect.Effect<JsonText<Message>, SessionNotFound | SessionNotOpen>
+    /** The latest `limit` text messages of the session, oldest first: the history an AI run answers from (R2). */
+    history(sessionId: string, limit: number): Effect.Effect<ReadonlyArray<HistoryEntry>>
   }
 >()("parley/Messages") {
   static readonly layer = Layer.effect(
@@ -201,7 +203,9 @@ export class Messages extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      return Messages.of({ create, get, update, search, append })
+      const history = (sessionId: string, limit: number) => repo.history(sessionId, limit).pipe(Effect.orDie)
+
+      return Messages.of({ create, get, update, search, append, history })
     })
   )
 }

@@ -48,6 +48,12 @@ export interface DeliveryState {
   readonly delivered_at: Date | null
 }
 
+/** One text message of a session's history, as the AI runtime sends it to the model (R2). */
+export interface HistoryEntry {
+  readonly role: "user" | "assistant"
+  readonly text: string
+}
+
 /** Filters of POST /sessions/{id}/messages/search (D3). */
 export interface MessageSearch {
   readonly provider_message_id?: string | undefined
@@ -280,7 +286,15 @@ const makeRepo = Effect.gen(function* () {
           AND organization_id = ${organizationId}) AS found`.pipe(Effect.map((rows) => rows[0]!.found))
       : Effect.succeed(false)
 
-  return { insert, find, lockDelivery, updateDelivery, search, sessionExists }
+  /** The latest `limit` text messages of the session, oldest first (R2). */
+  const history = (sessionId: string, limit: number) =>
+    sql<HistoryEntry>`SELECT role, text FROM (
+        SELECT m.role, m.content->>'text' AS text, m.created_at, m.id FROM messages m
+        WHERE m.session_id = ${sessionId} AND m.content->>'type' = 'text'
+        ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
+      ) h ORDER BY h.created_at, h.id`
+
+  return { insert, find, lockDelivery, updateDelivery, search, sessionExists, history }
 })
 
 /** The messages repository (SQL only). Requires `PgClient`. */

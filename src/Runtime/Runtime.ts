@@ -45,6 +45,9 @@ export type RunCompletion =
   | { readonly status: "succeeded" }
   | { readonly status: "failed"; readonly reason: RunFailure.Reason }
 
+/** Most text messages of the history a run sends to the model (the latest ones, R2). */
+export const HISTORY_LIMIT = 200
+
 /** What causes a run and how its outcome is recorded. */
 export interface RunRequest {
   readonly organizationId: string
@@ -156,7 +159,7 @@ export class Runtime extends Context.Service<
 
       /** Computes the turn (no writes); fails with the run's reason. */
       const computeTurn = Effect.fn("Runtime.turn")(function* (request: RunRequest, run: RunInfo) {
-        const session = yield* repo.session(request.organizationId, request.sessionId)
+        const session = yield* sessions.runState(request.organizationId, request.sessionId)
         if (session === undefined) return yield* RunFailure.fail(new RunFailure.SessionNotFound())
         if (session.status !== "open") return yield* RunFailure.fail(new RunFailure.SessionNotOpen())
         if (session.agent_type !== "ai") return yield* RunFailure.fail(new RunFailure.AgentNotAi())
@@ -173,7 +176,7 @@ export class Runtime extends Context.Service<
         )
         run.commitId = runtime.commit_id
         const snapshot = runtime.snapshot as unknown as RuntimeSnapshot
-        const history = yield* repo.history(session.id)
+        const history = yield* messages.history(session.id, HISTORY_LIMIT)
         const start = startNode(snapshot, request.startingNodeId, session.current_node_id)
         if (start.missingNodeId !== null) {
           // R2, A13: a publish deleted or renamed the node the session stood on; start over rather than strand it.
@@ -261,7 +264,7 @@ export class Runtime extends Context.Service<
                   })
                 )
               }
-              if (turn.nextNode !== undefined) yield* repo.setCurrentNode(request.sessionId, turn.nextNode)
+              if (turn.nextNode !== undefined) yield* sessions.setCurrentNode(request.sessionId, turn.nextNode)
               if (turn.shouldClose) yield* sessions.close(request.organizationId, request.sessionId, { kind: "system" })
               yield* record(turn, completion)
             })

@@ -23,9 +23,8 @@
 import { Effect, Schedule } from "effect"
 import { type AiError, type LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
 import type { JsonObject } from "../Domain/Common.ts"
-import type { NewMessage } from "../Messages/Repo.ts"
+import type { HistoryEntry, NewMessage } from "../Messages/Repo.ts"
 import { Models } from "./Models.ts"
-import type { HistoryEntry } from "./Repo.ts"
 import * as RunFailure from "./RunFailure.ts"
 import { ToolCaller } from "./Tools.ts"
 

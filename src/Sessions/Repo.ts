@@ -36,6 +36,15 @@ export interface SessionEvent {
   readonly action?: string | null
 }
 
+/** What an AI run needs of its session (R2). */
+export interface RunState {
+  readonly id: string
+  readonly status: SessionStatus
+  readonly agent_type: "ai" | "human" | null
+  readonly assistant_id: string | null
+  readonly current_node_id: string | null
+}
+
 /** Filters of POST /sessions/search (D2). */
 export interface SessionSearch {
   readonly contactId?: string | undefined
@@ -359,7 +368,19 @@ const makeRepo = Effect.gen(function* () {
       FROM sessions s LEFT JOIN organization_settings os ON os.organization_id = s.organization_id
       WHERE s.id = ${sessionId}`.pipe(Effect.map((rows) => rows[0]?.idle === true))
 
+  /** What a run needs of its session (R2): status, its agent's type and assistant, the current node. */
+  const runState = (organizationId: string, sessionId: string) =>
+    sql<RunState>`SELECT s.id, s.status, a.type AS agent_type, a.assistant_id, s.current_node_id
+      FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}`.pipe(Effect.map((rows) => rows[0]))
+
+  /** Sets the node the session's next turn starts from (R2 `next_node`). */
+  const setCurrentNode = (sessionId: string, nodeId: string | null) =>
+    sql`UPDATE sessions SET current_node_id = ${nodeId} WHERE id = ${sessionId}`.pipe(Effect.asVoid)
+
   return {
+    runState,
+    setCurrentNode,
     findAgent,
     create,
     find,

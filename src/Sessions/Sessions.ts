@@ -18,7 +18,7 @@ import type { JsonObject } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { Session, SessionStatus } from "../Domain/Session.ts"
 import { newId } from "../Shared/Ids.ts"
-import { type SessionEvent, type SessionSearch, type SessionState, SessionsRepo } from "./Repo.ts"
+import { type RunState, type SessionEvent, type SessionSearch, type SessionState, SessionsRepo } from "./Repo.ts"
 
 /** Body of POST /sessions. */
 export interface CreateSession {
@@ -117,6 +117,10 @@ export class Sessions extends Context.Service<
       session: { readonly id: string; readonly threadId: string | null },
       agent: AgentRef | null
     ): Effect.Effect<{ readonly agentId: string | null; readonly threadId: string | null }>
+    /** What an AI run needs of the session (R2), or undefined when it is not in the organization. */
+    runState(organizationId: string, sessionId: string): Effect.Effect<RunState | undefined>
+    /** Sets the node the session's next AI turn starts from (R2 `next_node`), in the caller's transaction. */
+    setCurrentNode(sessionId: string, nodeId: string | null): Effect.Effect<void>
     /** Replaces the metadata of a session the caller's transaction has locked (bumps `updated_at`, no event: W1). */
     setMetadata(sessionId: string, metadata: JsonObject): Effect.Effect<void>
     /**
@@ -297,7 +301,15 @@ export class Sessions extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
+      const runState = (organizationId: string, sessionId: string) =>
+        repo.runState(organizationId, sessionId).pipe(Effect.orDie)
+
+      const setCurrentNode = (sessionId: string, nodeId: string | null) =>
+        repo.setCurrentNode(sessionId, nodeId).pipe(Effect.orDie)
+
       return Sessions.of({
+        runState,
+        setCurrentNode,
         create,
         get,
         search,

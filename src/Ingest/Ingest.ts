@@ -115,8 +115,18 @@ export class Ingest extends Context.Service<
 
       /** D11: a reply for a `user` message in a session whose agent is AI (and so has a thread, D7). */
       const replyIfAi = (organizationId: string, target: Target, message: IngestMessage, debounceSeconds: number) =>
-        message.role === "user" && target.agentType === "ai" && target.threadId !== null
-          ? replies.trigger(organizationId, target.id, { debounceSeconds })
+        message.role === "user"
+          ? replies.trigger(
+              organizationId,
+              {
+                id: target.id,
+                status: "open",
+                agent_id: target.agentId,
+                agent_type: target.agentType,
+                thread_id: target.threadId
+              },
+              { debounceSeconds }
+            )
           : Effect.void
 
       /**

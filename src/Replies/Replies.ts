@@ -15,7 +15,7 @@ import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
 import { ScheduleNotFound, ScheduleNotPending } from "./Errors.ts"
 import type { MemoryStore } from "./MemoryRepo.ts"
 import { RepliesRepo } from "./Repo.ts"
-import { type ReplyRefusal, replyDue, replyRefusal } from "./Rules.ts"
+import { type ReplyRefusal, type ReplyState, replyDue, replyRefusal } from "./Rules.ts"
 
 /** Default debounce of POST /reply, in seconds (conversations.md). */
 const DEFAULT_DEBOUNCE_SECONDS = 3
@@ -54,11 +54,17 @@ export class Replies extends Context.Service<
       request: ReplyRequest
     ): Effect.Effect<JsonText<Session>, ReplyRefusal>
     /**
-     * Triggers a reply job due in `trigger.debounceSeconds` (R1) without the D7
-     * checks (the caller made them), in the caller's transaction: for
-     * ingest's automatic reply (D11).
+     * D11: ingest's automatic reply. Triggers the reply job of `session` due in
+     * `trigger.debounceSeconds` (R1) when D7 would answer it
+     * (`Rules.replyRefusal` accepts its state: open, an AI agent, a thread),
+     * in the caller's transaction; else does nothing. Answers whether it
+     * triggered.
      */
-    trigger(organizationId: string, sessionId: string, trigger: ReplyTrigger): Effect.Effect<void>
+    trigger(
+      organizationId: string,
+      session: ReplyState & { readonly id: string },
+      trigger: ReplyTrigger
+    ): Effect.Effect<boolean>
     /**
      * POST /sessions/{id}/schedule (D15): a pending schedule at `scheduledFor`
      * (a past moment runs at once); answers its wire JSON. A `message` config
@@ -132,10 +138,12 @@ export class Replies extends Context.Service<
       )
 
       const trigger = Effect.fn("Replies.trigger")(
-        function* (organizationId: string, sessionId: string, trigger: ReplyTrigger) {
+        function* (organizationId: string, session: ReplyState & { readonly id: string }, trigger: ReplyTrigger) {
+          if (replyRefusal(session) !== undefined) return false
           yield* repo.enqueue(
-            yield* job(organizationId, sessionId, trigger.debounceSeconds, trigger.startingNodeId, trigger.metadata)
+            yield* job(organizationId, session.id, trigger.debounceSeconds, trigger.startingNodeId, trigger.metadata)
           )
+          return true
         },
         Effect.catchTag("SqlError", Effect.die)
       )

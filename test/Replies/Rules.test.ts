@@ -164,18 +164,24 @@ describe("Replies over the in-memory repository", () => {
       )
   )
 
-  it.effect("D11: trigger makes the job without D7's checks, due after the given debounce", () =>
-    withReplies((replies, store) =>
-      Effect.gen(function* () {
-        const session = addSession(store, { thread_id: null })
-        yield* TestClock.adjust("10 seconds")
-        yield* replies.trigger(ORG, session.id, { debounceSeconds: 4 })
-        assert.deepStrictEqual(
-          store.jobs.map((job) => [job.session_id, job.due_at.getTime(), job.triggers]),
-          [[session.id, 14_000, 1]]
-        )
-      })
-    )
+  it.effect(
+    "D11: trigger makes the job of a session D7 would answer, due after the given debounce; others get none",
+    () =>
+      withReplies((replies, store) =>
+        Effect.gen(function* () {
+          const answerable = addSession(store)
+          const threadless = addSession(store, { thread_id: null })
+          const human = addSession(store, { agent_type: "human" })
+          yield* TestClock.adjust("10 seconds")
+          assert.isTrue(yield* replies.trigger(ORG, answerable, { debounceSeconds: 4 }))
+          assert.isFalse(yield* replies.trigger(ORG, threadless, { debounceSeconds: 4 }))
+          assert.isFalse(yield* replies.trigger(ORG, human, { debounceSeconds: 4 }))
+          assert.deepStrictEqual(
+            store.jobs.map((job) => [job.session_id, job.due_at.getTime(), job.triggers]),
+            [[answerable.id, 14_000, 1]]
+          )
+        })
+      )
   )
 
   it.effect("D15: schedules of an open session; cancel a pending one once; unknown schedules and sessions", () =>

@@ -8,11 +8,10 @@
  * {@link TOOL_TIMEOUT_MS}. A failure (refused, timeout, non-2xx) is a result
  * with `is_error`, not a failed run: the model decides what to say.
  */
-import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Context, Effect, Layer } from "effect"
-import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
+import { Context, Effect, Layer } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
 import { AppConfig } from "../Config.ts"
-import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
+import { describeOutboundFailure, guardedHttpClient, guardedTarget } from "../Shared/Ssrf.ts"
 
 /** Time limit of one tool call, in ms. */
 const TOOL_TIMEOUT_MS = 10_000
@@ -29,21 +28,6 @@ export interface ToolTarget {
 export interface ToolOutcome {
   readonly result: unknown
   readonly isError: boolean
-}
-
-const describe = (error: unknown): string => {
-  if (Cause.isTimeoutError(error)) return `Timed out after ${TOOL_TIMEOUT_MS} ms`
-  let cause: unknown = error
-  for (let depth = 0; depth < 5 && cause instanceof Error && !(cause instanceof TargetRefused); depth++) {
-    if (cause.cause === undefined) break
-    cause = cause.cause
-  }
-  if (cause instanceof TargetRefused) return `Refused: ${cause.message}`
-  if (cause instanceof Error) {
-    const code = (cause as NodeJS.ErrnoException).code
-    return code === undefined ? cause.message : `${code}: ${cause.message}`
-  }
-  return String(error)
 }
 
 const parseBody = (text: string): unknown => {
@@ -86,15 +70,7 @@ export class ToolCaller extends Context.Service<
       const client = yield* HttpClient.HttpClient
 
       const call = (target: ToolTarget, args: unknown) =>
-        Effect.suspend(() => {
-          let url: URL
-          try {
-            url = parseTargetUrl(target.url)
-          } catch (error) {
-            return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(error as TargetRefused)
-          }
-          const refused = allowPrivate ? undefined : refuseLiteralHost(url)
-          if (refused !== undefined) return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(refused)
+        Effect.flatMap(guardedTarget(target.url, allowPrivate), (url) => {
           const method = target.method.toUpperCase()
           const params = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {}
           let request: HttpClientRequest.HttpClientRequest
@@ -121,22 +97,16 @@ export class ToolCaller extends Context.Service<
             })
           ),
           Effect.timeout(TOOL_TIMEOUT_MS),
-          Effect.catch((error) => Effect.succeed<ToolOutcome>({ result: { error: describe(error) }, isError: true })),
+          Effect.catch((error) =>
+            Effect.succeed<ToolOutcome>({
+              result: { error: describeOutboundFailure(error, TOOL_TIMEOUT_MS) },
+              isError: true
+            })
+          ),
           Effect.withSpan("Runtime.toolCall", { attributes: { "http.request.method": target.method.toUpperCase() } })
         )
 
       return ToolCaller.of({ call })
     })
-  ).pipe(
-    Layer.provide(
-      Layer.unwrap(
-        Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
-          NodeHttpClient.layerNodeHttpOptions({
-            keepAlive: true,
-            ...(config.allowPrivateNetworkTargets ? {} : { lookup: guardedLookup })
-          })
-        )
-      )
-    )
-  )
+  ).pipe(Layer.provide(guardedHttpClient()))
 }

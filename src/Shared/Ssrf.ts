@@ -13,7 +13,10 @@
 import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
 import * as dns from "node:dns"
 import type * as net from "node:net"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Cause, Effect, Layer } from "effect"
 import ipaddr from "ipaddr.js"
+import { AppConfig } from "../Config.ts"
 
 /** Why a URL or address is refused: a sentence for a 422 `msg` or an attempt's `error`. */
 export class TargetRefused extends Error {
@@ -134,4 +137,59 @@ export const guardedLookup: net.LookupFunction = ((
 export const refuseLiteralHost = (url: URL): TargetRefused | undefined => {
   const host = bareHost(url.hostname)
   return /^[\d.]+$|:/.test(host) && !isPublicAddress(host) ? refusedAddress(host) : undefined
+}
+
+/**
+ * The URL an outgoing request may go to (W6): `text` parsed as an http(s) URL
+ * without credentials, its host refused when it is a non-public IP literal
+ * (unless `allowPrivate`); host names are checked by {@link guardedLookup} when
+ * the connection is made. Fails with {@link TargetRefused}.
+ */
+export const guardedTarget = (text: string, allowPrivate: boolean): Effect.Effect<URL, TargetRefused> =>
+  Effect.suspend(() => {
+    let url: URL
+    try {
+      url = parseTargetUrl(text)
+    } catch (error) {
+      return Effect.fail(error as TargetRefused)
+    }
+    const refused = allowPrivate ? undefined : refuseLiteralHost(url)
+    return refused === undefined ? Effect.succeed(url) : Effect.fail(refused)
+  })
+
+/**
+ * Node's HTTP client for outgoing requests to URLs clients name: keep-alive,
+ * and the W6 {@link guardedLookup} unless `ALLOW_PRIVATE_NETWORK_TARGETS`.
+ * `maxFreeSockets` bounds the idle connections kept. Requires `AppConfig`.
+ */
+export const guardedHttpClient = (options: { readonly maxFreeSockets?: number } = {}) =>
+  Layer.unwrap(
+    Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
+      NodeHttpClient.layerNodeHttpOptions({
+        keepAlive: true,
+        ...(options.maxFreeSockets === undefined ? {} : { maxFreeSockets: options.maxFreeSockets }),
+        ...(config.allowPrivateNetworkTargets ? {} : { lookup: guardedLookup })
+      })
+    )
+  )
+
+/**
+ * One line describing why an outgoing request failed, as delivery attempts
+ * and tool results record it: `Timed out after N ms`, `Refused: <why>` (W6),
+ * `ECONNREFUSED: <message>`, else the innermost error's message.
+ */
+export const describeOutboundFailure = (error: unknown, timeoutMs: number): string => {
+  if (Cause.isTimeoutError(error)) return `Timed out after ${timeoutMs} ms`
+  const reason = (error as { readonly reason?: { readonly cause?: unknown; readonly message?: string } } | null)?.reason
+  let cause: unknown = reason?.cause ?? error
+  for (let depth = 0; depth < 8 && cause instanceof Error && !(cause instanceof TargetRefused); depth++) {
+    if (!(cause.cause instanceof Error)) break
+    cause = cause.cause
+  }
+  if (cause instanceof TargetRefused) return `Refused: ${cause.message}`
+  if (cause instanceof Error) {
+    const code = (cause as NodeJS.ErrnoException).code
+    return code === undefined ? cause.message : `${code}: ${cause.message}`
+  }
+  return reason?.message ?? String(error)
 }

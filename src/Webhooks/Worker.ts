@@ -22,14 +22,13 @@
  *   record them, and release every lease still held.
  */
 
-import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
-import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
+import { Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
 import { AppConfig } from "../Config.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { listenForever, stopWorker } from "../Database/Workers.ts"
 import { newId } from "../Shared/Ids.ts"
-import { guardedLookup, parseTargetUrl, refuseLiteralHost, TargetRefused } from "../Shared/Ssrf.ts"
+import { describeOutboundFailure, guardedHttpClient, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
@@ -57,31 +56,8 @@ export const retryDelayMs = (schedule: ReadonlyArray<Duration.Duration>, attempt
 }
 
 /** A short, secret-free description of why an attempt failed. */
-const describeFailure = (error: unknown, timeoutMs: number): string => {
-  if (Cause.isTimeoutError(error)) return `Timed out after ${timeoutMs} ms`
-  if (error instanceof TargetRefused) return `Refused: ${error.message}`
-  const reason = (error as { reason?: { cause?: unknown; _tag?: string; message?: string } })?.reason
-  let cause: unknown = reason?.cause ?? error
-  while (cause instanceof Error && cause.cause instanceof Error && !(cause instanceof TargetRefused))
-    cause = cause.cause
-  if (cause instanceof TargetRefused) return `Refused: ${cause.message}`
-  if (cause instanceof Error) {
-    const code = (cause as NodeJS.ErrnoException).code
-    return code === undefined ? cause.message : `${code}: ${cause.message}`
-  }
-  return reason?.message ?? String(error)
-}
-
-/** The HTTP client of the worker: Node's http with keep-alive and, unless private targets are allowed, the W6 lookup. */
-const httpClientLayer = Layer.unwrap(
-  Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
-    NodeHttpClient.layerNodeHttpOptions({
-      keepAlive: true,
-      maxFreeSockets: MAX_IN_FLIGHT,
-      ...(config.allowPrivateNetworkTargets ? {} : { lookup: guardedLookup })
-    })
-  )
-)
+/** The HTTP client of the worker: keep-alive, idle connections up to the attempts in flight, the W6 lookup. */
+const httpClientLayer = guardedHttpClient({ maxFreeSockets: MAX_IN_FLIGHT })
 
 const makeWorker = Effect.gen(function* () {
   const repo = yield* WebhooksRepo
@@ -110,11 +86,7 @@ const makeWorker = Effect.gen(function* () {
 
   /** POSTs the envelope; answers the HTTP status. */
   const send = (delivery: ClaimedDelivery, at: Date) =>
-    Effect.suspend(() => {
-      const url = parseTargetUrl(delivery.webhook_url)
-      // IP-literal hosts never reach the agent's lookup: checked here (W6).
-      const refused = allowPrivate ? undefined : refuseLiteralHost(url)
-      if (refused !== undefined) return Effect.fail<TargetRefused | HttpClientError.HttpClientError>(refused)
+    Effect.flatMap(guardedTarget(delivery.webhook_url, allowPrivate), (url) => {
       const request = HttpClientRequest.post(url).pipe(
         HttpClientRequest.setHeaders({
           ...signatureHeaders(delivery.signing_secret, delivery.event_id, at, delivery.body),
@@ -149,7 +121,7 @@ const makeWorker = Effect.gen(function* () {
             statusCode = outcome.success
             if (statusCode < 200 || statusCode > 299) error = `HTTP status ${statusCode}`
           } else {
-            error = describeFailure(outcome.failure, timeoutMs)
+            error = describeOutboundFailure(outcome.failure, timeoutMs)
           }
           const delayMs = error === null ? undefined : retryDelayMs(schedule, number)
           const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"

@@ -327,14 +327,7 @@ const expirySweeper = Effect.gen(function* () {
     Effect.withSpan("Sessions.expirySweep"),
     Effect.catchCause((cause) => logUnlessOutage("Session expiry sweep failed", cause))
   )
-  yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.andThen(
-        Effect.promise(() => new Promise((r) => setTimeout(r, interval))),
-        sweep
-      )
-    )
-  )
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), sweep)))
 })
 
 /**

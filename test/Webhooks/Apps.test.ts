@@ -4,10 +4,12 @@
  * the webhook URL at creation/PATCH and at every attempt.
  */
 import { assert } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Deferred, Duration, Effect, Fiber, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { v7 as uuidv7 } from "uuid"
+import * as Database from "../../src/Database/Database.ts"
 import { isPublicAddress } from "../../src/Shared/Ssrf.ts"
+import { TestDatabaseUrl } from "../support/Database.ts"
 import { receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
 
@@ -198,6 +200,76 @@ withWorkers({
       assert.isFalse(isPublicAddress(address), address)
     }
   })
+
+  it.effect("an event written while an app is being deleted waits for the delete and skips the app (W2)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const subscribe = (name: string) =>
+        admin(api, "POST", `/organizations/${org.id}/apps`, {
+          name,
+          webhook_url: PUBLIC_URL,
+          events: ["session.created"]
+        }).pipe(Effect.map((r) => r.body.id as string))
+      const deliveriesOf = (appId: string) =>
+        sql<{ event_id: string }>`SELECT event_id FROM deliveries WHERE app_id = ${appId}`
+      // Whether the session's insert waits on the app's row lock, so the race is really run. Asked on a
+      // pool of its own: the app's pool multiplexes, and its connections queue behind the waiting insert.
+      const monitor = Database.clientLayer(Redacted.make(yield* TestDatabaseUrl), 1)
+      const waitingOnLock = Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        for (let i = 0; i < 200; i++) {
+          const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`
+          if (row !== undefined && row.n > 0) return
+          yield* Effect.sleep(25)
+        }
+        assert.fail("the session's insert never waited on the app being deleted")
+      }).pipe(Effect.provide(monitor))
+      /** POST /sessions while another transaction deletes `appId`, committing or rolling back. */
+      const raceDelete = (appId: string, outcome: "commit" | "rollback") =>
+        Effect.gen(function* () {
+          const deleted = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const deleter = yield* Effect.forkChild(
+            sql
+              .withTransaction(
+                Effect.gen(function* () {
+                  yield* sql`DELETE FROM apps WHERE id = ${appId}`
+                  yield* Deferred.succeed(deleted, undefined)
+                  yield* Deferred.await(release)
+                  if (outcome === "rollback") return yield* Effect.fail("rollback" as const)
+                })
+              )
+              .pipe(
+                Effect.catchIf(
+                  (e) => e === "rollback",
+                  () => Effect.void
+                )
+              )
+          )
+          yield* Deferred.await(deleted)
+          const created = yield* Effect.forkChild(org.session())
+          yield* waitingOnLock
+          yield* Deferred.succeed(release, undefined)
+          yield* Fiber.join(deleter)
+          return yield* Fiber.join(created)
+        })
+
+      const kept = yield* subscribe("kept")
+      const gone = yield* subscribe("gone")
+      const first = yield* raceDelete(gone, "commit")
+      assert.match(first.id, /^[0-9a-f-]{36}$/)
+      assert.strictEqual((yield* deliveriesOf(gone)).length, 0)
+      assert.strictEqual((yield* admin(api, "GET", `/organizations/${org.id}/apps/${gone}`)).status, 404)
+
+      const stays = yield* subscribe("stays")
+      yield* raceDelete(stays, "rollback")
+      assert.strictEqual((yield* deliveriesOf(stays)).length, 1)
+      assert.strictEqual((yield* deliveriesOf(kept)).length, 2)
+    })
+  )
 
   it.effect("at attempt time a private address is refused and recorded, and nothing is sent (W6)", () =>
     Effect.gen(function* () {

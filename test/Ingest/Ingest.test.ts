@@ -493,6 +493,16 @@ withApp()("ingest", (it) => {
       assert.deepStrictEqual(fresh.metadata, { x: { y: 1 } })
       const events = yield* api.events(org.id)
       assert.deepStrictEqual(events[events.length - 1].data.object.metadata, { x: { y: 1 } })
+      // Member names JavaScript treats specially are ordinary JSON members (a 500, or a patch cut short, before).
+      const odd = JSON.parse('{"hasOwnProperty":1,"constructor":"c","a":1}')
+      yield* org.call("PATCH", `/sessions/${renewed.session_id}`, { fields: { metadata: odd } })
+      yield* ingest(org, { to: "t", from: "f", metadata: JSON.parse('{"a":null,"__proto__":{"p":1},"after":2}') })
+      assert.deepStrictEqual(Object.entries((yield* session(org, renewed.session_id!)).metadata).sort(), [
+        ["__proto__", { p: 1 }],
+        ["after", 2],
+        ["constructor", "c"],
+        ["hasOwnProperty", 1]
+      ])
     })
   )
 

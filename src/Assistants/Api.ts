@@ -101,13 +101,66 @@ export const PublishPayload = Schema.Struct({
   author_id: Schema.optionalKey(Schema.NullOr(Identifier))
 })
 
-/** The admin API's assistant creation (O6). */
+/** The admin API's assistant creation (O6, A2). */
 export const CreateAssistantPayload = Schema.Struct({
   name: Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255))),
   description: Schema.optionalKey(Schema.NullOr(Schema.String)),
   versioned: Schema.optionalKey(Schema.Boolean),
   snapshot: Schema.optionalKey(SnapshotInput)
 })
+
+/** Body of creating and of forking a branch: the new branch's name (A3). */
+export const BranchNamePayload = Schema.Struct({ name: BranchName })
+
+/** Body of a draft's discard: the file path to revert to HEAD (A5). */
+export const DiscardPayload = Schema.Struct({ path: FilePath })
+
+/** Body of a draft's reset and of a branch's rollback: the commit (A7). */
+export const CommitIdPayload = Schema.Struct({ commit_id: Schema.String })
+
+/** Body of a merge into a branch: the source branch, and whether to commit the result (A6). */
+export const MergePayload = Schema.Struct({
+  source_branch_name: BranchName,
+  commit: Schema.optionalKey(Schema.Boolean)
+})
+
+/** Query of a draft read and of its index: an optional path prefix such as `nodes/`. */
+export const PrefixQuery = Schema.Struct({ prefix: Schema.optionalKey(Schema.String) })
+
+/** Query of the version list (A8): `limit` (default 20), `offset` (default 0), `branch_name`. */
+export const VersionsQuery = Schema.Struct({
+  limit: Schema.optionalKey(Limit(1000)),
+  offset: Schema.optionalKey(Offset),
+  branch_name: Schema.optionalKey(BranchName)
+})
+
+/** Query of the diff of two commits: `commit_a` the older base, `commit_b` the newer. */
+export const VersionsDiffQuery = Schema.Struct({ commit_a: Schema.String, commit_b: Schema.String })
+
+/** Answer of a publish and of a rollback: the commit HEAD now names. */
+export const CommitAnswer = Schema.Struct({ commit: Commit })
+
+/** Answer of the changes of a branch: whether its draft differs from HEAD. */
+export const ChangesAnswer = Schema.Struct({ has_changes: Schema.Boolean })
+
+/** Answer of a diff: file by file (spec "Diff entry"). */
+export const DiffAnswer = Schema.Struct({ diffs: Schema.Array(DiffEntry) })
+
+/** Answer of the version list: newest first (A8). */
+export const VersionsAnswer = Schema.Struct({ commits: Schema.Array(Commit) })
+
+/** Answer of one version: the commit and its files. */
+export const VersionAnswer = Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) })
+
+/** Answer of the runtime read (A11, R2): HEAD of `main`, or a legacy assistant's snapshot with `commit_id: null`. */
+export const RuntimeAnswer = Schema.Struct({
+  assistant_id: Schema.String,
+  commit_id: Schema.NullOr(Schema.String),
+  snapshot: Snapshot
+})
+
+/** Answer of a migration (A11): the `main` branch and its first commit. */
+export const MigrateAnswer = Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit })
 
 const assistantPath = { assistant_id: Identifier }
 const branchPath = { assistant_id: Identifier, branch_name: BranchName }
@@ -191,25 +244,25 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     }),
     HttpApiEndpoint.get("getDraft", draft, {
       params: branchPath,
-      query: { prefix: Schema.optionalKey(Schema.String) },
+      query: PrefixQuery.fields,
       success: Snapshot,
       error: failures
     }),
     HttpApiEndpoint.get("draftIndex", `${draft}/index`, {
       params: branchPath,
-      query: { prefix: Schema.optionalKey(Schema.String) },
+      query: PrefixQuery.fields,
       success: Schema.Array(Schema.String),
       error: failures
     }),
     HttpApiEndpoint.post("discard", `${draft}/discard`, {
       params: branchPath,
-      payload: Schema.Struct({ path: FilePath }),
+      payload: DiscardPayload,
       success: HttpApiSchema.NoContent,
       error: failures
     }),
     HttpApiEndpoint.post("reset", `${draft}/reset`, {
       params: branchPath,
-      payload: Schema.Struct({ commit_id: Schema.String }),
+      payload: CommitIdPayload,
       success: HttpApiSchema.NoContent,
       error: failures
     }),
@@ -220,7 +273,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ...singletonEndpoints("context", Context, ContextInput),
     HttpApiEndpoint.post("createBranch", branches, {
       params: assistantPath,
-      payload: Schema.Struct({ name: BranchName }),
+      payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
       error: failures
     }),
@@ -231,7 +284,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     }),
     HttpApiEndpoint.post("fork", `${branches}/:branch_name/fork`, {
       params: branchPath,
-      payload: Schema.Struct({ name: BranchName }),
+      payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
       error: failures
     }),
@@ -248,64 +301,56 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
       params: branchPath,
       payload: [PublishPayload, Schema.Null],
-      success: Schema.Struct({ commit: Commit }),
+      success: CommitAnswer,
       error: failures
     }),
     HttpApiEndpoint.post("rollback", `${branches}/:branch_name/rollback`, {
       params: branchPath,
-      payload: Schema.Struct({ commit_id: Schema.String }),
-      success: Schema.Struct({ commit: Commit }),
+      payload: CommitIdPayload,
+      success: CommitAnswer,
       error: failures
     }),
     HttpApiEndpoint.post("merge", `${branches}/:branch_name/merge`, {
       params: branchPath,
-      payload: Schema.Struct({ source_branch_name: BranchName, commit: Schema.optionalKey(Schema.Boolean) }),
+      payload: MergePayload,
       success: Schema.NullOr(Commit),
       error: failures
     }),
     HttpApiEndpoint.get("changes", `${branches}/:branch_name/changes`, {
       params: branchPath,
-      success: Schema.Struct({ has_changes: Schema.Boolean }),
+      success: ChangesAnswer,
       error: failures
     }),
     HttpApiEndpoint.get("branchDiff", `${branches}/:branch_name/diff`, {
       params: branchPath,
-      success: Schema.Struct({ diffs: Schema.Array(DiffEntry) }),
+      success: DiffAnswer,
       error: failures
     }),
     HttpApiEndpoint.get("listVersions", "/assistants/:assistant_id/versions", {
       params: assistantPath,
-      query: {
-        limit: Schema.optionalKey(Limit(1000)),
-        offset: Schema.optionalKey(Offset),
-        branch_name: Schema.optionalKey(BranchName)
-      },
-      success: Schema.Struct({ commits: Schema.Array(Commit) }),
+      query: VersionsQuery.fields,
+      success: VersionsAnswer,
       error: failures
     }),
     HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {
       params: assistantPath,
-      query: { commit_a: Schema.String, commit_b: Schema.String },
-      success: Schema.Struct({ diffs: Schema.Array(DiffEntry) }),
+      query: VersionsDiffQuery.fields,
+      success: DiffAnswer,
       error: failures
     }),
     HttpApiEndpoint.get("getVersion", "/assistants/:assistant_id/versions/:commit_id", {
       params: { assistant_id: Identifier, commit_id: Schema.String },
-      success: Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) }),
+      success: VersionAnswer,
       error: failures
     }),
     HttpApiEndpoint.get("runtime", "/assistants/:assistant_id/runtime", {
       params: assistantPath,
-      success: Schema.Struct({
-        assistant_id: Schema.String,
-        commit_id: Schema.NullOr(Schema.String),
-        snapshot: Snapshot
-      }),
+      success: RuntimeAnswer,
       error: failures
     }),
     HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
       params: assistantPath,
-      success: Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit }),
+      success: MigrateAnswer,
       error: failures
     })
   )

@@ -5,9 +5,9 @@
  * service builds it from its `AssistantsRepo` with {@link makeAccess}.
  */
 import { Clock, Effect } from "effect"
-import { Conflict, NotFound } from "../Domain/Errors.ts"
 import type { SqlError } from "effect/sql"
 import type { Branch, Commit } from "../Domain/Assistant.ts"
+import { AssistantNotFound, AssistantNotVersioned, BranchNotFound } from "../Domain/AssistantErrors.ts"
 import type { PublishPayload } from "./Api.ts"
 import { commitId, type FileHashes } from "./Files.ts"
 import type { AssistantRow, AssistantsRepo } from "./Repo.ts"
@@ -16,27 +16,27 @@ import type { AssistantRow, AssistantsRepo } from "./Repo.ts"
 export const MAIN = "main"
 
 /** The failures of reaching a versioned assistant (A1). */
-export type AssistantAccessError = NotFound | Conflict
+export type AssistantAccessError = AssistantNotFound | AssistantNotVersioned
 
 /** The failures of reaching a branch of a versioned assistant (A1). */
-export type BranchAccessError = AssistantAccessError | NotFound
+export type BranchAccessError = AssistantAccessError | BranchNotFound
 
 /** Who made a commit and why: `author_type` defaults to `human` (spec "Commit"). */
 export type CommitInput = typeof PublishPayload.Type
 
 /** The steps shared by the assistants services (see the module docs). */
 export interface Access {
-  /** The organization's assistant; 404 `Assistant not found` when unknown or foreign, 409 `Assistant is not versioned` when legacy (A1). */
+  /** The organization's assistant; `AssistantNotFound` when unknown or foreign, `AssistantNotVersioned` when legacy (A1). */
   readonly versioned: (
     organizationId: string,
     assistantId: string
   ) => Effect.Effect<AssistantRow, AssistantAccessError | SqlError.SqlError>
-  /** A branch by name, 404 `Branch not found` otherwise; `forUpdate` takes its row lock (A4). */
+  /** A branch by name, `BranchNotFound` otherwise; `forUpdate` takes its row lock (A4). */
   readonly branch: (
     assistantId: string,
     name: string,
     forUpdate?: boolean
-  ) => Effect.Effect<Branch, NotFound | SqlError.SqlError>
+  ) => Effect.Effect<Branch, BranchNotFound | SqlError.SqlError>
   /** A branch of the organization's versioned assistant, read without a lock (A1). */
   readonly readBranch: (
     organizationId: string,
@@ -72,14 +72,14 @@ export interface Access {
 export const makeAccess = (repo: AssistantsRepo["Service"]): Access => {
   const versioned = Effect.fnUntraced(function* (organizationId: string, assistantId: string) {
     const assistant = yield* repo.findAssistant(organizationId, assistantId)
-    if (assistant === undefined) return yield* new NotFound({ detail: "Assistant not found" })
-    if (!assistant.versioned) return yield* new Conflict({ detail: "Assistant is not versioned" })
+    if (assistant === undefined) return yield* new AssistantNotFound()
+    if (!assistant.versioned) return yield* new AssistantNotVersioned()
     return assistant
   })
 
   const branch = Effect.fnUntraced(function* (assistantId: string, name: string, forUpdate = false) {
     const found = yield* repo.findBranch(assistantId, name, forUpdate)
-    if (found === undefined) return yield* new NotFound({ detail: "Branch not found" })
+    if (found === undefined) return yield* new BranchNotFound({ branch_name: name })
     return found
   })
 

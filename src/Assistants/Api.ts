@@ -28,7 +28,21 @@ import {
   VariableInput
 } from "../Domain/Assistant.ts"
 import { Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
-import { BadRequest, Conflict, NotFound } from "../Domain/Errors.ts"
+import {
+  AssistantAlreadyVersioned,
+  AssistantNotFound,
+  AssistantNotVersioned,
+  BranchAlreadyExists,
+  BranchNotFound,
+  CommitNotFound,
+  CommitNotInHistory,
+  ItemNotFound,
+  MainBranchUndeletable,
+  MergeConflict,
+  NoPublishedVersion,
+  NothingToPublish
+} from "../Domain/AssistantErrors.ts"
+import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 
 /** Base path of the assistants API (O4). */
@@ -164,9 +178,14 @@ export const MigrateAnswer = Schema.Struct({ assistant_id: Schema.String, branch
 
 const assistantPath = { assistant_id: Identifier }
 const branchPath = { assistant_id: Identifier, branch_name: BranchName }
-const failures = [NotFound.Wire, Conflict.Wire, BadRequest.Wire]
 const draft = "/assistants/:assistant_id/branches/:branch_name/draft"
 const branches = "/assistants/:assistant_id/branches"
+
+/** Failures of every operation on an assistant's versions (A1). */
+const assistantErrors = [AssistantNotFound.Wire, AssistantNotVersioned.Wire] as const
+
+/** Failures of every operation on a branch (A1). */
+const branchErrors = [...assistantErrors, BranchNotFound.Wire] as const
 
 const itemEndpoints = <
   const Kind extends string,
@@ -189,25 +208,29 @@ const itemEndpoints = <
     HttpApiEndpoint.get(`list_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       success: Schema.Array(item),
-      error: failures
+      error: branchErrors
     }),
-    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, { params, success: item, error: failures }),
+    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, {
+      params,
+      success: item,
+      error: [...branchErrors, ItemNotFound.Wire]
+    }),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       payload: body,
       success: item,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       payload: JsonObjectInput,
       success: item,
-      error: failures
+      error: [...branchErrors, ItemNotFound.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.delete(`delete_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, ItemNotFound.Wire, ValidationFailed.Wire]
     })
   ] as const
 }
@@ -218,53 +241,60 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
   input: I
 ) =>
   [
-    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, { params: branchPath, success: schema, error: failures }),
+    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, {
+      params: branchPath,
+      success: schema,
+      error: branchErrors
+    }),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       payload: input,
       success: schema,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       payload: JsonObjectInput,
       success: schema,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     })
   ] as const
 
-/** The assistants group (API-key auth). */
+/**
+ * The assistants group (API-key auth). Each endpoint lists the failures its
+ * operation can answer; every one may also answer 401 and 422 (middleware).
+ */
 export class AssistantsApi extends HttpApiGroup.make("assistants")
   .add(
     HttpApiEndpoint.patch("applyChangeset", draft, {
       params: branchPath,
       payload: ChangesetPayload,
       success: ChangesetResult,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.get("getDraft", draft, {
       params: branchPath,
       query: PrefixQuery.fields,
       success: Snapshot,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.get("draftIndex", `${draft}/index`, {
       params: branchPath,
       query: PrefixQuery.fields,
       success: Schema.Array(Schema.String),
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.post("discard", `${draft}/discard`, {
       params: branchPath,
       payload: DiscardPayload,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.post("reset", `${draft}/reset`, {
       params: branchPath,
       payload: CommitIdPayload,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, CommitNotFound.Wire]
     }),
     ...itemEndpoints("nodes", "node_id", Node, NodeBody),
     ...itemEndpoints("tools", "tool_id", Tool, ToolBody),
@@ -275,83 +305,83 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       params: assistantPath,
       payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
-      error: failures
+      error: [...branchErrors, BranchAlreadyExists.Wire]
     }),
     HttpApiEndpoint.get("listBranches", branches, {
       params: assistantPath,
       success: Schema.Array(Branch),
-      error: failures
+      error: assistantErrors
     }),
     HttpApiEndpoint.post("fork", `${branches}/:branch_name/fork`, {
       params: branchPath,
       payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
-      error: failures
+      error: [...branchErrors, BranchAlreadyExists.Wire]
     }),
     HttpApiEndpoint.get("getBranch", `${branches}/:branch_name`, {
       params: branchPath,
       success: Snapshot,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.delete("deleteBranch", `${branches}/:branch_name`, {
       params: branchPath,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, MainBranchUndeletable.Wire]
     }),
     HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
       params: branchPath,
       payload: [PublishPayload, Schema.Null],
       success: CommitAnswer,
-      error: failures
+      error: [...branchErrors, NothingToPublish.Wire]
     }),
     HttpApiEndpoint.post("rollback", `${branches}/:branch_name/rollback`, {
       params: branchPath,
       payload: CommitIdPayload,
       success: CommitAnswer,
-      error: failures
+      error: [...branchErrors, CommitNotFound.Wire, CommitNotInHistory.Wire]
     }),
     HttpApiEndpoint.post("merge", `${branches}/:branch_name/merge`, {
       params: branchPath,
       payload: MergePayload,
       success: Schema.NullOr(Commit),
-      error: failures
+      error: [...branchErrors, MergeConflict.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.get("changes", `${branches}/:branch_name/changes`, {
       params: branchPath,
       success: ChangesAnswer,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.get("branchDiff", `${branches}/:branch_name/diff`, {
       params: branchPath,
       success: DiffAnswer,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.get("listVersions", "/assistants/:assistant_id/versions", {
       params: assistantPath,
       query: VersionsQuery.fields,
       success: VersionsAnswer,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {
       params: assistantPath,
       query: VersionsDiffQuery.fields,
       success: DiffAnswer,
-      error: failures
+      error: [...assistantErrors, CommitNotFound.Wire]
     }),
     HttpApiEndpoint.get("getVersion", "/assistants/:assistant_id/versions/:commit_id", {
       params: { assistant_id: Identifier, commit_id: Schema.String },
       success: VersionAnswer,
-      error: failures
+      error: [...assistantErrors, CommitNotFound.Wire]
     }),
     HttpApiEndpoint.get("runtime", "/assistants/:assistant_id/runtime", {
       params: assistantPath,
       success: RuntimeAnswer,
-      error: failures
+      error: [AssistantNotFound.Wire, BranchNotFound.Wire, NoPublishedVersion.Wire]
     }),
     HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
       params: assistantPath,
       success: MigrateAnswer,
-      error: failures
+      error: [AssistantNotFound.Wire, AssistantAlreadyVersioned.Wire]
     })
   )
   .middleware(Authorization)
@@ -365,7 +395,8 @@ export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
       params: { org_id: Identifier },
       payload: CreateAssistantPayload,
       success: Assistant.pipe(HttpApiSchema.status(201)),
-      error: failures
+      // `Organization not found` is the admin domain's answer (O6).
+      error: [NotFound.Wire, ValidationFailed.Wire]
     })
   )
   .middleware(AdminAuthorization)

@@ -11,12 +11,18 @@
  *   A6, A7);
  * - `Versions` (`Versions.ts`): the commits and their diffs (A5, A8).
  *
- * Failures are the `{detail}` errors of `Domain/Errors.ts`; `SqlError`
+ * Failures are the tagged errors of `Domain/AssistantErrors.ts`; `SqlError`
  * becomes a defect at each method.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Assistant, Snapshot, SnapshotInput } from "../Domain/Assistant.ts"
-import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import {
+  AssistantAlreadyVersioned,
+  AssistantNotFound,
+  type BranchNotFound,
+  NoPublishedVersion
+} from "../Domain/AssistantErrors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { newId } from "../Shared/Ids.ts"
 import { MAIN, makeAccess } from "./Access.ts"
 import type { CreateAssistantPayload, MigrateAnswer, RuntimeAnswer } from "./Api.ts"
@@ -47,22 +53,22 @@ export class Assistants extends Context.Service<
     /**
      * GET /runtime, and what the AI runtime answers from (R2, A11): the snapshot of
      * HEAD of `main`, or of a legacy assistant its legacy snapshot with `commit_id:
-     * null`. 404 `Assistant not found` (A1); 404 `Assistant has no published version` before the first publish
+     * null`. `AssistantNotFound` (A1); `NoPublishedVersion` before the first publish
      * (A2). A commit's snapshot is assembled once per process.
      */
     readonly runtime: (
       organizationId: string,
       assistantId: string
-    ) => Effect.Effect<typeof RuntimeAnswer.Type, NotFound>
+    ) => Effect.Effect<typeof RuntimeAnswer.Type, AssistantNotFound | BranchNotFound | NoPublishedVersion>
     /**
      * POST /migrate (A11): a legacy assistant becomes versioned, one way: its
      * snapshot fills the draft of `main` and is published as the first commit
-     * (author `system`). 409 `Assistant is already versioned` for a versioned one.
+     * (author `system`). `AssistantAlreadyVersioned` for a versioned one.
      */
     readonly migrate: (
       organizationId: string,
       assistantId: string
-    ) => Effect.Effect<typeof MigrateAnswer.Type, NotFound | Conflict>
+    ) => Effect.Effect<typeof MigrateAnswer.Type, AssistantNotFound | AssistantAlreadyVersioned>
   }
 >()("parley/Assistants") {
   /** `Assistants` alone; requires `AssistantsRepo`. */
@@ -127,7 +133,7 @@ const makeAssistants = (repo: AssistantsRepo["Service"]): Assistants["Service"] 
   const runtime = Effect.fn("Assistants.runtime")(
     function* (organizationId: string, assistantId: string) {
       const assistant = yield* repo.findAssistant(organizationId, assistantId)
-      if (assistant === undefined) return yield* new NotFound({ detail: "Assistant not found" })
+      if (assistant === undefined) return yield* new AssistantNotFound()
       if (!assistant.versioned) {
         return {
           assistant_id: assistant.id,
@@ -136,7 +142,7 @@ const makeAssistants = (repo: AssistantsRepo["Service"]): Assistants["Service"] 
         }
       }
       const main = yield* access.branch(assistantId, MAIN)
-      if (main.head_commit_id === null) return yield* new NotFound({ detail: "Assistant has no published version" })
+      if (main.head_commit_id === null) return yield* new NoPublishedVersion()
       // Commits are immutable: their snapshot is assembled once per process (every AI run reads it).
       const key = `${assistantId}:${main.head_commit_id}`
       let snapshot = snapshots.get(key)
@@ -155,8 +161,8 @@ const makeAssistants = (repo: AssistantsRepo["Service"]): Assistants["Service"] 
       repo.withTransaction(
         Effect.gen(function* () {
           const assistant = yield* repo.findAssistant(organizationId, assistantId, true)
-          if (assistant === undefined) return yield* new NotFound({ detail: "Assistant not found" })
-          if (assistant.versioned) return yield* new Conflict({ detail: "Assistant is already versioned" })
+          if (assistant === undefined) return yield* new AssistantNotFound()
+          if (assistant.versioned) return yield* new AssistantAlreadyVersioned()
           const files = filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)
           const main =
             (yield* repo.findBranch(assistantId, MAIN, true)) ??

@@ -7,7 +7,17 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Branch, Commit, Snapshot } from "../Domain/Assistant.ts"
-import { BadRequest, Conflict, NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import {
+  type AssistantNotFound,
+  type AssistantNotVersioned,
+  BranchAlreadyExists,
+  CommitNotFound,
+  CommitNotInHistory,
+  MainBranchUndeletable,
+  MergeConflict,
+  NothingToPublish
+} from "../Domain/AssistantErrors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { newId } from "../Shared/Ids.ts"
 import { type BranchAccessError, MAIN, makeAccess } from "./Access.ts"
 import type {
@@ -24,8 +34,8 @@ import { AssistantsRepo } from "./Repo.ts"
 
 /**
  * The branch operations of an assistant. `organizationId` and `assistantId`
- * name it: every method fails with 404 `Assistant not found` or
- * 409 `Assistant is not versioned` when they do not, and with 404 `Branch not found` for an
+ * name it: every method fails with `AssistantNotFound` or
+ * `AssistantNotVersioned` when they do not, and with `BranchNotFound` for an
  * unknown branch name (A1); the docs below name the other failures.
  */
 export class Branches extends Context.Service<
@@ -33,43 +43,43 @@ export class Branches extends Context.Service<
   {
     /**
      * POST /branches: a branch `name` whose HEAD is `main`'s HEAD and whose draft
-     * equals that commit (spec "States and transitions"). 409 `Branch already exists` (A3).
+     * equals that commit (spec "States and transitions"). `BranchAlreadyExists` (A3).
      */
     readonly create: (
       organizationId: string,
       assistantId: string,
       payload: typeof BranchNamePayload.Type
-    ) => Effect.Effect<Branch, BranchAccessError | Conflict>
+    ) => Effect.Effect<Branch, BranchAccessError | BranchAlreadyExists>
     /**
      * POST /branches/{source}/fork: a branch `name` with the source's HEAD and a
-     * copy of its draft, unpublished changes included. 409 `Branch already exists` (A3).
+     * copy of its draft, unpublished changes included. `BranchAlreadyExists` (A3).
      */
     readonly fork: (
       organizationId: string,
       assistantId: string,
       source: string,
       payload: typeof BranchNamePayload.Type
-    ) => Effect.Effect<Branch, BranchAccessError | Conflict>
+    ) => Effect.Effect<Branch, BranchAccessError | BranchAlreadyExists>
     /** GET /branches: every branch, oldest first. */
     readonly list: (
       organizationId: string,
       assistantId: string
-    ) => Effect.Effect<ReadonlyArray<Branch>, NotFound | Conflict>
+    ) => Effect.Effect<ReadonlyArray<Branch>, AssistantNotFound | AssistantNotVersioned>
     /** GET /branches/{name}: the snapshot of the branch's HEAD (empty before its first publish). */
     readonly get: (
       organizationId: string,
       assistantId: string,
       branchName: string
     ) => Effect.Effect<Snapshot, BranchAccessError>
-    /** DELETE /branches/{name}: the branch and its draft; its commits stay. 400 `The main branch cannot be deleted` (A3). */
+    /** DELETE /branches/{name}: the branch and its draft; its commits stay. `MainBranchUndeletable` (A3). */
     readonly delete: (
       organizationId: string,
       assistantId: string,
       branchName: string
-    ) => Effect.Effect<void, BranchAccessError | BadRequest>
+    ) => Effect.Effect<void, BranchAccessError | MainBranchUndeletable>
     /**
      * POST /branches/{name}/publish: a commit of the draft whose parent is HEAD;
-     * HEAD advances to it. 400 `No changes to publish` when the draft equals HEAD (A4; the
+     * HEAD advances to it. `NothingToPublish` when the draft equals HEAD (A4; the
      * first publish of a branch always commits).
      */
     readonly publish: (
@@ -77,10 +87,10 @@ export class Branches extends Context.Service<
       assistantId: string,
       branchName: string,
       payload: typeof PublishPayload.Type
-    ) => Effect.Effect<typeof CommitAnswer.Type, BranchAccessError | BadRequest>
+    ) => Effect.Effect<typeof CommitAnswer.Type, BranchAccessError | NothingToPublish>
     /**
      * POST /branches/{name}/rollback: HEAD moves to `commit_id` and the draft is
-     * reset to it. 404 `Commit not found` (A1); 400 `Commit is not in the history of this branch` unless the commit is
+     * reset to it. `CommitNotFound` (A1); `CommitNotInHistory` unless the commit is
      * HEAD or one of its ancestors over both parent links (A7).
      */
     readonly rollback: (
@@ -88,25 +98,25 @@ export class Branches extends Context.Service<
       assistantId: string,
       branchName: string,
       payload: typeof CommitIdPayload.Type
-    ) => Effect.Effect<typeof CommitAnswer.Type, BranchAccessError | NotFound | BadRequest>
+    ) => Effect.Effect<typeof CommitAnswer.Type, BranchAccessError | CommitNotFound | CommitNotInHistory>
     /**
      * POST /branches/{name}/merge (A6): applies the changes of the source's HEAD
      * since the merge base to the target's draft. Nothing to merge (no source
      * HEAD, or it is in the target's history): `null`. A target without changes
      * of its own since the base fast-forwards (with `commit`, HEAD moves to the
      * source's HEAD and that commit is the answer). Otherwise a three-way merge:
-     * 409 `Merge conflict on paths: ...` with the sorted paths both sides changed differently
+     * `MergeConflict` with the sorted paths both sides changed differently
      * (nothing changes); `ValidationFailed` at `["body", "source_branch_name"]`
      * when the result breaks a reference (A10); with `commit`, a merge commit
      * whose second parent is the source's HEAD is the answer, else `null`.
-     * 404 `Branch not found` names the target or the source.
+     * `BranchNotFound` names the target or the source.
      */
     readonly merge: (
       organizationId: string,
       assistantId: string,
       branchName: string,
       payload: typeof MergePayload.Type
-    ) => Effect.Effect<Commit | null, BranchAccessError | Conflict | ValidationFailed>
+    ) => Effect.Effect<Commit | null, BranchAccessError | MergeConflict | ValidationFailed>
     /** GET /branches/{name}/changes: whether the draft differs from HEAD. */
     readonly changes: (
       organizationId: string,
@@ -137,7 +147,7 @@ const makeBranches = (repo: AssistantsRepo["Service"]): Branches["Service"] => {
   const newBranch = (assistantId: string, name: string, head: string | null, draftFrom: string | null) =>
     Effect.gen(function* () {
       const branch = yield* repo.insertBranch({ id: newId(), assistantId, name, head })
-      if (branch === undefined) return yield* new Conflict({ detail: "Branch already exists" })
+      if (branch === undefined) return yield* new BranchAlreadyExists({ branch_name: name })
       if (draftFrom === null) yield* repo.resetDraft(assistantId, branch.id, head)
       else yield* repo.copyDraft(draftFrom, branch.id)
       return branch
@@ -179,7 +189,7 @@ const makeBranches = (repo: AssistantsRepo["Service"]): Branches["Service"] => {
     (organizationId: string, assistantId: string, branchName: string) =>
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
-          if (branch.name === MAIN) return yield* new BadRequest({ detail: "The main branch cannot be deleted" })
+          if (branch.name === MAIN) return yield* new MainBranchUndeletable()
           yield* repo.deleteBranch(branch.id)
         })
       ),
@@ -192,8 +202,7 @@ const makeBranches = (repo: AssistantsRepo["Service"]): Branches["Service"] => {
         Effect.gen(function* () {
           const draft = yield* repo.draftHashes(branch.id)
           const head = yield* repo.commitHashes(assistantId, branch.head_commit_id)
-          if (branch.head_commit_id !== null && sameFiles(draft, head))
-            return yield* new BadRequest({ detail: "No changes to publish" })
+          if (branch.head_commit_id !== null && sameFiles(draft, head)) return yield* new NothingToPublish()
           return { commit: yield* access.commit(assistantId, branch, draft, payload, null) }
         })
       ),
@@ -205,12 +214,12 @@ const makeBranches = (repo: AssistantsRepo["Service"]): Branches["Service"] => {
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
           const target = yield* repo.findCommit(assistantId, payload.commit_id)
-          if (target === undefined) return yield* new NotFound({ detail: "Commit not found" })
+          if (target === undefined) return yield* new CommitNotFound({ commit_id: payload.commit_id })
           if (
             branch.head_commit_id === null ||
             !(yield* repo.isAncestor(assistantId, target.id, branch.head_commit_id))
           ) {
-            return yield* new BadRequest({ detail: "Commit is not in the history of this branch" })
+            return yield* new CommitNotInHistory({ commit_id: target.id })
           }
           yield* repo.setHead(branch.id, target.id)
           yield* repo.resetDraft(assistantId, branch.id, target.id)
@@ -248,8 +257,7 @@ const makeBranches = (repo: AssistantsRepo["Service"]): Branches["Service"] => {
             yield* repo.commitHashes(assistantId, sourceHead),
             draft
           )
-          if (outcome._tag === "Conflict")
-            return yield* new Conflict({ detail: `Merge conflict on paths: ${outcome.paths.join(", ")}` })
+          if (outcome._tag === "Conflict") return yield* new MergeConflict({ paths: outcome.paths })
           const merged = new Map(draft)
           for (const [path, hash] of outcome.set) merged.set(path, hash)
           for (const path of outcome.remove) merged.delete(path)

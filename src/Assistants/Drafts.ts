@@ -21,8 +21,9 @@ import {
   type ToolInput,
   Variable
 } from "../Domain/Assistant.ts"
+import { CommitNotFound, ItemNotFound } from "../Domain/AssistantErrors.ts"
 import type { JsonObject } from "../Domain/Common.ts"
-import { NotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { validationIssues } from "../Domain/Validation.ts"
 import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { type BranchAccessError, makeAccess } from "./Access.ts"
@@ -71,8 +72,8 @@ export interface BodyOf {
 
 /**
  * The draft operations of a branch. `organizationId`, `assistantId` and
- * `branchName` name the branch: every method fails with 404 `Assistant not found`,
- * 409 `Assistant is not versioned` or 404 `Branch not found` when they do not (A1); the
+ * `branchName` name the branch: every method fails with `AssistantNotFound`,
+ * `AssistantNotVersioned` or `BranchNotFound` when they do not (A1); the
  * docs below name the other failures.
  */
 export class Drafts extends Context.Service<
@@ -117,13 +118,13 @@ export class Drafts extends Context.Service<
       branchName: string,
       payload: typeof DiscardPayload.Type
     ) => Effect.Effect<void, BranchAccessError | ValidationFailed>
-    /** POST {draft_base}/reset: every draft file equals commit `commit_id`'s; HEAD stays. 404 `Commit not found` (A1). */
+    /** POST {draft_base}/reset: every draft file equals commit `commit_id`'s; HEAD stays. `CommitNotFound` (A1). */
     readonly reset: (
       organizationId: string,
       assistantId: string,
       branchName: string,
       payload: typeof CommitIdPayload.Type
-    ) => Effect.Effect<void, BranchAccessError | NotFound>
+    ) => Effect.Effect<void, BranchAccessError | CommitNotFound>
     /** GET {draft_base}/<kind>: the items of `kind`, ordered by id (A9). */
     readonly listItems: <K extends ItemKind>(
       organizationId: string,
@@ -131,14 +132,14 @@ export class Drafts extends Context.Service<
       branchName: string,
       kind: K
     ) => Effect.Effect<ReadonlyArray<ItemOf[K]>, BranchAccessError>
-    /** GET {draft_base}/<kind>/<id>: one item; 404 `<Kind> not found` (A9). */
+    /** GET {draft_base}/<kind>/<id>: one item; `ItemNotFound` (A9). */
     readonly getItem: <K extends ItemKind>(
       organizationId: string,
       assistantId: string,
       branchName: string,
       kind: K,
       id: string
-    ) => Effect.Effect<ItemOf[K], BranchAccessError | NotFound>
+    ) => Effect.Effect<ItemOf[K], BranchAccessError | ItemNotFound>
     /**
      * PUT {draft_base}/<kind>/<id>: creates or replaces the item (A9); the id comes
      * from the path (`ValidationFailed` at `["body", "id"|"name"]` when the body
@@ -155,7 +156,7 @@ export class Drafts extends Context.Service<
     ) => Effect.Effect<ItemOf[K], BranchAccessError | ValidationFailed>
     /**
      * PATCH {draft_base}/<kind>/<id>: RFC 7396 merge patch of an existing item
-     * (A9), the result checked as a PUT body is. 404 `<Kind> not found`; `ValidationFailed`.
+     * (A9), the result checked as a PUT body is. `ItemNotFound`; `ValidationFailed`.
      */
     readonly patchItem: <K extends ItemKind>(
       organizationId: string,
@@ -164,9 +165,9 @@ export class Drafts extends Context.Service<
       kind: K,
       id: string,
       patch: JsonObject
-    ) => Effect.Effect<ItemOf[K], BranchAccessError | NotFound | ValidationFailed>
+    ) => Effect.Effect<ItemOf[K], BranchAccessError | ItemNotFound | ValidationFailed>
     /**
-     * DELETE {draft_base}/<kind>/<id> (A9). 404 `<Kind> not found`; `ValidationFailed` at
+     * DELETE {draft_base}/<kind>/<id> (A9). `ItemNotFound`; `ValidationFailed` at
      * `["path", "<kind>_id"]` naming the referrers when other files still refer to
      * the item (A10).
      */
@@ -176,7 +177,7 @@ export class Drafts extends Context.Service<
       branchName: string,
       kind: ItemKind,
       id: string
-    ) => Effect.Effect<void, BranchAccessError | NotFound | ValidationFailed>
+    ) => Effect.Effect<void, BranchAccessError | ItemNotFound | ValidationFailed>
     /** GET {draft_base}/config or /context: the file, `{}` when the draft has none (A9). */
     readonly getSingleton: <K extends SingletonKind>(
       organizationId: string,
@@ -423,7 +424,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
           const commit = yield* repo.findCommit(assistantId, payload.commit_id)
-          if (commit === undefined) return yield* new NotFound({ detail: "Commit not found" })
+          if (commit === undefined) return yield* new CommitNotFound({ commit_id: payload.commit_id })
           yield* repo.resetDraft(assistantId, branch.id, commit.id)
           yield* repo.touchBranch(branch.id)
         })
@@ -451,7 +452,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
       const path = pathOf[kind](id)
       const file = (yield* repo.draftFiles(assistantId, branch.id, path)).get(path)
-      if (file === undefined) return yield* new NotFound({ detail: `${itemKindNames[kind]} not found` })
+      if (file === undefined) return yield* new ItemNotFound({ kind, id })
       return contentAs(kind, file.content)
     },
     Effect.catchTag("SqlError", Effect.die)
@@ -485,7 +486,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
         Effect.gen(function* () {
           const path = pathOf[kind](id)
           const current = draft.get(path)
-          if (current === undefined) return yield* new NotFound({ detail: `${itemKindNames[kind]} not found` })
+          if (current === undefined) return yield* new ItemNotFound({ kind, id })
           return replaceWith(draft, path, yield* itemContent(kind, id, applyPatch(current.content, patch)))
         })
       ).pipe(Effect.map((content) => contentAs(kind, content))),
@@ -497,7 +498,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
       editDraft(organizationId, assistantId, branchName, (draft) =>
         Effect.gen(function* () {
           const path = pathOf[kind](id)
-          if (!draft.has(path)) return yield* new NotFound({ detail: `${itemKindNames[kind]} not found` })
+          if (!draft.has(path)) return yield* new ItemNotFound({ kind, id })
           const referrers = referrersOf(draft, path)
           if (referrers.length > 0) {
             return yield* ValidationFailed.one(

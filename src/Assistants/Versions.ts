@@ -3,7 +3,7 @@
  * (assistants.md "Versions"; DECISIONS.md A5, A8). Reads only.
  */
 import { Context, Effect, Layer } from "effect"
-import { NotFound } from "../Domain/Errors.ts"
+import { CommitNotFound } from "../Domain/AssistantErrors.ts"
 import { type AssistantAccessError, type BranchAccessError, makeAccess } from "./Access.ts"
 import type { DiffAnswer, VersionAnswer, VersionsAnswer, VersionsDiffQuery, VersionsQuery } from "./Api.ts"
 import { diffFiles } from "./Files.ts"
@@ -14,8 +14,8 @@ const DEFAULT_LIMIT = 20
 
 /**
  * The version operations of an assistant. `organizationId` and `assistantId`
- * name it: every method fails with 404 `Assistant not found` or
- * 409 `Assistant is not versioned` when they do not (A1); the docs below name the other
+ * name it: every method fails with `AssistantNotFound` or
+ * `AssistantNotVersioned` when they do not (A1); the docs below name the other
  * failures.
  */
 export class Versions extends Context.Service<
@@ -25,28 +25,28 @@ export class Versions extends Context.Service<
      * GET /versions: commits newest first, `limit` (default 20) from `offset`
      * (default 0); with `branch_name`, only those reachable from that branch's
      * HEAD over both parent links (A8; none before its first publish).
-     * 404 `Branch not found` for an unknown `branch_name`.
+     * `BranchNotFound` for an unknown `branch_name`.
      */
     readonly list: (
       organizationId: string,
       assistantId: string,
       query: typeof VersionsQuery.Type
     ) => Effect.Effect<typeof VersionsAnswer.Type, BranchAccessError>
-    /** GET /versions/{commit_id}: the commit and its files (spec "Files"), ordered by path. 404 `Commit not found`. */
+    /** GET /versions/{commit_id}: the commit and its files (spec "Files"), ordered by path. `CommitNotFound`. */
     readonly get: (
       organizationId: string,
       assistantId: string,
       commitId: string
-    ) => Effect.Effect<typeof VersionAnswer.Type, AssistantAccessError | NotFound>
+    ) => Effect.Effect<typeof VersionAnswer.Type, AssistantAccessError | CommitNotFound>
     /**
      * GET /versions/diff: the differences from `commit_a` to `commit_b`, file by
-     * file (spec "Diff entry"). 404 `Commit not found` names the first unknown one.
+     * file (spec "Diff entry"). `CommitNotFound` names the first unknown one.
      */
     readonly diff: (
       organizationId: string,
       assistantId: string,
       query: typeof VersionsDiffQuery.Type
-    ) => Effect.Effect<typeof DiffAnswer.Type, AssistantAccessError | NotFound>
+    ) => Effect.Effect<typeof DiffAnswer.Type, AssistantAccessError | CommitNotFound>
   }
 >()("parley/Assistants/Versions") {
   /** Requires `AssistantsRepo`. */
@@ -82,7 +82,7 @@ const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
     function* (organizationId: string, assistantId: string, commitId: string) {
       yield* access.versioned(organizationId, assistantId)
       const commit = yield* repo.findCommit(assistantId, commitId)
-      if (commit === undefined) return yield* new NotFound({ detail: "Commit not found" })
+      if (commit === undefined) return yield* new CommitNotFound({ commit_id: commitId })
       return { commit, files: yield* repo.listCommitFiles(assistantId, commitId) }
     },
     Effect.catchTag("SqlError", Effect.die)
@@ -92,8 +92,7 @@ const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
     function* (organizationId: string, assistantId: string, query: typeof VersionsDiffQuery.Type) {
       yield* access.versioned(organizationId, assistantId)
       for (const id of [query.commit_a, query.commit_b]) {
-        if ((yield* repo.findCommit(assistantId, id)) === undefined)
-          return yield* new NotFound({ detail: "Commit not found" })
+        if ((yield* repo.findCommit(assistantId, id)) === undefined) return yield* new CommitNotFound({ commit_id: id })
       }
       return {
         diffs: diffFiles(

@@ -14,7 +14,8 @@
  * Failures are the tagged errors of `Domain/AssistantErrors.ts`; `SqlError`
  * becomes a defect at each method.
  */
-import { Context, Effect, Layer } from "effect"
+import { Cache, Context, Duration, Effect, Exit, Layer } from "effect"
+import type { SqlError } from "effect/sql"
 import type { Assistant, Snapshot, SnapshotInput } from "../Domain/Assistant.ts"
 import {
   AssistantAlreadyVersioned,
@@ -54,7 +55,8 @@ export class Assistants extends Context.Service<
      * GET /runtime, and what the AI runtime answers from (R2, A11): the snapshot of
      * HEAD of `main`, or of a legacy assistant its legacy snapshot with `commit_id:
      * null`. `AssistantNotFound` (A1); `NoPublishedVersion` before the first publish
-     * (A2). A commit's snapshot is assembled once per process.
+     * (A2). A commit's snapshot is assembled once per process, even under
+     * concurrent reads.
      */
     readonly runtime: (
       organizationId: string,
@@ -75,7 +77,8 @@ export class Assistants extends Context.Service<
   static readonly layerNoDeps = Layer.effect(
     Assistants,
     Effect.gen(function* () {
-      return Assistants.of(makeAssistants(yield* AssistantsRepo))
+      const repo = yield* AssistantsRepo
+      return Assistants.of(makeAssistants(repo, yield* makeSnapshots(repo)))
     })
   )
 
@@ -86,11 +89,32 @@ export class Assistants extends Context.Service<
   static readonly layer = Assistants.layerDomain.pipe(Layer.provide(AssistantsRepo.layer))
 }
 
-const makeAssistants = (repo: AssistantsRepo["Service"]): Assistants["Service"] => {
-  const access = makeAccess(repo)
+/** The key of a commit's snapshot in the cache. */
+const snapshotKey = (assistantId: string, commitId: string) => `${assistantId}/${commitId}`
 
-  /** Snapshots of published commits by `<assistant id>:<commit id>`, oldest first (see runtime). */
-  const snapshots = new Map<string, Snapshot>()
+/**
+ * The snapshots of published commits by {@link snapshotKey}, for the runtime:
+ * commits are immutable, so a snapshot is assembled once per process (every AI
+ * run reads it), concurrent reads of one commit share one load, and entries
+ * never go stale. A failed load is not kept.
+ */
+const makeSnapshots = (repo: AssistantsRepo["Service"]) =>
+  Cache.makeWith(
+    (key: string) => {
+      const slash = key.indexOf("/")
+      return Effect.map(repo.commitFiles(key.slice(0, slash), key.slice(slash + 1)), snapshotOf)
+    },
+    {
+      capacity: SNAPSHOT_CACHE_SIZE,
+      timeToLive: (exit) => (Exit.isSuccess(exit) ? Duration.infinity : Duration.zero)
+    }
+  )
+
+const makeAssistants = (
+  repo: AssistantsRepo["Service"],
+  snapshots: Cache.Cache<string, Snapshot, SqlError.SqlError>
+): Assistants["Service"] => {
+  const access = makeAccess(repo)
 
   const create = Effect.fn("Assistants.create")(
     function* (organizationId: string, payload: typeof CreateAssistantPayload.Type) {
@@ -143,14 +167,7 @@ const makeAssistants = (repo: AssistantsRepo["Service"]): Assistants["Service"] 
       }
       const main = yield* access.branch(assistantId, MAIN)
       if (main.head_commit_id === null) return yield* new NoPublishedVersion()
-      // Commits are immutable: their snapshot is assembled once per process (every AI run reads it).
-      const key = `${assistantId}:${main.head_commit_id}`
-      let snapshot = snapshots.get(key)
-      if (snapshot === undefined) {
-        snapshot = snapshotOf(yield* repo.commitFiles(assistantId, main.head_commit_id))
-        if (snapshots.size >= SNAPSHOT_CACHE_SIZE) snapshots.delete(snapshots.keys().next().value!)
-        snapshots.set(key, snapshot)
-      }
+      const snapshot: Snapshot = yield* Cache.get(snapshots, snapshotKey(assistantId, main.head_commit_id))
       return { assistant_id: assistant.id, commit_id: main.head_commit_id, snapshot }
     },
     Effect.catchTag("SqlError", Effect.die)

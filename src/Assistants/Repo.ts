@@ -1,22 +1,24 @@
 /**
  * SQL of assistant version control: set-based statements over arrays (one
- * round trip for thousands of files), never one statement per file. `SqlError`
- * is left to the services, which turn it into a defect.
+ * round trip for thousands of files), never one statement per file. Rows are
+ * decoded with `SqlSchema` at the edge; `SqlError` is left to the services,
+ * which turn it into a defect.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
-import type { SqlError } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { type SqlError, SqlSchema } from "effect/sql"
 import { isoTimestamp } from "../Database/Json.ts"
-import type { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
+import { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { FileHashes, FileVersion } from "./Files.ts"
 
 /** An assistant's row as the services need it: `legacy_snapshot` as stored, read as it is (D18: never re-checked). */
-export interface AssistantRow {
-  readonly id: string
-  readonly versioned: boolean
-  readonly legacy_snapshot: unknown
-}
+export const AssistantRow = Schema.Struct({
+  id: Schema.String,
+  versioned: Schema.Boolean,
+  legacy_snapshot: Schema.Unknown
+})
+export type AssistantRow = typeof AssistantRow.Type
 
 /** A new assistant; `legacySnapshot` only for a legacy one (A11). */
 export interface NewAssistant {
@@ -170,10 +172,160 @@ const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_i
 const commitColumns = `c.id, c.assistant_id::text, c.parent_commit_id, c.merge_parent_commit_id, c.message,
   c.author_type, c.author_id, ${isoTimestamp("c.created_at")} AS created_at`
 
+/** A draft's or commit's path and hash. */
+const HashRow = Schema.Struct({ path: Schema.String, content_hash: Schema.String })
+
+/** A draft's or commit's path, hash and content. */
+const FileRow = Schema.Struct({ path: Schema.String, content_hash: Schema.String, content: Schema.Unknown })
+
+/** A stored content by hash. */
+const ContentRow = Schema.Struct({ content_hash: Schema.String, content: Schema.Unknown })
+
+/** A row that does not match its schema is a bug, not a failure of the request. */
+const orDieOnSchema = <A, E, R>(self: Effect.Effect<A, E | Schema.SchemaError, R>) =>
+  Effect.catchIf(self, Schema.isSchemaError, Effect.die) as Effect.Effect<A, Exclude<E, Schema.SchemaError>, R>
+
+const hashesOf = (rows: ReadonlyArray<typeof HashRow.Type>) => new Map(rows.map((row) => [row.path, row.content_hash]))
+
+const filesOf = (rows: ReadonlyArray<typeof FileRow.Type>) =>
+  new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
+
 const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
   const branchFields = sql.literal(branchColumns)
   const commitFields = sql.literal(commitColumns)
   const lock = (forUpdate: boolean) => (forUpdate ? sql`FOR UPDATE` : sql``)
+
+  const insertAssistantRow = SqlSchema.findOne({
+    Request: Schema.Struct({
+      id: Schema.String,
+      organizationId: Schema.String,
+      name: Schema.String,
+      description: Schema.NullOr(Schema.String),
+      versioned: Schema.Boolean,
+      legacySnapshot: Schema.Unknown
+    }),
+    Result: Assistant,
+    execute: (row) =>
+      sql`INSERT INTO assistants (id, organization_id, name, description, versioned, legacy_snapshot, created_at)
+        VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.description}, ${row.versioned},
+          ${row.legacySnapshot === undefined ? null : sql.json(row.legacySnapshot)}, statement_timestamp())
+        RETURNING id::text, organization_id::text, name, versioned,
+          ${sql.literal(isoTimestamp("created_at"))} AS created_at`
+  })
+
+  const findAssistantRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String, forUpdate: Schema.Boolean }),
+    Result: AssistantRow,
+    execute: ({ organizationId, assistantId, forUpdate }) =>
+      sql`SELECT id::text, versioned, legacy_snapshot FROM assistants
+        WHERE id = ${assistantId} AND organization_id = ${organizationId} ${lock(forUpdate)}`
+  })
+
+  const insertBranchRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({
+      id: Schema.String,
+      assistantId: Schema.String,
+      name: Schema.String,
+      head: Schema.NullOr(Schema.String)
+    }),
+    Result: Branch,
+    execute: (row) =>
+      sql`INSERT INTO assistant_branches AS b (id, assistant_id, name, head_commit_id, created_at, updated_at)
+        VALUES (${row.id}, ${row.assistantId}, ${row.name}, ${row.head}, statement_timestamp(), statement_timestamp())
+        ON CONFLICT (assistant_id, name) DO NOTHING
+        RETURNING ${branchFields}`
+  })
+
+  const findBranchRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ assistantId: Schema.String, name: Schema.String, forUpdate: Schema.Boolean }),
+    Result: Branch,
+    execute: ({ assistantId, name, forUpdate }) =>
+      sql`SELECT ${branchFields} FROM assistant_branches b
+        WHERE b.assistant_id = ${assistantId} AND b.name = ${name} ${lock(forUpdate)}`
+  })
+
+  const listBranchRows = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: Branch,
+    execute: (assistantId) =>
+      sql`SELECT ${branchFields} FROM assistant_branches b WHERE b.assistant_id = ${assistantId}
+        ORDER BY b.created_at, b.name`
+  })
+
+  const draftHashRows = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: HashRow,
+    execute: (branchId) => sql`SELECT path, content_hash FROM assistant_draft_files WHERE branch_id = ${branchId}`
+  })
+
+  const draftFileRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, branchId: Schema.String, prefix: Schema.String }),
+    Result: FileRow,
+    execute: ({ assistantId, branchId, prefix }) =>
+      sql`SELECT d.path, d.content_hash, f.content FROM assistant_draft_files d
+        JOIN assistant_files f ON f.assistant_id = ${assistantId} AND f.content_hash = d.content_hash
+        WHERE d.branch_id = ${branchId} AND starts_with(d.path, ${prefix})`
+  })
+
+  const commitHashRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: HashRow,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT path, content_hash FROM assistant_commit_files
+        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`
+  })
+
+  const commitFileRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: FileRow,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT c.path, c.content_hash, f.content FROM assistant_commit_files c
+        JOIN assistant_files f ON f.assistant_id = c.assistant_id AND f.content_hash = c.content_hash
+        WHERE c.assistant_id = ${assistantId} AND c.commit_id = ${commitId}`
+  })
+
+  const contentRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, hashes: Schema.Array(Schema.String) }),
+    Result: ContentRow,
+    execute: ({ assistantId, hashes }) =>
+      sql`SELECT content_hash, content FROM assistant_files
+        WHERE assistant_id = ${assistantId} AND content_hash = ANY(${hashes}::text[])`
+  })
+
+  const insertCommitRow = SqlSchema.findOne({
+    Request: Schema.Struct({
+      id: Schema.String,
+      assistantId: Schema.String,
+      parent: Schema.NullOr(Schema.String),
+      mergeParent: Schema.NullOr(Schema.String),
+      message: Schema.NullOr(Schema.String),
+      authorType: Schema.String,
+      authorId: Schema.NullOr(Schema.String),
+      createdAt: Schema.Date
+    }),
+    Result: Commit,
+    execute: (row) =>
+      sql`INSERT INTO assistant_commits AS c (assistant_id, id, parent_commit_id,
+          merge_parent_commit_id, message, author_type, author_id, created_at)
+        VALUES (${row.assistantId}, ${row.id}, ${row.parent}, ${row.mergeParent}, ${row.message}, ${row.authorType},
+          ${row.authorId}, ${row.createdAt})
+        RETURNING ${commitFields}`
+  })
+
+  const findCommitRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: Commit,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId} AND c.id = ${commitId}`
+  })
+
+  const commitFileListRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: CommitFile,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT commit_id || ':' || path AS id, commit_id, path, content_hash FROM assistant_commit_files
+        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId} ORDER BY path`
+  })
 
   /**
    * A recursive CTE `name(id)` of `start` and every commit reachable from it over
@@ -190,28 +342,51 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     )`
   }
 
-  const hashesOf = (rows: ReadonlyArray<{ path: string; content_hash: string }>) =>
-    new Map(rows.map((row) => [row.path, row.content_hash]))
+  const commitRows = SqlSchema.findAll({
+    Request: Schema.Struct({
+      assistantId: Schema.String,
+      head: Schema.optional(Schema.String),
+      limit: Schema.Number,
+      offset: Schema.Number
+    }),
+    Result: Commit,
+    execute: ({ assistantId, head, limit, offset }) =>
+      head === undefined
+        ? sql`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId}
+            ORDER BY c.seq DESC LIMIT ${limit} OFFSET ${offset}`
+        : sql`WITH RECURSIVE ${ancestry("reachable", assistantId, head)}
+            SELECT ${commitFields} FROM assistant_commits c JOIN reachable r ON r.id = c.id
+            WHERE c.assistant_id = ${assistantId}
+            ORDER BY c.seq DESC LIMIT ${limit} OFFSET ${offset}`
+  })
 
-  const filesOf = (rows: ReadonlyArray<{ path: string; content_hash: string; content: unknown }>) =>
-    new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
+  const ancestorRow = SqlSchema.findOne({
+    Request: Schema.Struct({ assistantId: Schema.String, ancestor: Schema.String, descendant: Schema.String }),
+    Result: Schema.Struct({ found: Schema.Boolean }),
+    execute: ({ assistantId, ancestor, descendant }) =>
+      sql`WITH RECURSIVE ${ancestry("reachable", assistantId, descendant)}
+        SELECT EXISTS (SELECT 1 FROM reachable WHERE id = ${ancestor}) AS found`
+  })
+
+  const mergeBaseRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ assistantId: Schema.String, a: Schema.String, b: Schema.String }),
+    Result: Schema.Struct({ id: Schema.String }),
+    execute: ({ assistantId, a, b }) =>
+      sql`WITH RECURSIVE ${ancestry("from_a", assistantId, a)}, ${ancestry("from_b", assistantId, b)}
+        SELECT c.id FROM assistant_commits c JOIN from_a ON from_a.id = c.id JOIN from_b ON from_b.id = c.id
+        WHERE c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`
+  })
 
   return {
     withTransaction: sql.withTransaction,
 
     insertAssistant: (row) =>
-      sql<Assistant>`INSERT INTO assistants (id, organization_id, name, description, versioned, legacy_snapshot, created_at)
-        VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.description}, ${row.versioned},
-          ${row.legacySnapshot === undefined ? null : sql.json(row.legacySnapshot)}, statement_timestamp())
-        RETURNING id::text, organization_id::text, name, versioned, ${sql.literal(isoTimestamp("created_at"))} AS created_at`.pipe(
-        Effect.map((rows) => rows[0]!)
-      ),
+      orDieOnSchema(insertAssistantRow(row)).pipe(Effect.catchTag("NoSuchElementError", Effect.die)),
 
     findAssistant: (organizationId, assistantId, forUpdate = false) =>
       isUuid(assistantId)
-        ? sql<AssistantRow>`SELECT id::text, versioned, legacy_snapshot FROM assistants
-            WHERE id = ${assistantId} AND organization_id = ${organizationId} ${lock(forUpdate)}`.pipe(
-            Effect.map((rows) => rows[0])
+        ? orDieOnSchema(findAssistantRow({ organizationId, assistantId, forUpdate })).pipe(
+            Effect.map(Option.getOrUndefined)
           )
         : Effect.succeed(undefined),
 
@@ -229,24 +404,12 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
               AS f(hash, content)
             ON CONFLICT DO NOTHING`.pipe(Effect.asVoid),
 
-    insertBranch: (row) =>
-      sql<Branch>`INSERT INTO assistant_branches (id, assistant_id, name, head_commit_id, created_at, updated_at)
-        VALUES (${row.id}, ${row.assistantId}, ${row.name}, ${row.head}, statement_timestamp(), statement_timestamp())
-        ON CONFLICT (assistant_id, name) DO NOTHING
-        RETURNING id::text, assistant_id::text, name, head_commit_id,
-          ${sql.literal(isoTimestamp("created_at"))} AS created_at, ${sql.literal(isoTimestamp("updated_at"))} AS updated_at`.pipe(
-        Effect.map((rows) => rows[0])
-      ),
+    insertBranch: (row) => orDieOnSchema(insertBranchRow(row)).pipe(Effect.map(Option.getOrUndefined)),
 
     findBranch: (assistantId, name, forUpdate = false) =>
-      sql<Branch>`SELECT ${branchFields} FROM assistant_branches b
-        WHERE b.assistant_id = ${assistantId} AND b.name = ${name} ${lock(forUpdate)}`.pipe(
-        Effect.map((rows) => rows[0])
-      ),
+      orDieOnSchema(findBranchRow({ assistantId, name, forUpdate })).pipe(Effect.map(Option.getOrUndefined)),
 
-    listBranches: (assistantId) =>
-      sql<Branch>`SELECT ${branchFields} FROM assistant_branches b WHERE b.assistant_id = ${assistantId}
-        ORDER BY b.created_at, b.name`,
+    listBranches: (assistantId) => orDieOnSchema(listBranchRows(assistantId)),
 
     deleteBranch: (branchId) => sql`DELETE FROM assistant_branches WHERE id = ${branchId}`.pipe(Effect.asVoid),
 
@@ -257,15 +420,10 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     touchBranch: (branchId) =>
       sql`UPDATE assistant_branches SET updated_at = statement_timestamp() WHERE id = ${branchId}`.pipe(Effect.asVoid),
 
-    draftHashes: (branchId) =>
-      sql<{ path: string; content_hash: string }>`SELECT path, content_hash FROM assistant_draft_files
-        WHERE branch_id = ${branchId}`.pipe(Effect.map(hashesOf)),
+    draftHashes: (branchId) => orDieOnSchema(draftHashRows(branchId)).pipe(Effect.map(hashesOf)),
 
     draftFiles: (assistantId, branchId, prefix = "") =>
-      sql<{ path: string; content_hash: string; content: unknown }>`
-        SELECT d.path, d.content_hash, f.content FROM assistant_draft_files d
-        JOIN assistant_files f ON f.assistant_id = ${assistantId} AND f.content_hash = d.content_hash
-        WHERE d.branch_id = ${branchId} AND starts_with(d.path, ${prefix})`.pipe(Effect.map(filesOf)),
+      orDieOnSchema(draftFileRows({ assistantId, branchId, prefix })).pipe(Effect.map(filesOf)),
 
     writeDraft: (branchId, set, remove) =>
       Effect.gen(function* () {
@@ -298,67 +456,56 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     commitHashes: (assistantId, commitId) =>
       commitId === null
         ? Effect.succeed(new Map<string, string>())
-        : sql<{ path: string; content_hash: string }>`SELECT path, content_hash FROM assistant_commit_files
-            WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`.pipe(Effect.map(hashesOf)),
+        : orDieOnSchema(commitHashRows({ assistantId, commitId })).pipe(Effect.map(hashesOf)),
 
     commitFiles: (assistantId, commitId) =>
       commitId === null
         ? Effect.succeed(new Map<string, FileVersion>())
-        : sql<{ path: string; content_hash: string; content: unknown }>`
-            SELECT c.path, c.content_hash, f.content FROM assistant_commit_files c
-            JOIN assistant_files f ON f.assistant_id = c.assistant_id AND f.content_hash = c.content_hash
-            WHERE c.assistant_id = ${assistantId} AND c.commit_id = ${commitId}`.pipe(Effect.map(filesOf)),
+        : orDieOnSchema(commitFileRows({ assistantId, commitId })).pipe(Effect.map(filesOf)),
 
     contents: (assistantId, hashes) =>
       hashes.length === 0
         ? Effect.succeed(new Map<string, unknown>())
-        : sql<{ content_hash: string; content: unknown }>`SELECT content_hash, content FROM assistant_files
-            WHERE assistant_id = ${assistantId} AND content_hash = ANY(${[...hashes]}::text[])`.pipe(
+        : orDieOnSchema(contentRows({ assistantId, hashes })).pipe(
             Effect.map((rows) => new Map(rows.map((row) => [row.content_hash, row.content])))
           ),
 
     insertCommit: (row) =>
       Effect.gen(function* () {
-        const inserted = yield* sql<Commit>`INSERT INTO assistant_commits AS c (assistant_id, id, parent_commit_id,
-            merge_parent_commit_id, message, author_type, author_id, created_at)
-          VALUES (${row.assistantId}, ${row.id}, ${row.parent}, ${row.mergeParent}, ${row.message}, ${row.authorType},
-            ${row.authorId}, ${row.createdAt})
-          RETURNING ${commitFields}`
+        const commit = yield* orDieOnSchema(insertCommitRow(row)).pipe(
+          Effect.catchTag("NoSuchElementError", Effect.die)
+        )
         yield* sql`INSERT INTO assistant_commit_files (assistant_id, commit_id, path, content_hash)
           SELECT ${row.assistantId}, ${row.id}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${row.branchId}`
-        return inserted[0]!
+        return commit
       }),
 
     findCommit: (assistantId, commitId) =>
-      sql<Commit>`SELECT ${commitFields} FROM assistant_commits c
-        WHERE c.assistant_id = ${assistantId} AND c.id = ${commitId}`.pipe(Effect.map((rows) => rows[0])),
+      orDieOnSchema(findCommitRow({ assistantId, commitId })).pipe(Effect.map(Option.getOrUndefined)),
 
-    listCommitFiles: (assistantId, commitId) =>
-      sql<CommitFile>`SELECT commit_id || ':' || path AS id, commit_id, path, content_hash FROM assistant_commit_files
-        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId} ORDER BY path`,
+    listCommitFiles: (assistantId, commitId) => orDieOnSchema(commitFileListRows({ assistantId, commitId })),
 
     listCommits: (assistantId, page) =>
-      page.head === undefined
-        ? sql<Commit>`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId}
-            ORDER BY c.seq DESC LIMIT ${page.limit} OFFSET ${page.offset}`
-        : page.head === null
-          ? Effect.succeed([])
-          : sql<Commit>`WITH RECURSIVE ${ancestry("reachable", assistantId, page.head)}
-            SELECT ${commitFields} FROM assistant_commits c JOIN reachable r ON r.id = c.id
-            WHERE c.assistant_id = ${assistantId}
-            ORDER BY c.seq DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      page.head === null
+        ? Effect.succeed([])
+        : orDieOnSchema(
+            commitRows({
+              assistantId,
+              ...(page.head !== undefined ? { head: page.head } : {}),
+              limit: page.limit,
+              offset: page.offset
+            })
+          ),
 
     isAncestor: (assistantId, ancestor, descendant) =>
-      sql<{ found: boolean }>`WITH RECURSIVE ${ancestry("reachable", assistantId, descendant)}
-        SELECT EXISTS (SELECT 1 FROM reachable WHERE id = ${ancestor}) AS found`.pipe(
-        Effect.map((rows) => rows[0]!.found)
+      orDieOnSchema(ancestorRow({ assistantId, ancestor, descendant })).pipe(
+        Effect.catchTag("NoSuchElementError", Effect.die),
+        Effect.map((row) => row.found)
       ),
 
     mergeBase: (assistantId, a, b) =>
-      sql<{ id: string }>`WITH RECURSIVE ${ancestry("from_a", assistantId, a)}, ${ancestry("from_b", assistantId, b)}
-        SELECT c.id FROM assistant_commits c JOIN from_a ON from_a.id = c.id JOIN from_b ON from_b.id = c.id
-        WHERE c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`.pipe(
-        Effect.map((rows) => rows[0]?.id ?? null)
+      orDieOnSchema(mergeBaseRow({ assistantId, a, b })).pipe(
+        Effect.map((row) => (Option.isSome(row) ? row.value.id : null))
       )
   }
 }

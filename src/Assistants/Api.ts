@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { adminBasePath } from "../Admin/Api.ts"
 import {
   Assistant,
   Branch,
@@ -52,7 +53,7 @@ export const assistantsBasePath = "/assistants/api/v2"
  * A branch name (A3): 1-100 of `A-Za-z0-9._/-`, no leading or trailing `/`,
  * no `..`; in URLs a `/` is sent as `%2F`.
  */
-export const BranchName = Schema.String.pipe(
+const BranchName = Schema.String.pipe(
   Schema.check(
     Schema.isPattern(/^(?!\/)(?!.*\/$)(?!.*\.\.)[A-Za-z0-9._/-]{1,100}$/, {
       message: "Branch names are 1-100 of A-Za-z0-9._/-, without a leading or trailing '/' and without '..'"
@@ -400,5 +401,5 @@ export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
     })
   )
   .middleware(AdminAuthorization)
-  .prefix("/admin/v1")
+  .prefix(adminBasePath)
   .annotateMerge(OpenApi.annotations({ title: "Admin: assistants" })) {}

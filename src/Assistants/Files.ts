@@ -6,8 +6,16 @@
  */
 import * as crypto from "node:crypto"
 import canonicalize from "canonicalize"
-import type { Node, NodeInput, Snapshot, SnapshotInput, Tool, ToolInput, Variable } from "../Domain/Assistant.ts"
-import type { DiffEntry } from "../Domain/Assistant.ts"
+import type {
+  DiffEntry,
+  Node,
+  NodeInput,
+  Snapshot,
+  SnapshotInput,
+  Tool,
+  ToolInput,
+  Variable
+} from "../Domain/Assistant.ts"
 import type { ValidationIssue } from "../Domain/Errors.ts"
 
 /** A file's content and its hash. */
@@ -17,7 +25,7 @@ export interface FileVersion {
 }
 
 /** A snapshot as files: path -> content and hash. Paths: `context`, `config`, `nodes/<id>`, `tools/<id>`, `variables/<name>` (A5). */
-export type Files = ReadonlyMap<string, FileVersion>
+type Files = ReadonlyMap<string, FileVersion>
 
 /** Path -> hash only (what commits and drafts store). */
 export type FileHashes = ReadonlyMap<string, string>
@@ -32,9 +40,13 @@ export const contentHash = (content: unknown): string =>
 /** A file version of `content`. */
 export const fileOf = (content: unknown): FileVersion => ({ hash: contentHash(content), content })
 
-/** The file path of an item. */
+/** The file path of node `id` (A5). */
 export const nodePath = (id: string) => `nodes/${id}`
+
+/** The file path of tool `id` (A5). */
 export const toolPath = (id: string) => `tools/${id}`
+
+/** The file path of variable `name`: variables are identified by name (A5). */
 export const variablePath = (name: string) => `variables/${name}`
 
 /** A node as stored: description defaults to "", config to {} (spec "Node"). */
@@ -68,7 +80,8 @@ export const filesFromSnapshot = (snapshot: SnapshotInput | undefined): Map<stri
   return files
 }
 
-const byPath = (a: readonly [string, unknown], b: readonly [string, unknown]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
+const byPath = (a: readonly [string, unknown], b: readonly [string, unknown]) =>
+  a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0
 
 /**
  * Assembles the snapshot of `files` (spec "Snapshot"): `graph` carries the
@@ -77,8 +90,7 @@ const byPath = (a: readonly [string, unknown], b: readonly [string, unknown]) =>
 export const snapshotOf = (files: ReadonlyMap<string, { readonly content: unknown }>): Snapshot => {
   const entries = [...files.entries()].sort(byPath)
   const config = (files.get("config")?.content ?? {}) as Record<string, unknown>
-  const items = (prefix: string) =>
-    entries.filter(([path]) => path.startsWith(prefix)).map(([, file]) => file.content)
+  const items = (prefix: string) => entries.filter(([path]) => path.startsWith(prefix)).map(([, file]) => file.content)
   return {
     context: (files.get("context")?.content ?? {}) as Record<string, unknown>,
     graph: {

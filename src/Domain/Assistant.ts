@@ -65,8 +65,8 @@ export const Node = Schema.Struct({
 }).annotate({ identifier: "Node" })
 export type Node = typeof Node.Type
 
-/** `{url, method}` of a tool's external API. */
-export const ToolRequest = Schema.StructWithRest(
+/** `{url, method}` of a tool's external API, and further members. */
+const ToolRequest = Schema.StructWithRest(
   Schema.Struct({
     url: Schema.String,
     method: Schema.Literals(["GET", "POST", "PUT", "PATCH", "DELETE"])

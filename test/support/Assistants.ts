@@ -5,12 +5,13 @@
  * `AssistantsMemory.ts`.
  */
 import { Effect } from "effect"
+import { assistantsBasePath } from "../../src/Assistants/Api.ts"
 import { ADMIN_TOKEN, TestApi, type TestResponse } from "./TestApp.ts"
 
 export { llm, tool } from "./AssistantItems.ts"
 
 /** The assistants base path (O4). */
-export const A = "/assistants/api/v2"
+export const A = assistantsBasePath
 
 /** An organization with an assistant and a client of its assistants API. */
 export const assistantFixture = (body: Record<string, unknown> = {}) =>

@@ -27,16 +27,30 @@ import {
   Variable,
   VariableInput
 } from "../Domain/Assistant.ts"
+import {
+  AssistantAlreadyVersioned,
+  AssistantNotFound,
+  AssistantNotVersioned,
+  BranchAlreadyExists,
+  BranchNotFound,
+  CommitNotFound,
+  CommitNotInHistory,
+  ItemNotFound,
+  MainBranchUndeletable,
+  MergeConflict,
+  NoPublishedVersion,
+  NothingToPublish
+} from "../Domain/AssistantErrors.ts"
 import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
-import { BadRequest, Conflict, NotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 
 /**
  * A branch name (A3): 1-100 of `A-Za-z0-9._/-`, no leading or trailing `/`,
  * no `..`; in URLs a `/` is sent as `%2F`.
  */
-export const BranchName = Schema.String.pipe(
+const BranchName = Schema.String.pipe(
   Schema.check(
     Schema.isPattern(/^(?!\/)(?!.*\/$)(?!.*\.\.)[A-Za-z0-9._/-]{1,100}$/, {
       message: "Branch names are 1-100 of A-Za-z0-9._/-, without a leading or trailing '/' and without '..'"
@@ -99,7 +113,7 @@ export const PublishPayload = Schema.Struct({
   author_id: Schema.optionalKey(Schema.NullOr(Identifier))
 })
 
-/** The admin API's assistant creation (O6). */
+/** The admin API's assistant creation (O6, A2). */
 export const CreateAssistantPayload = Schema.Struct({
   name: Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255))),
   description: Schema.optionalKey(Schema.NullOr(Schema.String)),
@@ -107,11 +121,69 @@ export const CreateAssistantPayload = Schema.Struct({
   snapshot: Schema.optionalKey(SnapshotInput)
 })
 
+/** Body of creating and of forking a branch: the new branch's name (A3). */
+export const BranchNamePayload = Schema.Struct({ name: BranchName })
+
+/** Body of a draft's discard: the file path to revert to HEAD (A5). */
+export const DiscardPayload = Schema.Struct({ path: FilePath })
+
+/** Body of a draft's reset and of a branch's rollback: the commit (A7). */
+export const CommitIdPayload = Schema.Struct({ commit_id: Schema.String })
+
+/** Body of a merge into a branch: the source branch, and whether to commit the result (A6). */
+export const MergePayload = Schema.Struct({
+  source_branch_name: BranchName,
+  commit: Schema.optionalKey(Schema.Boolean)
+})
+
+/** Query of a draft read and of its index: an optional path prefix such as `nodes/`. */
+export const PrefixQuery = Schema.Struct({ prefix: Schema.optionalKey(Schema.String) })
+
+/** Query of the version list (A8): `limit` (default 20), `offset` (default 0), `branch_name`. */
+export const VersionsQuery = Schema.Struct({
+  limit: Schema.optionalKey(Limit(1000)),
+  offset: Schema.optionalKey(Offset),
+  branch_name: Schema.optionalKey(BranchName)
+})
+
+/** Query of the diff of two commits: `commit_a` the older base, `commit_b` the newer. */
+export const VersionsDiffQuery = Schema.Struct({ commit_a: Schema.String, commit_b: Schema.String })
+
+/** Answer of a publish and of a rollback: the commit HEAD now names. */
+export const CommitAnswer = Schema.Struct({ commit: Commit })
+
+/** Answer of the changes of a branch: whether its draft differs from HEAD. */
+export const ChangesAnswer = Schema.Struct({ has_changes: Schema.Boolean })
+
+/** Answer of a diff: file by file (spec "Diff entry"). */
+export const DiffAnswer = Schema.Struct({ diffs: Schema.Array(DiffEntry) })
+
+/** Answer of the version list: newest first (A8). */
+export const VersionsAnswer = Schema.Struct({ commits: Schema.Array(Commit) })
+
+/** Answer of one version: the commit and its files. */
+export const VersionAnswer = Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) })
+
+/** Answer of the runtime read (A11, R2): HEAD of `main`, or a legacy assistant's snapshot with `commit_id: null`. */
+export const RuntimeAnswer = Schema.Struct({
+  assistant_id: Schema.String,
+  commit_id: Schema.NullOr(Schema.String),
+  snapshot: Snapshot
+})
+
+/** Answer of a migration (A11): the `main` branch and its first commit. */
+export const MigrateAnswer = Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit })
+
 const assistantPath = { assistant_id: Identifier }
 const branchPath = { assistant_id: Identifier, branch_name: BranchName }
-const failures = [NotFound.Wire, Conflict.Wire, BadRequest.Wire]
 const draft = "/assistants/:assistant_id/branches/:branch_name/draft"
 const branches = "/assistants/:assistant_id/branches"
+
+/** Failures of every operation on an assistant's versions (A1). */
+const assistantErrors = [AssistantNotFound.Wire, AssistantNotVersioned.Wire] as const
+
+/** Failures of every operation on a branch (A1). */
+const branchErrors = [...assistantErrors, BranchNotFound.Wire] as const
 
 const itemEndpoints = <
   const Kind extends string,
@@ -134,25 +206,29 @@ const itemEndpoints = <
     HttpApiEndpoint.get(`list_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       success: Schema.Array(item),
-      error: failures
+      error: branchErrors
     }),
-    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, { params, success: item, error: failures }),
+    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, {
+      params,
+      success: item,
+      error: [...branchErrors, ItemNotFound.Wire]
+    }),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       payload: body,
       success: item,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       payload: JsonObjectInput,
       success: item,
-      error: failures
+      error: [...branchErrors, ItemNotFound.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.delete(`delete_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, ItemNotFound.Wire, ValidationFailed.Wire]
     })
   ] as const
 }
@@ -163,53 +239,60 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
   input: I
 ) =>
   [
-    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, { params: branchPath, success: schema, error: failures }),
+    HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, {
+      params: branchPath,
+      success: schema,
+      error: branchErrors
+    }),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       payload: input,
       success: schema,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       payload: JsonObjectInput,
       success: schema,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     })
   ] as const
 
-/** The assistants group (API-key auth). */
+/**
+ * The assistants group (API-key auth). Each endpoint lists the failures its
+ * operation can answer; every one may also answer 401 and 422 (middleware).
+ */
 export class AssistantsApi extends HttpApiGroup.make("assistants")
   .add(
     HttpApiEndpoint.patch("applyChangeset", draft, {
       params: branchPath,
       payload: ChangesetPayload,
       success: ChangesetResult,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.get("getDraft", draft, {
       params: branchPath,
-      query: { prefix: Schema.optionalKey(Schema.String) },
+      query: PrefixQuery.fields,
       success: Snapshot,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.get("draftIndex", `${draft}/index`, {
       params: branchPath,
-      query: { prefix: Schema.optionalKey(Schema.String) },
+      query: PrefixQuery.fields,
       success: Schema.Array(Schema.String),
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.post("discard", `${draft}/discard`, {
       params: branchPath,
-      payload: Schema.Struct({ path: FilePath }),
+      payload: DiscardPayload,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.post("reset", `${draft}/reset`, {
       params: branchPath,
-      payload: Schema.Struct({ commit_id: Schema.String }),
+      payload: CommitIdPayload,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, CommitNotFound.Wire]
     }),
     ...itemEndpoints("nodes", "node_id", Node, NodeBody),
     ...itemEndpoints("tools", "tool_id", Tool, ToolBody),
@@ -218,93 +301,85 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ...singletonEndpoints("context", Context, ContextInput),
     HttpApiEndpoint.post("createBranch", branches, {
       params: assistantPath,
-      payload: Schema.Struct({ name: BranchName }),
+      payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
-      error: failures
+      error: [...branchErrors, BranchAlreadyExists.Wire]
     }),
     HttpApiEndpoint.get("listBranches", branches, {
       params: assistantPath,
       success: Schema.Array(Branch),
-      error: failures
+      error: assistantErrors
     }),
     HttpApiEndpoint.post("fork", `${branches}/:branch_name/fork`, {
       params: branchPath,
-      payload: Schema.Struct({ name: BranchName }),
+      payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
-      error: failures
+      error: [...branchErrors, BranchAlreadyExists.Wire]
     }),
     HttpApiEndpoint.get("getBranch", `${branches}/:branch_name`, {
       params: branchPath,
       success: Snapshot,
-      error: failures
+      error: branchErrors
     }),
     HttpApiEndpoint.delete("deleteBranch", `${branches}/:branch_name`, {
       params: branchPath,
       success: HttpApiSchema.NoContent,
-      error: failures
+      error: [...branchErrors, MainBranchUndeletable.Wire]
     }),
     HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
       params: branchPath,
       payload: [PublishPayload, Schema.Null],
-      success: Schema.Struct({ commit: Commit }),
-      error: failures
+      success: CommitAnswer,
+      error: [...branchErrors, NothingToPublish.Wire]
     }),
     HttpApiEndpoint.post("rollback", `${branches}/:branch_name/rollback`, {
       params: branchPath,
-      payload: Schema.Struct({ commit_id: Schema.String }),
-      success: Schema.Struct({ commit: Commit }),
-      error: failures
+      payload: CommitIdPayload,
+      success: CommitAnswer,
+      error: [...branchErrors, CommitNotFound.Wire, CommitNotInHistory.Wire]
     }),
     HttpApiEndpoint.post("merge", `${branches}/:branch_name/merge`, {
       params: branchPath,
-      payload: Schema.Struct({ source_branch_name: BranchName, commit: Schema.optionalKey(Schema.Boolean) }),
+      payload: MergePayload,
       success: Schema.NullOr(Commit),
-      error: failures
+      error: [...branchErrors, MergeConflict.Wire, ValidationFailed.Wire]
     }),
     HttpApiEndpoint.get("changes", `${branches}/:branch_name/changes`, {
       params: branchPath,
-      success: Schema.Struct({ has_changes: Schema.Boolean }),
-      error: failures
+      success: ChangesAnswer,
+      error: branchErrors
     }),
     HttpApiEndpoint.get("branchDiff", `${branches}/:branch_name/diff`, {
       params: branchPath,
-      success: Schema.Struct({ diffs: Schema.Array(DiffEntry) }),
-      error: failures
+      success: DiffAnswer,
+      error: branchErrors
     }),
     HttpApiEndpoint.get("listVersions", "/assistants/:assistant_id/versions", {
       params: assistantPath,
-      query: {
-        limit: Schema.optionalKey(Limit(1000)),
-        offset: Schema.optionalKey(Offset),
-        branch_name: Schema.optionalKey(BranchName)
-      },
-      success: Schema.Struct({ commits: Schema.Array(Commit) }),
-      error: failures
+      query: VersionsQuery.fields,
+      success: VersionsAnswer,
+      error: branchErrors
     }),
     HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {
       params: assistantPath,
-      query: { commit_a: Schema.String, commit_b: Schema.String },
-      success: Schema.Struct({ diffs: Schema.Array(DiffEntry) }),
-      error: failures
+      query: VersionsDiffQuery.fields,
+      success: DiffAnswer,
+      error: [...assistantErrors, CommitNotFound.Wire]
     }),
     HttpApiEndpoint.get("getVersion", "/assistants/:assistant_id/versions/:commit_id", {
       params: { assistant_id: Identifier, commit_id: Schema.String },
-      success: Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) }),
-      error: failures
+      success: VersionAnswer,
+      error: [...assistantErrors, CommitNotFound.Wire]
     }),
     HttpApiEndpoint.get("runtime", "/assistants/:assistant_id/runtime", {
       params: assistantPath,
-      success: Schema.Struct({
-        assistant_id: Schema.String,
-        commit_id: Schema.NullOr(Schema.String),
-        snapshot: Snapshot
-      }),
-      error: failures
+      success: RuntimeAnswer,
+      error: [AssistantNotFound.Wire, BranchNotFound.Wire, NoPublishedVersion.Wire]
     }),
     HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
       params: assistantPath,
-      success: Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit }),
-      error: failures
+      success: MigrateAnswer,
+      error: [AssistantNotFound.Wire, AssistantAlreadyVersioned.Wire]
     })
   )
   .middleware(Authorization)

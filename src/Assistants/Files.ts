@@ -25,7 +25,7 @@ export interface FileVersion {
 }
 
 /** A snapshot as files: path -> content and hash. Paths: `context`, `config`, `nodes/<id>`, `tools/<id>`, `variables/<name>` (A5). */
-export type Files = ReadonlyMap<string, FileVersion>
+type Files = ReadonlyMap<string, FileVersion>
 
 /** Path -> hash only (what commits and drafts store). */
 export type FileHashes = ReadonlyMap<string, string>
@@ -40,9 +40,13 @@ export const contentHash = (content: unknown): string =>
 /** A file version of `content`. */
 export const fileOf = (content: unknown): FileVersion => ({ hash: contentHash(content), content })
 
-/** The file path of an item. */
+/** The file path of node `id` (A5). */
 export const nodePath = (id: string) => `nodes/${id}`
+
+/** The file path of tool `id` (A5). */
 export const toolPath = (id: string) => `tools/${id}`
+
+/** The file path of variable `name`: variables are identified by name (A5). */
 export const variablePath = (name: string) => `variables/${name}`
 
 /** A node as stored: description defaults to "", config to {} (spec "Node"). */

@@ -1,139 +1,138 @@
 /**
- * Handlers of the assistants groups: decode, call the service, answer.
+ * Handlers of the assistants groups: the caller's organization, then one call
+ * of the service that owns the operation.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Admin } from "../Admin/Admin.ts"
 import { ParleyApi } from "../Api.ts"
-import type { Node, Tool, Variable } from "../Domain/Assistant.ts"
+import type { ItemKind, SingletonKind } from "../Domain/Assistant.ts"
+import type { JsonObject } from "../Domain/Common.ts"
 import { CurrentOrganization } from "../Domain/Organization.ts"
-import { Assistants, type ItemKind, type SingletonKind } from "./Assistants.ts"
+import { Assistants } from "./Assistants.ts"
+import { Branches } from "./Branches.ts"
+import { type BodyOf, Drafts } from "./Drafts.ts"
+import { Versions } from "./Versions.ts"
 
-/** The assistants handlers; require `Assistants`. */
+/** The path parameters of a draft. */
+interface BranchParams {
+  readonly assistant_id: string
+  readonly branch_name: string
+}
+
+/** Runs `f` with the id of the caller's organization (set by the `Authorization` middleware). */
+const withOrganization = <A, E, R>(f: (organizationId: string) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.service(CurrentOrganization), (organization) => f(organization.id))
+
+/** The assistants handlers; require `Assistants`, `Drafts`, `Branches` and `Versions`. */
 export const AssistantsHttp = HttpApiBuilder.group(
   ParleyApi,
   "assistants",
   Effect.fnUntraced(function* (handlers) {
     const assistants = yield* Assistants
-    const org = Effect.map(Effect.service(CurrentOrganization), (organization) => organization.id)
-    const list = (kind: ItemKind) => (request: { params: { assistant_id: string; branch_name: string } }) =>
-      Effect.flatMap(org, (id) =>
-        assistants.listItems(id, request.params.assistant_id, request.params.branch_name, kind)
-      )
-    const get = (kind: ItemKind | SingletonKind, param?: string) => (request: { params: Record<string, string> }) =>
-      Effect.flatMap(org, (id) =>
-        assistants.getItem(
-          id,
-          request.params.assistant_id!,
-          request.params.branch_name!,
-          kind,
-          param ? request.params[param]! : ""
-        )
-      )
-    const write =
-      (kind: ItemKind | SingletonKind, mode: "put" | "patch", param?: string) =>
-      (request: { params: Record<string, string>; payload: unknown }) =>
-        Effect.flatMap(org, (id) =>
-          assistants.writeItem(
-            id,
-            request.params.assistant_id!,
-            request.params.branch_name!,
-            kind,
-            param ? request.params[param]! : "",
-            mode,
-            request.payload
+    const drafts = yield* Drafts
+    const branches = yield* Branches
+    const versions = yield* Versions
+
+    /** The five operations of an item collection (A9); `param` names the item's path parameter. */
+    const items = <K extends ItemKind, P extends string>(kind: K, param: P) => {
+      type Params = BranchParams & { readonly [key in P]: string }
+      return {
+        list: ({ params }: { readonly params: BranchParams }) =>
+          withOrganization((org) => drafts.listItems(org, params.assistant_id, params.branch_name, kind)),
+        get: ({ params }: { readonly params: Params }) =>
+          withOrganization((org) => drafts.getItem(org, params.assistant_id, params.branch_name, kind, params[param])),
+        put: ({ params, payload }: { readonly params: Params; readonly payload: BodyOf[K] }) =>
+          withOrganization((org) =>
+            drafts.putItem(org, params.assistant_id, params.branch_name, kind, params[param], payload)
+          ),
+        patch: ({ params, payload }: { readonly params: Params; readonly payload: JsonObject }) =>
+          withOrganization((org) =>
+            drafts.patchItem(org, params.assistant_id, params.branch_name, kind, params[param], payload)
+          ),
+        delete: ({ params }: { readonly params: Params }) =>
+          withOrganization((org) =>
+            drafts.deleteItem(org, params.assistant_id, params.branch_name, kind, params[param])
           )
-        )
-    const remove = (kind: ItemKind, param: string) => (request: { params: Record<string, string> }) =>
-      Effect.flatMap(org, (id) =>
-        assistants.deleteItem(
-          id,
-          request.params.assistant_id!,
-          request.params.branch_name!,
-          kind,
-          request.params[param]!
-        )
-      )
+      }
+    }
+
+    /** The three operations of a singleton file (A9). */
+    const singleton = <K extends SingletonKind>(kind: K) => ({
+      get: ({ params }: { readonly params: BranchParams }) =>
+        withOrganization((org) => drafts.getSingleton(org, params.assistant_id, params.branch_name, kind)),
+      put: ({ params, payload }: { readonly params: BranchParams; readonly payload: BodyOf[K] }) =>
+        withOrganization((org) => drafts.putSingleton(org, params.assistant_id, params.branch_name, kind, payload)),
+      patch: ({ params, payload }: { readonly params: BranchParams; readonly payload: JsonObject }) =>
+        withOrganization((org) => drafts.patchSingleton(org, params.assistant_id, params.branch_name, kind, payload))
+    })
+
+    const nodes = items("nodes", "node_id")
+    const tools = items("tools", "tool_id")
+    const variables = items("variables", "variable_id")
+    const config = singleton("config")
+    const context = singleton("context")
+
     return handlers.handleAll({
       applyChangeset: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.applyChangeset(id, params.assistant_id, params.branch_name, payload)),
+        withOrganization((org) => drafts.applyChangeset(org, params.assistant_id, params.branch_name, payload)),
       getDraft: ({ params, query }) =>
-        Effect.flatMap(org, (id) => assistants.getDraft(id, params.assistant_id, params.branch_name, query.prefix)),
+        withOrganization((org) => drafts.get(org, params.assistant_id, params.branch_name, query)),
       draftIndex: ({ params, query }) =>
-        Effect.flatMap(org, (id) => assistants.draftIndex(id, params.assistant_id, params.branch_name, query.prefix)),
+        withOrganization((org) => drafts.index(org, params.assistant_id, params.branch_name, query)),
       discard: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.discard(id, params.assistant_id, params.branch_name, payload.path)),
+        withOrganization((org) => drafts.discard(org, params.assistant_id, params.branch_name, payload)),
       reset: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.reset(id, params.assistant_id, params.branch_name, payload.commit_id)),
-      list_nodes: (request) => list("nodes")(request) as Effect.Effect<Array<Node>, never>,
-      get_nodes: (request) => get("nodes", "node_id")(request) as Effect.Effect<Node>,
-      put_nodes: (request) => write("nodes", "put", "node_id")(request) as Effect.Effect<Node>,
-      patch_nodes: (request) => write("nodes", "patch", "node_id")(request) as Effect.Effect<Node>,
-      delete_nodes: remove("nodes", "node_id"),
-      list_tools: (request) => list("tools")(request) as Effect.Effect<Array<Tool>, never>,
-      get_tools: (request) => get("tools", "tool_id")(request) as Effect.Effect<Tool>,
-      put_tools: (request) => write("tools", "put", "tool_id")(request) as Effect.Effect<Tool>,
-      patch_tools: (request) => write("tools", "patch", "tool_id")(request) as Effect.Effect<Tool>,
-      delete_tools: remove("tools", "tool_id"),
-      list_variables: (request) => list("variables")(request) as Effect.Effect<Array<Variable>, never>,
-      get_variables: (request) => get("variables", "variable_id")(request) as Effect.Effect<Variable>,
-      put_variables: (request) => write("variables", "put", "variable_id")(request) as Effect.Effect<Variable>,
-      patch_variables: (request) => write("variables", "patch", "variable_id")(request) as Effect.Effect<Variable>,
-      delete_variables: remove("variables", "variable_id"),
-      get_config: (request) => get("config")(request) as Effect.Effect<any>,
-      put_config: (request) => write("config", "put")(request) as Effect.Effect<any>,
-      patch_config: (request) => write("config", "patch")(request) as Effect.Effect<any>,
-      get_context: (request) => get("context")(request) as Effect.Effect<any>,
-      put_context: (request) => write("context", "put")(request) as Effect.Effect<any>,
-      patch_context: (request) => write("context", "patch")(request) as Effect.Effect<any>,
+        withOrganization((org) => drafts.reset(org, params.assistant_id, params.branch_name, payload)),
+      list_nodes: nodes.list,
+      get_nodes: nodes.get,
+      put_nodes: nodes.put,
+      patch_nodes: nodes.patch,
+      delete_nodes: nodes.delete,
+      list_tools: tools.list,
+      get_tools: tools.get,
+      put_tools: tools.put,
+      patch_tools: tools.patch,
+      delete_tools: tools.delete,
+      list_variables: variables.list,
+      get_variables: variables.get,
+      put_variables: variables.put,
+      patch_variables: variables.patch,
+      delete_variables: variables.delete,
+      get_config: config.get,
+      put_config: config.put,
+      patch_config: config.patch,
+      get_context: context.get,
+      put_context: context.put,
+      patch_context: context.patch,
       createBranch: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.createBranch(id, params.assistant_id, payload.name)),
-      listBranches: ({ params }) => Effect.flatMap(org, (id) => assistants.listBranches(id, params.assistant_id)),
+        withOrganization((org) => branches.create(org, params.assistant_id, payload)),
+      listBranches: ({ params }) => withOrganization((org) => branches.list(org, params.assistant_id)),
       fork: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.fork(id, params.assistant_id, params.branch_name, payload.name)),
-      getBranch: ({ params }) =>
-        Effect.flatMap(org, (id) => assistants.branchSnapshot(id, params.assistant_id, params.branch_name)),
+        withOrganization((org) => branches.fork(org, params.assistant_id, params.branch_name, payload)),
+      getBranch: ({ params }) => withOrganization((org) => branches.get(org, params.assistant_id, params.branch_name)),
       deleteBranch: ({ params }) =>
-        Effect.flatMap(org, (id) => assistants.deleteBranch(id, params.assistant_id, params.branch_name)),
+        withOrganization((org) => branches.delete(org, params.assistant_id, params.branch_name)),
       publish: ({ params, payload }) =>
-        Effect.flatMap(org, (id) => assistants.publish(id, params.assistant_id, params.branch_name, payload ?? {})),
+        withOrganization((org) => branches.publish(org, params.assistant_id, params.branch_name, payload ?? {})),
       rollback: ({ params, payload }) =>
-        Effect.flatMap(org, (id) =>
-          assistants.rollback(id, params.assistant_id, params.branch_name, payload.commit_id)
-        ),
+        withOrganization((org) => branches.rollback(org, params.assistant_id, params.branch_name, payload)),
       merge: ({ params, payload }) =>
-        Effect.flatMap(org, (id) =>
-          assistants.merge(
-            id,
-            params.assistant_id,
-            params.branch_name,
-            payload.source_branch_name,
-            payload.commit ?? false
-          )
-        ),
+        withOrganization((org) => branches.merge(org, params.assistant_id, params.branch_name, payload)),
       changes: ({ params }) =>
-        Effect.flatMap(org, (id) => assistants.hasChanges(id, params.assistant_id, params.branch_name)),
+        withOrganization((org) => branches.changes(org, params.assistant_id, params.branch_name)),
       branchDiff: ({ params }) =>
-        Effect.flatMap(org, (id) => assistants.branchDiff(id, params.assistant_id, params.branch_name)),
-      listVersions: ({ params, query }) =>
-        Effect.flatMap(org, (id) =>
-          assistants.listVersions(id, params.assistant_id, {
-            limit: query.limit ?? 20,
-            offset: query.offset ?? 0,
-            branch_name: query.branch_name
-          })
-        ),
-      diffVersions: ({ params, query }) =>
-        Effect.flatMap(org, (id) => assistants.diffVersions(id, params.assistant_id, query.commit_a, query.commit_b)),
-      getVersion: ({ params }) =>
-        Effect.flatMap(org, (id) => assistants.getVersion(id, params.assistant_id, params.commit_id)),
-      runtime: ({ params }) => Effect.flatMap(org, (id) => assistants.runtime(id, params.assistant_id)),
-      migrate: ({ params }) => Effect.flatMap(org, (id) => assistants.migrate(id, params.assistant_id))
+        withOrganization((org) => branches.diff(org, params.assistant_id, params.branch_name)),
+      listVersions: ({ params, query }) => withOrganization((org) => versions.list(org, params.assistant_id, query)),
+      diffVersions: ({ params, query }) => withOrganization((org) => versions.diff(org, params.assistant_id, query)),
+      getVersion: ({ params }) => withOrganization((org) => versions.get(org, params.assistant_id, params.commit_id)),
+      runtime: ({ params }) => withOrganization((org) => assistants.runtime(org, params.assistant_id)),
+      migrate: ({ params }) => withOrganization((org) => assistants.migrate(org, params.assistant_id))
     })
   })
 )
 
-/** The admin assistant handler; requires `Assistants` and `Admin`. */
+/** The admin assistant handler; requires `Assistants` and `Admin` (`Organization not found` is Admin's, O6). */
 export const AssistantsAdminHttp = HttpApiBuilder.group(
   ParleyApi,
   "assistantsAdmin",
@@ -142,7 +141,7 @@ export const AssistantsAdminHttp = HttpApiBuilder.group(
     const admin = yield* Admin
     return handlers.handleAll({
       createAssistant: ({ params, payload }) =>
-        Effect.flatMap(admin.getOrganization(params.org_id), () => assistants.createAssistant(params.org_id, payload))
+        Effect.flatMap(admin.getOrganization(params.org_id), () => assistants.create(params.org_id, payload))
     })
   })
 )

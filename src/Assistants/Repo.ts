@@ -1,23 +1,174 @@
 /**
  * SQL of assistant version control: set-based statements over arrays (one
- * round trip for thousands of files), never one statement per file.
+ * round trip for thousands of files), never one statement per file. Rows are
+ * decoded with `SqlSchema` at the edge; `SqlError` is left to the services,
+ * which turn it into a defect. `layerTest` is the same repository in memory.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { type SqlError, SqlSchema } from "effect/sql"
 import { isoTimestamp } from "../Database/Json.ts"
-import type { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
+import { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
-import type { FileVersion } from "./Files.ts"
+import type { FileHashes, FileVersion } from "./Files.ts"
+import { makeMemoryRepo } from "./MemoryRepo.ts"
 
-/** An assistant's row as the service needs it. */
-export interface AssistantRow {
+/** An assistant's row as the services need it: `legacy_snapshot` as stored, read as it is (D18: never re-checked). */
+export const AssistantRow = Schema.Struct({
+  id: Schema.String,
+  versioned: Schema.Boolean,
+  legacy_snapshot: Schema.Unknown
+})
+export type AssistantRow = typeof AssistantRow.Type
+
+/** A new assistant; `legacySnapshot` only for a legacy one (A11). */
+export interface NewAssistant {
   readonly id: string
+  readonly organizationId: string
+  readonly name: string
+  readonly description: string | null
   readonly versioned: boolean
-  readonly legacy_snapshot: unknown
+  readonly legacySnapshot: unknown
 }
 
-/** A branch row (wire fields). */
-export type BranchRow = Branch
+/** A new branch whose HEAD is `head`. */
+export interface NewBranch {
+  readonly id: string
+  readonly assistantId: string
+  readonly name: string
+  readonly head: string | null
+}
+
+/** A new commit; its files are the draft of `branchId` at the time of the insert. */
+export interface NewCommit {
+  readonly id: string
+  readonly assistantId: string
+  readonly branchId: string
+  readonly parent: string | null
+  readonly mergeParent: string | null
+  readonly message: string | null
+  readonly authorType: Commit["author_type"]
+  readonly authorId: string | null
+  readonly createdAt: Date
+}
+
+/** Which commits `listCommits` answers: all, or those reachable from `head` (A8; none for a null HEAD). */
+export interface CommitsPage {
+  readonly head?: string | null | undefined
+  readonly limit: number
+  readonly offset: number
+}
+
+/** The assistants repository: SQL only, no rules. Every method may fail with `SqlError`. */
+export class AssistantsRepo extends Context.Service<
+  AssistantsRepo,
+  {
+    /** Runs `self` in one transaction (nested: a savepoint). */
+    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    /** Inserts an assistant; answers it as the admin API does (O6). */
+    readonly insertAssistant: (row: NewAssistant) => Effect.Effect<Assistant, SqlError.SqlError>
+    /** The organization's assistant (A1); `forUpdate` locks its row. An id that is no UUID finds nothing. */
+    readonly findAssistant: (
+      organizationId: string,
+      assistantId: string,
+      forUpdate?: boolean
+    ) => Effect.Effect<AssistantRow | undefined, SqlError.SqlError>
+    /** Marks a legacy assistant versioned (A11). */
+    readonly markVersioned: (assistantId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Stores file contents, once per assistant and content hash (A5). */
+    readonly insertFiles: (
+      assistantId: string,
+      files: ReadonlyArray<FileVersion>
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** Inserts a branch; `undefined` when the name is taken (A3). */
+    readonly insertBranch: (row: NewBranch) => Effect.Effect<Branch | undefined, SqlError.SqlError>
+    /** A branch by name; `forUpdate` takes the row lock that serializes edits and publishes of the branch (A4). */
+    readonly findBranch: (
+      assistantId: string,
+      name: string,
+      forUpdate?: boolean
+    ) => Effect.Effect<Branch | undefined, SqlError.SqlError>
+    /** The assistant's branches, oldest first. */
+    readonly listBranches: (assistantId: string) => Effect.Effect<ReadonlyArray<Branch>, SqlError.SqlError>
+    /** Deletes a branch and its draft. */
+    readonly deleteBranch: (branchId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Moves a branch's HEAD. */
+    readonly setHead: (branchId: string, head: string | null) => Effect.Effect<void, SqlError.SqlError>
+    /** Sets a branch's `updated_at` to now. */
+    readonly touchBranch: (branchId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** The draft's paths and hashes. */
+    readonly draftHashes: (branchId: string) => Effect.Effect<Map<string, string>, SqlError.SqlError>
+    /** The draft's files with content, those under `prefix` when given. */
+    readonly draftFiles: (
+      assistantId: string,
+      branchId: string,
+      prefix?: string
+    ) => Effect.Effect<Map<string, FileVersion>, SqlError.SqlError>
+    /** Sets (path -> hash) and removes draft paths. */
+    readonly writeDraft: (
+      branchId: string,
+      set: FileHashes,
+      remove: ReadonlyArray<string>
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** Makes the draft equal to a commit's files (empty for null). */
+    readonly resetDraft: (
+      assistantId: string,
+      branchId: string,
+      commitId: string | null
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** Copies a draft onto another branch whose draft is empty. */
+    readonly copyDraft: (fromBranchId: string, toBranchId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** A commit's paths and hashes (empty for null). */
+    readonly commitHashes: (
+      assistantId: string,
+      commitId: string | null
+    ) => Effect.Effect<Map<string, string>, SqlError.SqlError>
+    /** A commit's files with content (empty for null). */
+    readonly commitFiles: (
+      assistantId: string,
+      commitId: string | null
+    ) => Effect.Effect<Map<string, FileVersion>, SqlError.SqlError>
+    /** Contents by hash. */
+    readonly contents: (
+      assistantId: string,
+      hashes: ReadonlyArray<string>
+    ) => Effect.Effect<Map<string, unknown>, SqlError.SqlError>
+    /** Inserts a commit whose files are the branch's draft (one set-based copy). */
+    readonly insertCommit: (row: NewCommit) => Effect.Effect<Commit, SqlError.SqlError>
+    /** A commit by id. */
+    readonly findCommit: (assistantId: string, commitId: string) => Effect.Effect<Commit | undefined, SqlError.SqlError>
+    /** A commit's files (spec "Files"), ordered by path. */
+    readonly listCommitFiles: (
+      assistantId: string,
+      commitId: string
+    ) => Effect.Effect<ReadonlyArray<CommitFile>, SqlError.SqlError>
+    /** Commits newest first; with `head`, only those reachable from it over both parent links (A8). */
+    readonly listCommits: (
+      assistantId: string,
+      page: CommitsPage
+    ) => Effect.Effect<ReadonlyArray<Commit>, SqlError.SqlError>
+    /** Whether `ancestor` is `descendant` or reachable from it over both parent links (A7). */
+    readonly isAncestor: (
+      assistantId: string,
+      ancestor: string,
+      descendant: string
+    ) => Effect.Effect<boolean, SqlError.SqlError>
+    /** The nearest common ancestor of two commits over both parent links: of those reachable from both, the newest (A6). */
+    readonly mergeBase: (assistantId: string, a: string, b: string) => Effect.Effect<string | null, SqlError.SqlError>
+  }
+>()("parley/Assistants/AssistantsRepo") {
+  /** The repository on PostgreSQL; requires `PgClient`. */
+  static readonly layer = Layer.effect(
+    AssistantsRepo,
+    Effect.gen(function* () {
+      const sql = yield* PgClient.PgClient
+      return AssistantsRepo.of(makeSqlRepo(sql))
+    })
+  )
+
+  /** The repository in memory, for fast tests of the services' rules (no database). */
+  static readonly layerTest = Layer.effect(AssistantsRepo, Effect.map(makeMemoryRepo, AssistantsRepo.of))
+}
 
 const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_id,
   ${isoTimestamp("b.created_at")} AS created_at, ${isoTimestamp("b.updated_at")} AS updated_at`
@@ -25,199 +176,161 @@ const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_i
 const commitColumns = `c.id, c.assistant_id::text, c.parent_commit_id, c.merge_parent_commit_id, c.message,
   c.author_type, c.author_id, ${isoTimestamp("c.created_at")} AS created_at`
 
-const makeRepo = Effect.gen(function* () {
-  const sql = yield* PgClient.PgClient
+/** A draft's or commit's path and hash. */
+const HashRow = Schema.Struct({ path: Schema.String, content_hash: Schema.String })
+
+/** A draft's or commit's path, hash and content. */
+const FileRow = Schema.Struct({ path: Schema.String, content_hash: Schema.String, content: Schema.Unknown })
+
+/** A stored content by hash. */
+const ContentRow = Schema.Struct({ content_hash: Schema.String, content: Schema.Unknown })
+
+/** A row that does not match its schema is a bug, not a failure of the request. */
+const orDieOnSchema = <A, E, R>(self: Effect.Effect<A, E | Schema.SchemaError, R>) =>
+  Effect.catchIf(self, Schema.isSchemaError, Effect.die) as Effect.Effect<A, Exclude<E, Schema.SchemaError>, R>
+
+const hashesOf = (rows: ReadonlyArray<typeof HashRow.Type>) => new Map(rows.map((row) => [row.path, row.content_hash]))
+
+const filesOf = (rows: ReadonlyArray<typeof FileRow.Type>) =>
+  new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
+
+const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
   const branchFields = sql.literal(branchColumns)
   const commitFields = sql.literal(commitColumns)
+  const lock = (forUpdate: boolean) => (forUpdate ? sql`FOR UPDATE` : sql``)
 
-  const insertAssistant = (row: {
-    readonly id: string
-    readonly organizationId: string
-    readonly name: string
-    readonly description: string | null
-    readonly versioned: boolean
-    readonly legacySnapshot: unknown
-  }) =>
-    sql<Assistant>`INSERT INTO assistants (id, organization_id, name, description, versioned, legacy_snapshot, created_at)
-      VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.description}, ${row.versioned},
-        ${row.legacySnapshot === undefined ? null : sql.json(row.legacySnapshot)}, statement_timestamp())
-      RETURNING id::text, organization_id::text, name, versioned, ${sql.literal(isoTimestamp("created_at"))} AS created_at`.pipe(
-      Effect.map((rows) => rows[0]!)
-    )
+  const insertAssistantRow = SqlSchema.findOne({
+    Request: Schema.Struct({
+      id: Schema.String,
+      organizationId: Schema.String,
+      name: Schema.String,
+      description: Schema.NullOr(Schema.String),
+      versioned: Schema.Boolean,
+      legacySnapshot: Schema.Unknown
+    }),
+    Result: Assistant,
+    execute: (row) =>
+      sql`INSERT INTO assistants (id, organization_id, name, description, versioned, legacy_snapshot, created_at)
+        VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.description}, ${row.versioned},
+          ${row.legacySnapshot === undefined ? null : sql.json(row.legacySnapshot)}, statement_timestamp())
+        RETURNING id::text, organization_id::text, name, versioned,
+          ${sql.literal(isoTimestamp("created_at"))} AS created_at`
+  })
 
-  /** The assistant of the organization (A1), locked for update when asked. */
-  const findAssistant = (organizationId: string, assistantId: string, forUpdate = false) =>
-    isUuid(assistantId)
-      ? sql<AssistantRow>`SELECT id::text, versioned, legacy_snapshot FROM assistants
-          WHERE id = ${assistantId} AND organization_id = ${organizationId}
-          ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map((rows) => rows[0]))
-      : Effect.succeed(undefined)
+  const findAssistantRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String, forUpdate: Schema.Boolean }),
+    Result: AssistantRow,
+    execute: ({ organizationId, assistantId, forUpdate }) =>
+      sql`SELECT id::text, versioned, legacy_snapshot FROM assistants
+        WHERE id = ${assistantId} AND organization_id = ${organizationId} ${lock(forUpdate)}`
+  })
 
-  const markVersioned = (assistantId: string) =>
-    sql`UPDATE assistants SET versioned = true, updated_at = statement_timestamp() WHERE id = ${assistantId}`.pipe(
-      Effect.asVoid
-    )
+  const insertBranchRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({
+      id: Schema.String,
+      assistantId: Schema.String,
+      name: Schema.String,
+      head: Schema.NullOr(Schema.String)
+    }),
+    Result: Branch,
+    execute: (row) =>
+      sql`INSERT INTO assistant_branches AS b (id, assistant_id, name, head_commit_id, created_at, updated_at)
+        VALUES (${row.id}, ${row.assistantId}, ${row.name}, ${row.head}, statement_timestamp(), statement_timestamp())
+        ON CONFLICT (assistant_id, name) DO NOTHING
+        RETURNING ${branchFields}`
+  })
 
-  /** Stores file contents once per assistant by content hash. */
-  const insertFiles = (assistantId: string, files: ReadonlyArray<FileVersion>) =>
-    files.length === 0
-      ? Effect.void
-      : sql`INSERT INTO assistant_files (assistant_id, content_hash, content)
-          SELECT ${assistantId}, f.hash, f.content::jsonb
-          FROM unnest(${files.map((file) => file.hash)}::text[], ${files.map((file) => JSON.stringify(file.content))}::text[])
-            AS f(hash, content)
-          ON CONFLICT DO NOTHING`.pipe(Effect.asVoid)
+  const findBranchRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ assistantId: Schema.String, name: Schema.String, forUpdate: Schema.Boolean }),
+    Result: Branch,
+    execute: ({ assistantId, name, forUpdate }) =>
+      sql`SELECT ${branchFields} FROM assistant_branches b
+        WHERE b.assistant_id = ${assistantId} AND b.name = ${name} ${lock(forUpdate)}`
+  })
 
-  const insertBranch = (row: {
-    readonly id: string
-    readonly assistantId: string
-    readonly name: string
-    readonly head: string | null
-  }) =>
-    sql<BranchRow>`INSERT INTO assistant_branches (id, assistant_id, name, head_commit_id, created_at, updated_at)
-      VALUES (${row.id}, ${row.assistantId}, ${row.name}, ${row.head}, statement_timestamp(), statement_timestamp())
-      ON CONFLICT (assistant_id, name) DO NOTHING
-      RETURNING id::text, assistant_id::text, name, head_commit_id,
-        ${sql.literal(isoTimestamp("created_at"))} AS created_at, ${sql.literal(isoTimestamp("updated_at"))} AS updated_at`.pipe(
-      Effect.map((rows) => rows[0])
-    )
+  const listBranchRows = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: Branch,
+    execute: (assistantId) =>
+      sql`SELECT ${branchFields} FROM assistant_branches b WHERE b.assistant_id = ${assistantId}
+        ORDER BY b.created_at, b.name`
+  })
 
-  /** A branch by name; `forUpdate` takes the row lock that serializes edits and publishes (A4). */
-  const findBranch = (assistantId: string, name: string, forUpdate = false) =>
-    sql<BranchRow>`SELECT ${branchFields} FROM assistant_branches b
-      WHERE b.assistant_id = ${assistantId} AND b.name = ${name} ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(
-      Effect.map((rows) => rows[0])
-    )
+  const draftHashRows = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: HashRow,
+    execute: (branchId) => sql`SELECT path, content_hash FROM assistant_draft_files WHERE branch_id = ${branchId}`
+  })
 
-  const listBranches = (assistantId: string) =>
-    sql<BranchRow>`SELECT ${branchFields} FROM assistant_branches b WHERE b.assistant_id = ${assistantId}
-      ORDER BY b.created_at, b.name`
+  const draftFileRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, branchId: Schema.String, prefix: Schema.String }),
+    Result: FileRow,
+    execute: ({ assistantId, branchId, prefix }) =>
+      sql`SELECT d.path, d.content_hash, f.content FROM assistant_draft_files d
+        JOIN assistant_files f ON f.assistant_id = ${assistantId} AND f.content_hash = d.content_hash
+        WHERE d.branch_id = ${branchId} AND starts_with(d.path, ${prefix})`
+  })
 
-  const deleteBranch = (branchId: string) =>
-    sql`DELETE FROM assistant_branches WHERE id = ${branchId}`.pipe(Effect.asVoid)
+  const commitHashRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: HashRow,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT path, content_hash FROM assistant_commit_files
+        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`
+  })
 
-  const setHead = (branchId: string, head: string | null) =>
-    sql`UPDATE assistant_branches SET head_commit_id = ${head}, updated_at = statement_timestamp()
-      WHERE id = ${branchId}`.pipe(Effect.asVoid)
+  const commitFileRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: FileRow,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT c.path, c.content_hash, f.content FROM assistant_commit_files c
+        JOIN assistant_files f ON f.assistant_id = c.assistant_id AND f.content_hash = c.content_hash
+        WHERE c.assistant_id = ${assistantId} AND c.commit_id = ${commitId}`
+  })
 
-  const touchBranch = (branchId: string) =>
-    sql`UPDATE assistant_branches SET updated_at = statement_timestamp() WHERE id = ${branchId}`.pipe(Effect.asVoid)
+  const contentRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, hashes: Schema.Array(Schema.String) }),
+    Result: ContentRow,
+    execute: ({ assistantId, hashes }) =>
+      sql`SELECT content_hash, content FROM assistant_files
+        WHERE assistant_id = ${assistantId} AND content_hash = ANY(${hashes}::text[])`
+  })
 
-  /** The draft's paths and hashes. */
-  const draftHashes = (branchId: string) =>
-    sql<{ path: string; content_hash: string }>`SELECT path, content_hash FROM assistant_draft_files
-      WHERE branch_id = ${branchId}`.pipe(
-      Effect.map((rows) => new Map(rows.map((row) => [row.path, row.content_hash])))
-    )
-
-  /** The draft's files with content, optionally under a path prefix. */
-  const draftFiles = (assistantId: string, branchId: string, prefix = "") =>
-    sql<{ path: string; content_hash: string; content: unknown }>`
-      SELECT d.path, d.content_hash, f.content FROM assistant_draft_files d
-      JOIN assistant_files f ON f.assistant_id = ${assistantId} AND f.content_hash = d.content_hash
-      WHERE d.branch_id = ${branchId} AND starts_with(d.path, ${prefix})`.pipe(
-      Effect.map(
-        (rows) => new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
-      )
-    )
-
-  /** Sets and removes draft paths, in two set-based statements. */
-  const writeDraft = (branchId: string, set: ReadonlyMap<string, string>, remove: ReadonlyArray<string>) =>
-    Effect.gen(function* () {
-      if (remove.length > 0) {
-        yield* sql`DELETE FROM assistant_draft_files WHERE branch_id = ${branchId} AND path = ANY(${[...remove]}::text[])`
-      }
-      if (set.size > 0) {
-        yield* sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
-          SELECT ${branchId}, f.path, f.hash FROM unnest(${[...set.keys()]}::text[], ${[...set.values()]}::text[]) AS f(path, hash)
-          ON CONFLICT (branch_id, path) DO UPDATE SET content_hash = EXCLUDED.content_hash`
-      }
-    })
-
-  /** Makes the draft equal to a commit's files (or empty for null). */
-  const resetDraft = (assistantId: string, branchId: string, commitId: string | null) =>
-    Effect.gen(function* () {
-      yield* sql`DELETE FROM assistant_draft_files WHERE branch_id = ${branchId}`
-      if (commitId !== null) {
-        yield* sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
-          SELECT ${branchId}, path, content_hash FROM assistant_commit_files
-          WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`
-      }
-    })
-
-  /** Copies a draft onto another (empty) branch. */
-  const copyDraft = (fromBranchId: string, toBranchId: string) =>
-    sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
-      SELECT ${toBranchId}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${fromBranchId}`.pipe(
-      Effect.asVoid
-    )
-
-  /** A commit's paths and hashes (empty for null). */
-  const commitHashes = (assistantId: string, commitId: string | null) =>
-    commitId === null
-      ? Effect.succeed(new Map<string, string>())
-      : sql<{ path: string; content_hash: string }>`SELECT path, content_hash FROM assistant_commit_files
-          WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`.pipe(
-          Effect.map((rows) => new Map(rows.map((row) => [row.path, row.content_hash])))
-        )
-
-  /** A commit's files with content (empty for null). */
-  const commitFiles = (assistantId: string, commitId: string | null, prefix = "") =>
-    commitId === null
-      ? Effect.succeed(new Map<string, FileVersion>())
-      : sql<{ path: string; content_hash: string; content: unknown }>`
-          SELECT c.path, c.content_hash, f.content FROM assistant_commit_files c
-          JOIN assistant_files f ON f.assistant_id = c.assistant_id AND f.content_hash = c.content_hash
-          WHERE c.assistant_id = ${assistantId} AND c.commit_id = ${commitId} AND starts_with(c.path, ${prefix})`.pipe(
-          Effect.map(
-            (rows) => new Map(rows.map((row) => [row.path, { hash: row.content_hash, content: row.content }] as const))
-          )
-        )
-
-  /** Contents by hash. */
-  const contents = (assistantId: string, hashes: ReadonlyArray<string>) =>
-    hashes.length === 0
-      ? Effect.succeed(new Map<string, unknown>())
-      : sql<{ content_hash: string; content: unknown }>`SELECT content_hash, content FROM assistant_files
-          WHERE assistant_id = ${assistantId} AND content_hash = ANY(${[...hashes]}::text[])`.pipe(
-          Effect.map((rows) => new Map(rows.map((row) => [row.content_hash, row.content])))
-        )
-
-  /** Inserts a commit whose files are the branch's draft (one set-based copy). */
-  const insertCommit = (row: {
-    readonly id: string
-    readonly assistantId: string
-    readonly branchId: string
-    readonly parent: string | null
-    readonly mergeParent: string | null
-    readonly message: string | null
-    readonly authorType: string
-    readonly authorId: string | null
-    readonly createdAt: Date
-  }) =>
-    Effect.gen(function* () {
-      const inserted = yield* sql<Commit>`INSERT INTO assistant_commits AS c (assistant_id, id, parent_commit_id,
+  const insertCommitRow = SqlSchema.findOne({
+    Request: Schema.Struct({
+      id: Schema.String,
+      assistantId: Schema.String,
+      parent: Schema.NullOr(Schema.String),
+      mergeParent: Schema.NullOr(Schema.String),
+      message: Schema.NullOr(Schema.String),
+      authorType: Schema.String,
+      authorId: Schema.NullOr(Schema.String),
+      createdAt: Schema.Date
+    }),
+    Result: Commit,
+    execute: (row) =>
+      sql`INSERT INTO assistant_commits AS c (assistant_id, id, parent_commit_id,
           merge_parent_commit_id, message, author_type, author_id, created_at)
         VALUES (${row.assistantId}, ${row.id}, ${row.parent}, ${row.mergeParent}, ${row.message}, ${row.authorType},
           ${row.authorId}, ${row.createdAt})
         RETURNING ${commitFields}`
-      yield* sql`INSERT INTO assistant_commit_files (assistant_id, commit_id, path, content_hash)
-        SELECT ${row.assistantId}, ${row.id}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${row.branchId}`
-      return inserted[0]!
-    })
+  })
 
-  const findCommit = (assistantId: string, commitId: string) =>
-    sql<Commit>`SELECT ${commitFields} FROM assistant_commits c
-      WHERE c.assistant_id = ${assistantId} AND c.id = ${commitId}`.pipe(Effect.map((rows) => rows[0]))
+  const findCommitRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: Commit,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId} AND c.id = ${commitId}`
+  })
 
-  const listCommitFiles = (assistantId: string, commitId: string) =>
-    sql<CommitFile>`SELECT commit_id || ':' || path AS id, commit_id, path, content_hash FROM assistant_commit_files
-      WHERE assistant_id = ${assistantId} AND commit_id = ${commitId} ORDER BY path`
+  const commitFileListRows = SqlSchema.findAll({
+    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Result: CommitFile,
+    execute: ({ assistantId, commitId }) =>
+      sql`SELECT commit_id || ':' || path AS id, commit_id, path, content_hash FROM assistant_commit_files
+        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId} ORDER BY path`
+  })
 
-  /**
-   * Commits newest first; with `head`, only those reachable from it over both
-   * parent links (A8).
-   */
   /**
    * A recursive CTE `name(id)` of `start` and every commit reachable from it over
    * both parent links (parent and merge parent).
@@ -233,64 +346,170 @@ const makeRepo = Effect.gen(function* () {
     )`
   }
 
-  const listCommits = (assistantId: string, options: { head?: string | null; limit: number; offset: number }) =>
-    options.head === undefined
-      ? sql<Commit>`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId}
-          ORDER BY c.seq DESC LIMIT ${options.limit} OFFSET ${options.offset}`
-      : options.head === null
-        ? Effect.succeed([] as ReadonlyArray<Commit>)
-        : sql<Commit>`WITH RECURSIVE ${ancestry("reachable", assistantId, options.head)}
-          SELECT ${commitFields} FROM assistant_commits c JOIN reachable r ON r.id = c.id
-          WHERE c.assistant_id = ${assistantId}
-          ORDER BY c.seq DESC LIMIT ${options.limit} OFFSET ${options.offset}`
+  const commitRows = SqlSchema.findAll({
+    Request: Schema.Struct({
+      assistantId: Schema.String,
+      head: Schema.optional(Schema.String),
+      limit: Schema.Number,
+      offset: Schema.Number
+    }),
+    Result: Commit,
+    execute: ({ assistantId, head, limit, offset }) =>
+      head === undefined
+        ? sql`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId}
+            ORDER BY c.seq DESC LIMIT ${limit} OFFSET ${offset}`
+        : sql`WITH RECURSIVE ${ancestry("reachable", assistantId, head)}
+            SELECT ${commitFields} FROM assistant_commits c JOIN reachable r ON r.id = c.id
+            WHERE c.assistant_id = ${assistantId}
+            ORDER BY c.seq DESC LIMIT ${limit} OFFSET ${offset}`
+  })
 
-  /** Whether `ancestor` is `descendant` or reachable from it over both parent links (A7). */
-  const isAncestor = (assistantId: string, ancestor: string, descendant: string) =>
-    sql<{ found: boolean }>`WITH RECURSIVE ${ancestry("reachable", assistantId, descendant)}
-      SELECT EXISTS (SELECT 1 FROM reachable WHERE id = ${ancestor}) AS found`.pipe(
-      Effect.map((rows) => rows[0]!.found)
-    )
+  const ancestorRow = SqlSchema.findOne({
+    Request: Schema.Struct({ assistantId: Schema.String, ancestor: Schema.String, descendant: Schema.String }),
+    Result: Schema.Struct({ found: Schema.Boolean }),
+    execute: ({ assistantId, ancestor, descendant }) =>
+      sql`WITH RECURSIVE ${ancestry("reachable", assistantId, descendant)}
+        SELECT EXISTS (SELECT 1 FROM reachable WHERE id = ${ancestor}) AS found`
+  })
 
-  /**
-   * The nearest common ancestor of two commits over both parent links (A6):
-   * of the commits reachable from both, the most recent one.
-   */
-  const mergeBase = (assistantId: string, a: string, b: string) =>
-    sql<{ id: string }>`WITH RECURSIVE ${ancestry("from_a", assistantId, a)}, ${ancestry("from_b", assistantId, b)}
-      SELECT c.id FROM assistant_commits c JOIN from_a ON from_a.id = c.id JOIN from_b ON from_b.id = c.id
-      WHERE c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]?.id ?? null))
+  const mergeBaseRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ assistantId: Schema.String, a: Schema.String, b: Schema.String }),
+    Result: Schema.Struct({ id: Schema.String }),
+    execute: ({ assistantId, a, b }) =>
+      sql`WITH RECURSIVE ${ancestry("from_a", assistantId, a)}, ${ancestry("from_b", assistantId, b)}
+        SELECT c.id FROM assistant_commits c JOIN from_a ON from_a.id = c.id JOIN from_b ON from_b.id = c.id
+        WHERE c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`
+  })
 
   return {
-    insertAssistant,
-    findAssistant,
-    markVersioned,
-    insertFiles,
-    insertBranch,
-    findBranch,
-    listBranches,
-    deleteBranch,
-    setHead,
-    touchBranch,
-    draftHashes,
-    draftFiles,
-    writeDraft,
-    resetDraft,
-    copyDraft,
-    commitHashes,
-    commitFiles,
-    contents,
-    insertCommit,
-    findCommit,
-    listCommitFiles,
-    listCommits,
-    isAncestor,
-    mergeBase
-  }
-})
+    withTransaction: sql.withTransaction,
 
-/** The assistants repository (SQL only). Requires `PgClient`. */
-export class AssistantsRepo extends Context.Service<AssistantsRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Assistants/AssistantsRepo"
-) {
-  static readonly layer = Layer.effect(AssistantsRepo, makeRepo)
+    insertAssistant: (row) =>
+      orDieOnSchema(insertAssistantRow(row)).pipe(Effect.catchTag("NoSuchElementError", Effect.die)),
+
+    findAssistant: (organizationId, assistantId, forUpdate = false) =>
+      isUuid(assistantId)
+        ? orDieOnSchema(findAssistantRow({ organizationId, assistantId, forUpdate })).pipe(
+            Effect.map(Option.getOrUndefined)
+          )
+        : Effect.succeed(undefined),
+
+    markVersioned: (assistantId) =>
+      sql`UPDATE assistants SET versioned = true, updated_at = statement_timestamp() WHERE id = ${assistantId}`.pipe(
+        Effect.asVoid
+      ),
+
+    insertFiles: (assistantId, files) =>
+      files.length === 0
+        ? Effect.void
+        : sql`INSERT INTO assistant_files (assistant_id, content_hash, content)
+            SELECT ${assistantId}, f.hash, f.content::jsonb
+            FROM unnest(${files.map((file) => file.hash)}::text[], ${files.map((file) => JSON.stringify(file.content))}::text[])
+              AS f(hash, content)
+            ON CONFLICT DO NOTHING`.pipe(Effect.asVoid),
+
+    insertBranch: (row) => orDieOnSchema(insertBranchRow(row)).pipe(Effect.map(Option.getOrUndefined)),
+
+    findBranch: (assistantId, name, forUpdate = false) =>
+      orDieOnSchema(findBranchRow({ assistantId, name, forUpdate })).pipe(Effect.map(Option.getOrUndefined)),
+
+    listBranches: (assistantId) => orDieOnSchema(listBranchRows(assistantId)),
+
+    deleteBranch: (branchId) => sql`DELETE FROM assistant_branches WHERE id = ${branchId}`.pipe(Effect.asVoid),
+
+    setHead: (branchId, head) =>
+      sql`UPDATE assistant_branches SET head_commit_id = ${head}, updated_at = statement_timestamp()
+        WHERE id = ${branchId}`.pipe(Effect.asVoid),
+
+    touchBranch: (branchId) =>
+      sql`UPDATE assistant_branches SET updated_at = statement_timestamp() WHERE id = ${branchId}`.pipe(Effect.asVoid),
+
+    draftHashes: (branchId) => orDieOnSchema(draftHashRows(branchId)).pipe(Effect.map(hashesOf)),
+
+    draftFiles: (assistantId, branchId, prefix = "") =>
+      orDieOnSchema(draftFileRows({ assistantId, branchId, prefix })).pipe(Effect.map(filesOf)),
+
+    writeDraft: (branchId, set, remove) =>
+      Effect.gen(function* () {
+        if (remove.length > 0) {
+          yield* sql`DELETE FROM assistant_draft_files WHERE branch_id = ${branchId} AND path = ANY(${[...remove]}::text[])`
+        }
+        if (set.size > 0) {
+          yield* sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
+            SELECT ${branchId}, f.path, f.hash FROM unnest(${[...set.keys()]}::text[], ${[...set.values()]}::text[]) AS f(path, hash)
+            ON CONFLICT (branch_id, path) DO UPDATE SET content_hash = EXCLUDED.content_hash`
+        }
+      }),
+
+    resetDraft: (assistantId, branchId, commitId) =>
+      Effect.gen(function* () {
+        yield* sql`DELETE FROM assistant_draft_files WHERE branch_id = ${branchId}`
+        if (commitId !== null) {
+          yield* sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
+            SELECT ${branchId}, path, content_hash FROM assistant_commit_files
+            WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`
+        }
+      }),
+
+    copyDraft: (fromBranchId, toBranchId) =>
+      sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
+        SELECT ${toBranchId}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${fromBranchId}`.pipe(
+        Effect.asVoid
+      ),
+
+    commitHashes: (assistantId, commitId) =>
+      commitId === null
+        ? Effect.succeed(new Map<string, string>())
+        : orDieOnSchema(commitHashRows({ assistantId, commitId })).pipe(Effect.map(hashesOf)),
+
+    commitFiles: (assistantId, commitId) =>
+      commitId === null
+        ? Effect.succeed(new Map<string, FileVersion>())
+        : orDieOnSchema(commitFileRows({ assistantId, commitId })).pipe(Effect.map(filesOf)),
+
+    contents: (assistantId, hashes) =>
+      hashes.length === 0
+        ? Effect.succeed(new Map<string, unknown>())
+        : orDieOnSchema(contentRows({ assistantId, hashes })).pipe(
+            Effect.map((rows) => new Map(rows.map((row) => [row.content_hash, row.content])))
+          ),
+
+    insertCommit: (row) =>
+      Effect.gen(function* () {
+        const commit = yield* orDieOnSchema(insertCommitRow(row)).pipe(
+          Effect.catchTag("NoSuchElementError", Effect.die)
+        )
+        yield* sql`INSERT INTO assistant_commit_files (assistant_id, commit_id, path, content_hash)
+          SELECT ${row.assistantId}, ${row.id}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${row.branchId}`
+        return commit
+      }),
+
+    findCommit: (assistantId, commitId) =>
+      orDieOnSchema(findCommitRow({ assistantId, commitId })).pipe(Effect.map(Option.getOrUndefined)),
+
+    listCommitFiles: (assistantId, commitId) => orDieOnSchema(commitFileListRows({ assistantId, commitId })),
+
+    listCommits: (assistantId, page) =>
+      page.head === null
+        ? Effect.succeed([])
+        : orDieOnSchema(
+            commitRows({
+              assistantId,
+              ...(page.head !== undefined ? { head: page.head } : {}),
+              limit: page.limit,
+              offset: page.offset
+            })
+          ),
+
+    isAncestor: (assistantId, ancestor, descendant) =>
+      orDieOnSchema(ancestorRow({ assistantId, ancestor, descendant })).pipe(
+        Effect.catchTag("NoSuchElementError", Effect.die),
+        Effect.map((row) => row.found)
+      ),
+
+    mergeBase: (assistantId, a, b) =>
+      orDieOnSchema(mergeBaseRow({ assistantId, a, b })).pipe(
+        Effect.map((row) => (Option.isSome(row) ? row.value.id : null))
+      )
+  }
 }

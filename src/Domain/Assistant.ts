@@ -15,6 +15,16 @@ export const ItemId = Schema.String.pipe(
   )
 )
 
+/** An item collection of a draft, the first segment of its items' file paths (A5, A9). */
+export const ItemKind = Schema.Literals(["nodes", "tools", "variables"])
+export type ItemKind = typeof ItemKind.Type
+
+/** How answers name one item of each kind (`Node not found`, A9). */
+export const itemKindNames: Record<ItemKind, string> = { nodes: "Node", tools: "Tool", variables: "Variable" }
+
+/** A file of a draft that is one object rather than a collection (A9). */
+export type SingletonKind = "config" | "context"
+
 /**
  * A file path of a draft or commit (A5): `context`, `config`, `nodes/<node_id>`,
  * `tools/<tool_id>` or `variables/<name>`, the id being an {@link ItemId}.
@@ -55,8 +65,8 @@ export const Node = Schema.Struct({
 }).annotate({ identifier: "Node" })
 export type Node = typeof Node.Type
 
-/** `{url, method}` of a tool's external API. */
-export const ToolRequest = Schema.StructWithRest(
+/** `{url, method}` of a tool's external API, and further members. */
+const ToolRequest = Schema.StructWithRest(
   Schema.Struct({
     url: Schema.String,
     method: Schema.Literals(["GET", "POST", "PUT", "PATCH", "DELETE"])

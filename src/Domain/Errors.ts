@@ -178,8 +178,8 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
 }
 
 /**
- * 400 with a specific `detail` (assistants: `The main branch cannot be deleted` A3,
- * `No changes to publish` A4, `Commit is not in the history of this branch` A7).
+ * 400 with a free-text `detail`, for answers not yet modelled as an error of
+ * their own (the assistants' are in `Domain/AssistantErrors.ts`).
  */
 export class BadRequest extends Schema.TaggedError<BadRequest>()(
   "BadRequest",
@@ -190,9 +190,8 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()(
 }
 
 /**
- * 409 with a specific `detail` (assistants: `Assistant is not versioned` A1,
- * `Branch already exists` A3, `Merge conflict on paths: a, b` A6,
- * `Assistant is already versioned` A11).
+ * 409 with a free-text `detail`, for answers not yet modelled as an error of
+ * their own (the assistants' are in `Domain/AssistantErrors.ts`).
  */
 export class Conflict extends Schema.TaggedError<Conflict>()(
   "Conflict",

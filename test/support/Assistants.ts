@@ -1,28 +1,17 @@
 /**
- * Helpers for assistant tests: an organization with an assistant, and calls
- * under the assistants base path.
+ * Helpers for assistant tests over HTTP: an organization with an assistant, and
+ * calls under the assistants base path (the test app and its database). The
+ * item builders are in `AssistantItems.ts`, the in-memory fixture in
+ * `AssistantsMemory.ts`.
  */
 import { Effect } from "effect"
+import { assistantsBasePath } from "../../src/Domain/BasePaths.ts"
 import { ADMIN_TOKEN, TestApi, type TestResponse } from "./TestApp.ts"
 
+export { llm, tool } from "./AssistantItems.ts"
+
 /** The assistants base path (O4). */
-export const A = "/assistants/api/v2"
-
-/** A node of type llm with the given config. */
-export const llm = (id: string, config: Record<string, unknown> = {}) => ({
-  id,
-  name: `Node ${id}`,
-  type: "llm" as const,
-  config: { instructions: `You are ${id}`, ...config }
-})
-
-/** A tool called `name`. */
-export const tool = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  description: `Tool ${name}`,
-  request: { url: "https://example.com/tools", method: "POST" },
-  ...extra
-})
+export const A = assistantsBasePath
 
 /** An organization with an assistant and a client of its assistants API. */
 export const assistantFixture = (body: Record<string, unknown> = {}) =>

@@ -1,0 +1,108 @@
+/**
+ * Versions: the commits of an assistant, immutable once published
+ * (assistants.md "Versions"; DECISIONS.md A5, A8). Reads only.
+ */
+import { Context, Effect, Layer } from "effect"
+import { CommitNotFound } from "../Domain/AssistantErrors.ts"
+import { type AssistantAccessError, type BranchAccessError, makeAccess } from "./Access.ts"
+import type { DiffAnswer, VersionAnswer, VersionsAnswer, VersionsDiffQuery, VersionsQuery } from "./Api.ts"
+import { diffFiles } from "./Files.ts"
+import { AssistantsRepo } from "./Repo.ts"
+
+/** The default page of the version list (assistants.md "Limits"). */
+const DEFAULT_LIMIT = 20
+
+/**
+ * The version operations of an assistant. `organizationId` and `assistantId`
+ * name it: every method fails with `AssistantNotFound` or
+ * `AssistantNotVersioned` when they do not (A1); the docs below name the other
+ * failures.
+ */
+export class Versions extends Context.Service<
+  Versions,
+  {
+    /**
+     * GET /versions: commits newest first, `limit` (default 20) from `offset`
+     * (default 0); with `branch_name`, only those reachable from that branch's
+     * HEAD over both parent links (A8; none before its first publish).
+     * `BranchNotFound` for an unknown `branch_name`.
+     */
+    readonly list: (
+      organizationId: string,
+      assistantId: string,
+      query: typeof VersionsQuery.Type
+    ) => Effect.Effect<typeof VersionsAnswer.Type, BranchAccessError>
+    /** GET /versions/{commit_id}: the commit and its files (spec "Files"), ordered by path. `CommitNotFound`. */
+    readonly get: (
+      organizationId: string,
+      assistantId: string,
+      commitId: string
+    ) => Effect.Effect<typeof VersionAnswer.Type, AssistantAccessError | CommitNotFound>
+    /**
+     * GET /versions/diff: the differences from `commit_a` to `commit_b`, file by
+     * file (spec "Diff entry"). `CommitNotFound` names the first unknown one.
+     */
+    readonly diff: (
+      organizationId: string,
+      assistantId: string,
+      query: typeof VersionsDiffQuery.Type
+    ) => Effect.Effect<typeof DiffAnswer.Type, AssistantAccessError | CommitNotFound>
+  }
+>()("parley/Assistants/Versions") {
+  /** Requires `AssistantsRepo`. */
+  static readonly layer = Layer.effect(
+    Versions,
+    Effect.gen(function* () {
+      return Versions.of(makeVersions(yield* AssistantsRepo))
+    })
+  )
+}
+
+const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
+  const access = makeAccess(repo)
+
+  const list = Effect.fn("Versions.list")(
+    function* (organizationId: string, assistantId: string, query: typeof VersionsQuery.Type) {
+      yield* access.versioned(organizationId, assistantId)
+      const head =
+        query.branch_name === undefined
+          ? undefined
+          : (yield* access.branch(assistantId, query.branch_name)).head_commit_id
+      const commits = yield* repo.listCommits(assistantId, {
+        head,
+        limit: query.limit ?? DEFAULT_LIMIT,
+        offset: query.offset ?? 0
+      })
+      return { commits }
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  const get = Effect.fn("Versions.get")(
+    function* (organizationId: string, assistantId: string, commitId: string) {
+      yield* access.versioned(organizationId, assistantId)
+      const commit = yield* repo.findCommit(assistantId, commitId)
+      if (commit === undefined) return yield* new CommitNotFound({ commit_id: commitId })
+      return { commit, files: yield* repo.listCommitFiles(assistantId, commitId) }
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  const diff = Effect.fn("Versions.diff")(
+    function* (organizationId: string, assistantId: string, query: typeof VersionsDiffQuery.Type) {
+      yield* access.versioned(organizationId, assistantId)
+      for (const id of [query.commit_a, query.commit_b]) {
+        if ((yield* repo.findCommit(assistantId, id)) === undefined) return yield* new CommitNotFound({ commit_id: id })
+      }
+      return {
+        diffs: diffFiles(
+          yield* repo.commitFiles(assistantId, query.commit_a),
+          yield* repo.commitFiles(assistantId, query.commit_b)
+        )
+      }
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  return { list, get, diff }
+}

@@ -168,35 +168,11 @@ export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()(
   static readonly Wire = DeliveryNotFound.pipe(asDetail(Schema.Literal("Delivery not found")))
 }
 
-/** 404 with a specific `detail` (assistants and schedules until they have errors of their own). */
-export class NotFound extends Schema.TaggedError<NotFound>()(
-  "NotFound",
-  { detail: Schema.String },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = NotFound.pipe(asDetail(Schema.String))
-}
-
-/**
- * 400 with a free-text `detail`, for answers not yet modelled as an error of
- * their own (the assistants' are in `Domain/AssistantErrors.ts`).
- */
-export class BadRequest extends Schema.TaggedError<BadRequest>()(
-  "BadRequest",
-  { detail: Schema.String },
+/** 400 `Invalid cursor` (D14): an export `after_id` that is unknown or another organization's. */
+export class InvalidCursor extends Schema.TaggedError<InvalidCursor>()(
+  "InvalidCursor",
+  { detail: detailDefault("Invalid cursor"), after_id: Schema.optionalKey(Schema.String) },
   { httpApiStatus: 400 }
 ) {
-  static readonly Wire = BadRequest.pipe(asDetail(Schema.String))
-}
-
-/**
- * 409 with a free-text `detail`, for answers not yet modelled as an error of
- * their own (the assistants' are in `Domain/AssistantErrors.ts`).
- */
-export class Conflict extends Schema.TaggedError<Conflict>()(
-  "Conflict",
-  { detail: Schema.String },
-  { httpApiStatus: 409 }
-) {
-  static readonly Wire = Conflict.pipe(asDetail(Schema.String))
+  static readonly Wire = InvalidCursor.pipe(asDetail(Schema.Literal("Invalid cursor")))
 }

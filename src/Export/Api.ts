@@ -5,7 +5,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit } from "../Domain/Common.ts"
-import { BadRequest } from "../Domain/Errors.ts"
+import { InvalidCursor } from "../Domain/Errors.ts"
 import { Message } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
@@ -30,7 +30,7 @@ export class ExportApi extends HttpApiGroup.make("export")
     HttpApiEndpoint.get("sessions", "/data/sessions", {
       query: ExportQuery,
       success: Schema.Array(Session),
-      error: BadRequest.Wire
+      error: InvalidCursor.Wire
     }),
     HttpApiEndpoint.get("sessionsBatch", "/data/sessions/batch", {
       query: {
@@ -43,7 +43,7 @@ export class ExportApi extends HttpApiGroup.make("export")
     HttpApiEndpoint.get("messages", "/data/messages", {
       query: { ...ExportQuery, session_id: Schema.optionalKey(Identifier) },
       success: Schema.Array(Message),
-      error: BadRequest.Wire
+      error: InvalidCursor.Wire
     })
   )
   .middleware(Authorization)

@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
-import { BadRequest } from "../Domain/Errors.ts"
+import { InvalidCursor } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
 import { type ExportKind, ExportRepo, type PageQuery, type SortBy, type WireRow } from "./Repo.ts"
 
@@ -19,8 +19,6 @@ export interface ExportQuery {
   readonly session_id?: string | undefined
   readonly limit: number
 }
-
-const invalidCursor = () => new BadRequest({ detail: "Invalid cursor" })
 
 /**
  * Rows a page reads per statement. A page is sent as it is read, so the server
@@ -56,7 +54,7 @@ const makeService = Effect.gen(function* () {
     let after: PageQuery["after"]
     if (query.after_id !== undefined) {
       const key = yield* repo.cursorKey(kind, organizationId, query.sort_by, query.after_id)
-      if (key === undefined) return yield* invalidCursor()
+      if (key === undefined) return yield* new InvalidCursor({ after_id: query.after_id })
       after = { key, id: query.after_id }
     }
     if (query.session_id !== undefined && !isUuid(query.session_id)) return Stream.empty
@@ -131,7 +129,7 @@ const makeService = Effect.gen(function* () {
  * The export service. Pages are streams of rows whose members are the wire
  * members (`JSON.stringify` of a row is the Session or Message JSON), read as
  * the stream is consumed. Fails with
- * BadRequest `Invalid cursor` for an unknown or foreign `after_id` (D14).
+ * InvalidCursor (400 `Invalid cursor`) for an unknown or foreign `after_id` (D14).
  */
 export class Export extends Context.Service<Export, Effect.Success<typeof makeService>>()("parley/Export") {
   static readonly layer = Layer.effect(Export, makeService).pipe(Layer.provide(ExportRepo.layer))

@@ -281,33 +281,33 @@ export const makeMemoryRepo: Effect.Effect<AssistantsRepo["Service"]> = Effect.g
       }),
 
     insertCommit: (row: NewCommit) =>
-      Effect.flatMap(
-        write((store) => {
-          const commits = getOrCreate(store.commits, row.assistantId, () => new Map<string, StoredCommit>())
-          // The primary key (assistant_id, id): PostgreSQL would refuse the row.
-          if (commits.has(row.id)) return undefined
-          const commit: StoredCommit = {
-            id: row.id,
-            assistant_id: row.assistantId,
-            parent_commit_id: row.parent,
-            merge_parent_commit_id: row.mergeParent,
-            message: row.message,
-            author_type: row.authorType,
-            author_id: row.authorId,
-            created_at: timestamp(row.createdAt.getTime()),
-            seq: ++store.seq
-          }
-          commits.set(row.id, commit)
-          getOrCreate(store.commitFiles, row.assistantId, () => new Map()).set(
-            row.id,
-            new Map(store.drafts.get(row.branchId) ?? [])
-          )
-          const { seq: _, ...wire } = commit
+      write((store) => {
+        const commits = getOrCreate(store.commits, row.assistantId, () => new Map<string, StoredCommit>())
+        // The same id is the same commit (A5), as in the SQL repository.
+        const existing = commits.get(row.id)
+        if (existing !== undefined) {
+          const { seq: _, ...wire } = existing
           return wire
-        }),
-        (commit) =>
-          commit === undefined ? Effect.die(new Error(`duplicate commit id ${row.id}`)) : Effect.succeed(commit)
-      ),
+        }
+        const commit: StoredCommit = {
+          id: row.id,
+          assistant_id: row.assistantId,
+          parent_commit_id: row.parent,
+          merge_parent_commit_id: row.mergeParent,
+          message: row.message,
+          author_type: row.authorType,
+          author_id: row.authorId,
+          created_at: timestamp(row.createdAt.getTime()),
+          seq: ++store.seq
+        }
+        commits.set(row.id, commit)
+        getOrCreate(store.commitFiles, row.assistantId, () => new Map()).set(
+          row.id,
+          new Map(store.drafts.get(row.branchId) ?? [])
+        )
+        const { seq: _, ...wire } = commit
+        return wire
+      }),
 
     findCommit: (assistantId, commitId) =>
       read((store) => {

@@ -133,7 +133,13 @@ export class AssistantsRepo extends Context.Service<
       assistantId: string,
       hashes: ReadonlyArray<string>
     ) => Effect.Effect<Map<string, unknown>, SqlError.SqlError>
-    /** Inserts a commit whose files are the branch's draft (one set-based copy). */
+    /**
+     * Inserts a commit whose files are the branch's draft (one set-based copy).
+     * A commit with the same id already there is the same commit (A5: the id
+     * hashes its parent, files, message, author and time; two branches at one
+     * HEAD publishing the same change in the same millisecond): it is answered
+     * as is, as Git shares one object.
+     */
     readonly insertCommit: (row: NewCommit) => Effect.Effect<Commit, SqlError.SqlError>
     /** A commit by id. */
     readonly findCommit: (assistantId: string, commitId: string) => Effect.Effect<Commit | undefined, SqlError.SqlError>
@@ -296,7 +302,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
         WHERE assistant_id = ${assistantId} AND content_hash = ANY(${hashes}::text[])`
   })
 
-  const insertCommitRow = SqlSchema.findOne({
+  const insertCommitRow = SqlSchema.findOneOption({
     Request: Schema.Struct({
       id: Schema.String,
       assistantId: Schema.String,
@@ -313,6 +319,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
           merge_parent_commit_id, message, author_type, author_id, created_at)
         VALUES (${row.assistantId}, ${row.id}, ${row.parent}, ${row.mergeParent}, ${row.message}, ${row.authorType},
           ${row.authorId}, ${row.createdAt})
+        ON CONFLICT (assistant_id, id) DO NOTHING
         RETURNING ${commitFields}`
   })
 
@@ -476,12 +483,17 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
 
     insertCommit: (row) =>
       Effect.gen(function* () {
-        const commit = yield* orDieOnSchema(insertCommitRow(row)).pipe(
-          Effect.catchTag("NoSuchElementError", Effect.die)
-        )
-        yield* sql`INSERT INTO assistant_commit_files (assistant_id, commit_id, path, content_hash)
+        const inserted = yield* orDieOnSchema(insertCommitRow(row))
+        if (Option.isSome(inserted)) {
+          yield* sql`INSERT INTO assistant_commit_files (assistant_id, commit_id, path, content_hash)
           SELECT ${row.assistantId}, ${row.id}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${row.branchId}`
-        return commit
+          return inserted.value
+        }
+        // The same id is the same commit (A5: the id hashes parent, files, message, author and time), made by
+        // another branch in the same millisecond: read in a statement of its own, whose snapshot sees it committed.
+        const existing = yield* orDieOnSchema(findCommitRow({ assistantId: row.assistantId, commitId: row.id }))
+        if (Option.isNone(existing)) return yield* Effect.die(new Error(`commit ${row.id} neither inserted nor found`))
+        return existing.value
       }),
 
     findCommit: (assistantId, commitId) =>

@@ -236,6 +236,24 @@ describe("publish (A4) and rollback (A7)", () => {
     )
   )
 
+  it.effect("A5: two branches at one HEAD publishing the same change in the same millisecond share one commit", () =>
+    inMemory(
+      Effect.gen(function* () {
+        const fx = yield* withFeature
+        const change = { nodes: { upsert: [llm("d")] } }
+        yield* fx.changeset("main", change)
+        yield* fx.changeset("feature", change)
+        // No clock step between them: the same parent, files, message, author and time give the same id.
+        const [onMain, onFeature] = yield* Effect.all(
+          ["main", "feature"].map((branch) => fx.branches.publish(fx.organizationId, fx.id, branch, { message: "d" }))
+        )
+        assert.strictEqual(onMain!.commit.id, onFeature!.commit.id)
+        assert.deepStrictEqual(onFeature!.commit, onMain!.commit)
+        assert.strictEqual(yield* fx.head("main"), yield* fx.head("feature"))
+      })
+    )
+  )
+
   it.effect("A4: an edit and its revert before publishing leave nothing to publish", () =>
     inMemory(
       Effect.gen(function* () {

@@ -14,16 +14,19 @@ import { Versions } from "../../src/Assistants/Versions.ts"
 import { newId } from "../../src/Shared/Ids.ts"
 
 /**
- * A new versioned assistant of a new organization (no snapshot unless given),
- * with the four services and shortcuts bound to it.
+ * A new versioned assistant (no snapshot unless given) with the four services
+ * and shortcuts bound to it; over the in-memory or the PostgreSQL repository.
  */
-export const memoryAssistant = (payload: Partial<typeof CreateAssistantPayload.Type> = {}) =>
+export const memoryAssistant = (
+  payload: Partial<typeof CreateAssistantPayload.Type> = {},
+  /** The organization: a new id (the in-memory repository keeps no organizations), or one that exists in a database. */
+  organizationId: string = newId()
+) =>
   Effect.gen(function* () {
     const assistants = yield* Assistants
     const drafts = yield* Drafts
     const branches = yield* Branches
     const versions = yield* Versions
-    const organizationId = newId()
     const assistant = yield* assistants.create(organizationId, { name: "Rules bot", ...payload })
     const id = assistant.id
     return {

@@ -58,7 +58,7 @@ const errorsOf = (cause: Cause.Cause<unknown>): Array<unknown> =>
  * names the server a connection failure was about (its credentials are never
  * printed); `listen` the configured HTTP address.
  */
-export const describeFatal = (
+const describeFatal = (
   cause: Cause.Cause<unknown>,
   context: { readonly databaseUrl?: Redacted.Redacted<string> | undefined; readonly listen?: string | undefined } = {}
 ): string => {

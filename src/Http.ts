@@ -43,7 +43,7 @@ import * as Metrics from "./Telemetry/Metrics.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
 /** Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked or expired token. */
-export const AuthorizationLive = Layer.effect(
+const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function* () {
     const admin = yield* Admin
@@ -64,7 +64,7 @@ const sameSecret = (given: string, expected: string): boolean => {
 }
 
 /** Bearer `ADMIN_TOKEN`, compared in constant time; 401 for everything when it is unset (O6). */
-export const AdminAuthorizationLive = Layer.effect(
+const AdminAuthorizationLive = Layer.effect(
   AdminAuthorization,
   Effect.gen(function* () {
     const config = yield* AppConfig
@@ -187,7 +187,7 @@ const schemaFailure = (
  * cannot hold are refused before decoding, with the schemas' own problems of
  * the same request; decoding failures become 422 with every problem.
  */
-export const ValidationErrorsLive = Layer.succeed(ValidationErrors)((httpEffect, { endpoint }) =>
+const ValidationErrorsLive = Layer.succeed(ValidationErrors)((httpEffect, { endpoint }) =>
   Effect.withFiber((fiber) => {
     const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
     const params = unstorableParams(
@@ -289,7 +289,7 @@ const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =
  * `http.server.request.duration` metric of every request (on every request:
  * kept lean).
  */
-export const ErrorShaping = HttpRouter.middleware(
+const ErrorShaping = HttpRouter.middleware(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const health = yield* DatabaseHealth
@@ -333,11 +333,11 @@ export const ErrorShaping = HttpRouter.middleware(
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 
 /** O8: the request's own `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7. */
-export const requestIdOf = (header: string | undefined): string =>
+const requestIdOf = (header: string | undefined): string =>
   header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : newId()
 
 /** `/healthz` (process alive) and `/readyz` (database reachable, migrations applied) (O4). */
-export const HealthRoutes = HttpRouter.use(
+const HealthRoutes = HttpRouter.use(
   Effect.fnUntraced(function* (router) {
     yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
     yield* router.add(
@@ -353,7 +353,7 @@ export const HealthRoutes = HttpRouter.use(
 )
 
 /** Every route of the API with its middleware; requires the domain services and `AppConfig`. */
-export const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
+const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
     SessionsHttp,
     MessagesHttp,
@@ -381,7 +381,7 @@ export const AllRoutes = Layer.mergeAll(
  * or undefined for a path no route matches. Built once from the API's endpoints
  * and the health routes.
  */
-export const routeTemplateOf: (method: string, url: string) => string | undefined = (() => {
+const routeTemplateOf: (method: string, url: string) => string | undefined = (() => {
   const router = FindMyWay.make<string>({ maxParamLength: 1024 })
   HttpApi.reflect(ParleyApi, {
     onGroup: () => undefined,
@@ -463,7 +463,7 @@ export class Draining extends Context.Service<Draining, Ref.Ref<boolean>>()("par
  * Marks the server as {@link Draining} when its scope closes, before the
  * Node server's close (it is built after the server, so finalized first).
  */
-export const DrainOnShutdown = Layer.effectDiscard(
+const DrainOnShutdown = Layer.effectDiscard(
   Effect.gen(function* () {
     yield* HttpServer.HttpServer
     const draining = yield* Draining

@@ -14,10 +14,10 @@ import { AppConfig } from "../Config.ts"
 import * as Embedded from "./Embedded.ts"
 
 /** The folder of numbered migrations (`0001_name.ts`, each exporting an Effect). */
-export const migrationsDirectory = path.resolve(import.meta.dirname, "../../migrations")
+const migrationsDirectory = path.resolve(import.meta.dirname, "../../migrations")
 
 /** The table where applied migrations are recorded. */
-export const migrationsTable = "parley_migrations"
+const migrationsTable = "parley_migrations"
 
 /** How many migrations `migrations/` holds. */
 const migrationCount = fs.readdirSync(migrationsDirectory).filter((file) => /^\d+_[^.]+\.ts$/.test(file)).length

@@ -32,7 +32,7 @@ const codeOf = (value: unknown): unknown =>
   typeof value === "object" && value !== null ? (value as { code?: unknown }).code : undefined
 
 /** Whether `error` says the database cannot be reached (a connection failure, or a server going away). */
-export const isUnavailableError = (error: unknown): boolean => {
+const isUnavailableError = (error: unknown): boolean => {
   if (!SqlError.isSqlError(error)) return false
   const reason = error.reason
   if (reason._tag === "ConnectionError") return true
@@ -62,7 +62,7 @@ const describe = (cause: Cause.Cause<unknown>): string => {
 }
 
 /** How often the database is probed while it is down, in ms. */
-export const PROBE_INTERVAL_MS = 1_000
+const PROBE_INTERVAL_MS = 1_000
 
 /** Tracks whether the database is reachable (see module docs). */
 export class DatabaseHealth extends Context.Service<

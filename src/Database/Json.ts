@@ -56,7 +56,7 @@ const membersOf = (
   ])
 
 /** The Agent JSON of the agents row `a`, or null when `a.id` is null (spec "Agent"). */
-export const agentJson = (a: string): string => `CASE
+const agentJson = (a: string): string => `CASE
   WHEN ${a}.id IS NULL THEN NULL
   WHEN ${a}.type = 'ai' THEN ${objectJson(membersOf(AiAgent, a))}
   ELSE ${objectJson(membersOf(HumanAgent, a))}

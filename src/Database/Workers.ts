@@ -32,7 +32,7 @@ export const listenForever = (channel: string, onNotification: () => void, retry
   )
 
 /** How long work in flight may take to finish when a worker stops, in ms (O5). */
-export const SHUTDOWN_GRACE_MS = 10_000
+const SHUTDOWN_GRACE_MS = 10_000
 
 /**
  * A worker's stop (O5), for its scope's finalizer: `stop()` makes the claim

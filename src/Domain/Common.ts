@@ -6,7 +6,7 @@ import { Schema, SchemaTransformation } from "effect"
 import { isShallowJson, MAX_JSON_DEPTH, nestsDeeperThan, readDateTime } from "./Limits.ts"
 
 /** Maximum length of ids and identifiers, in characters (D17). */
-export const MAX_IDENTIFIER_LENGTH = 255
+const MAX_IDENTIFIER_LENGTH = 255
 
 /** Maximum size of a `metadata` object serialized as JSON, in bytes (D17: 16 KiB). */
 export const MAX_METADATA_BYTES = 16 * 1024

@@ -44,9 +44,6 @@ export const clientContentSchemas = {
 /** A content type a client may send. */
 export type ClientContentType = keyof typeof clientContentSchemas
 
-/** Content types written only by the AI runtime (D12). */
-export const internalContentTypes = ["function_call", "function_result", "thought"] as const
-
 /** Whether `type` is a content type a client may send (D12); others are 400 `Invalid content type`. */
 export const isClientContentType = (type: string): type is ClientContentType =>
   Object.hasOwn(clientContentSchemas, type)

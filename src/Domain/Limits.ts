@@ -35,8 +35,8 @@ declare module "effect/Schema" {
 export const MAX_JSON_DEPTH = 32
 
 /** The range of a PostgreSQL `integer` column (D18). */
-export const INT32_MIN = -2_147_483_648
-export const INT32_MAX = 2_147_483_647
+const INT32_MIN = -2_147_483_648
+const INT32_MAX = 2_147_483_647
 
 /** The `msg` of a string PostgreSQL cannot store (D18). */
 export const STRING_INVALID_MESSAGE = "String must not contain a NUL character (U+0000) or a lone surrogate"

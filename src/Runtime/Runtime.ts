@@ -46,7 +46,7 @@ export type RunCompletion =
   | { readonly status: "failed"; readonly reason: RunFailure.Reason }
 
 /** Most text messages of the history a run sends to the model (the latest ones, R2). */
-export const HISTORY_LIMIT = 200
+const HISTORY_LIMIT = 200
 
 /** What causes a run and how its outcome is recorded. */
 export interface RunRequest {

@@ -52,7 +52,7 @@ const bareHost = (hostname: string) =>
  * Parses a target URL (webhook or tool): must be an absolute `http:` or
  * `https:` URL without credentials (W6). Throws {@link TargetRefused}.
  */
-export const parseTargetUrl = (text: string): URL => {
+const parseTargetUrl = (text: string): URL => {
   let url: URL
   try {
     url = new URL(text)
@@ -112,7 +112,7 @@ type LookupCallback = (
  * to the address checked here). IP-literal hosts never reach `lookup`: check
  * them with {@link checkHost} before the request.
  */
-export const guardedLookup: net.LookupFunction = ((
+const guardedLookup: net.LookupFunction = ((
   hostname: string,
   options: LookupOptions | LookupAllOptions,
   callback: LookupCallback
@@ -134,7 +134,7 @@ export const guardedLookup: net.LookupFunction = ((
  * {@link guardedLookup}): the refusal when the address is not public, else
  * undefined (also for a host name, which the lookup checks).
  */
-export const refuseLiteralHost = (url: URL): TargetRefused | undefined => {
+const refuseLiteralHost = (url: URL): TargetRefused | undefined => {
   const host = bareHost(url.hostname)
   return /^[\d.]+$|:/.test(host) && !isPublicAddress(host) ? refusedAddress(host) : undefined
 }

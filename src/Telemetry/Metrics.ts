@@ -26,7 +26,7 @@ import { Effect, Layer, Metric } from "effect"
 import { logUnlessOutage } from "../Database/Health.ts"
 
 /** How often the worker processes sample the database-wide gauges, in ms. */
-export const SAMPLE_INTERVAL_MS = 10_000
+const SAMPLE_INTERVAL_MS = 10_000
 
 /** The OpenTelemetry default boundaries for HTTP durations, in seconds. */
 const DURATION_BOUNDARIES = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
@@ -58,15 +58,15 @@ export const replyLatency = Metric.histogram("parley.reply.latency", {
 export const runs = Metric.counter("parley.runs", { description: "AI runtime runs by trigger and status" })
 
 /** `parley.outbox.lag`, seconds. */
-export const outboxLag = Metric.gauge("parley.outbox.lag", {
+const outboxLag = Metric.gauge("parley.outbox.lag", {
   description: "Age of the oldest undelivered webhook delivery, in seconds (0 when none)"
 })
 
 /** `parley.queue.depth` by `queue`. */
-export const queueDepth = Metric.gauge("parley.queue.depth", { description: "Pending work by queue" })
+const queueDepth = Metric.gauge("parley.queue.depth", { description: "Pending work by queue" })
 
 /** `parley.db.connections` by `state`. */
-export const dbConnections = Metric.gauge("parley.db.connections", {
+const dbConnections = Metric.gauge("parley.db.connections", {
   description: "Parley's connections to the database (all processes) by state"
 })
 

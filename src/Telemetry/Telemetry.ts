@@ -18,7 +18,7 @@ import { Context, Effect, Layer, Logger, References, Tracer } from "effect"
 import { AppConfig } from "../Config.ts"
 
 /** How often metrics are exported, in ms. */
-export const METRICS_EXPORT_INTERVAL_MS = 15_000
+const METRICS_EXPORT_INTERVAL_MS = 15_000
 
 /**
  * OTLP export of traces (`<endpoint>/v1/traces`) and metrics
@@ -73,7 +73,7 @@ export const LoggingLive = Layer.unwrap(
  * or null outside any span. Stored with events, reply jobs and schedules so the
  * work they cause links back to the request that caused it (issue 8, W4).
  */
-export const currentTraceparent: Effect.Effect<string | null> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
+const currentTraceparent: Effect.Effect<string | null> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
   span._tag === "None" ? null : `00-${span.value.traceId}-${span.value.spanId}-${span.value.sampled ? "01" : "00"}`
 )
 

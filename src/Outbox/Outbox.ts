@@ -10,7 +10,8 @@
  * byte for byte.
  *
  * Side effect named here (STYLE "Ownership"): the `AFTER INSERT` trigger
- * `events_fan_out` of migration `0002_webhooks.ts` inserts one delivery per
+ * `events_fan_out` (migration `0002_webhooks.ts`; its function `parley_fan_out`
+ * as of `0009_fan_out_locks_apps.ts`, which locks the apps) inserts one delivery per
  * subscribed, enabled app in the same transaction and notifies the delivery
  * workers at commit (W2, W5); the webhooks domain owns deliveries.
  */

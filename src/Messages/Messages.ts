@@ -1,8 +1,9 @@
 /**
  * The messages service: create, get, update (delivery tracking) and search
  * (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, W1).
+ * Transactions are the repository's (`MessagesRepo.withTransaction`): the
+ * service needs no SQL client of its own.
  */
-import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
@@ -105,10 +106,10 @@ export class Messages extends Context.Service<
     history(sessionId: string, limit: number): Effect.Effect<ReadonlyArray<HistoryEntry>>
   }
 >()("parley/Messages") {
+  /** Requires `MessagesRepo`. */
   static readonly layer = Layer.effect(
     Messages,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* MessagesRepo
 
       const create = Effect.fn("Messages.create")(
@@ -146,7 +147,7 @@ export class Messages extends Context.Service<
       const update = Effect.fn("Messages.update")(
         function* (organizationId: string, sessionId: string, messageId: string, input: UpdateMessage) {
           yield* locate(organizationId, sessionId, messageId)
-          return yield* sql.withTransaction(
+          return yield* repo.withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lockDelivery(messageId)
               const fields: { -readonly [K in keyof DeliveryFields]: DeliveryFields[K] } = {}

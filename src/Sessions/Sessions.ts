@@ -10,8 +10,10 @@
  * migration `0005_replies.ts` cancels the session's pending schedules (status
  * `canceled`, error `Session closed`) and drops its pending reply job, in the
  * same transaction (D15, R1).
+ *
+ * Transactions are the repository's (`SessionsRepo.withTransaction`): the
+ * service needs no SQL client of its own.
  */
-import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -131,10 +133,10 @@ export class Sessions extends Context.Service<
     expireIdle(limit: number): Effect.Effect<number>
   }
 >()("parley/Sessions") {
+  /** Requires `SessionsRepo`. */
   static readonly layer = Layer.effect(
     Sessions,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* SessionsRepo
 
       /** The session as committed; it exists (the caller just wrote it). */
@@ -181,7 +183,7 @@ export class Sessions extends Context.Service<
         sessionId: string,
         change: (state: SessionState) => Effect.Effect<void, E | SessionNotOpen>
       ) =>
-        sql
+        repo
           .withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lock(organizationId, sessionId)
@@ -266,7 +268,7 @@ export class Sessions extends Context.Service<
 
       const close = Effect.fn("Sessions.close")(
         (organizationId: string, sessionId: string, reason: CloseReason) =>
-          sql.withTransaction(
+          repo.withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lock(organizationId, sessionId)
               if (state === undefined || state.status === "closed") return false
@@ -286,7 +288,7 @@ export class Sessions extends Context.Service<
           let closed = 0
           for (const candidate of candidates) {
             // Re-checked under the row lock: a message inserted since the scan keeps the session open.
-            const done = yield* sql.withTransaction(
+            const done = yield* repo.withTransaction(
               Effect.gen(function* () {
                 const state = yield* repo.lock(candidate.organization_id, candidate.id)
                 if (state === undefined || state.status === "closed" || !(yield* repo.isIdle(state.id))) return false

@@ -1,10 +1,11 @@
 /**
  * The messages service: create, get, update (delivery tracking) and search
  * (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, W1).
- * Transactions are the repository's (`MessagesRepo.withTransaction`): the
- * service needs no SQL client of its own.
+ * Transactions are the repository's (`MessagesRepo.withTransaction`), so the
+ * service runs over PostgreSQL (`layer`) or in memory (`layerTest`).
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
 import {
@@ -167,7 +168,7 @@ export class Messages extends Context.Service<
                     state.delivered_at === null &&
                     !fields.delivered_at
                   ) {
-                    fields.delivered_at = new Date()
+                    fields.delivered_at = new Date(yield* Clock.currentTimeMillis)
                   }
                 }
               }
@@ -209,4 +210,10 @@ export class Messages extends Context.Service<
       return Messages.of({ create, get, update, search, append, history })
     })
   )
+  /**
+   * The service over the in-memory repository (`MessagesRepo.layerTest(db)`,
+   * the repository included), for fast tests: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Messages.layer.pipe(Layer.provideMerge(MessagesRepo.layerTest(db)))
 }

@@ -12,6 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { messageJson } from "../Database/Json.ts"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -20,6 +21,7 @@ import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Messag
 import { insertEvents } from "../Outbox/Outbox.ts"
 import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
+import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** A message to insert: everything but the columns with defaults. */
 export interface NewMessage {
@@ -317,7 +319,8 @@ export interface InsertResult {
 }
 
 /**
- * The messages repository (SQL only). Every method may fail with `SqlError`; the decoding ones with
+ * The messages repository (SQL only): `layer` over PostgreSQL, `layerTest` in
+ * memory. Every method may fail with `SqlError`; the decoding ones with
  * `SchemaError` too.
  */
 export class MessagesRepo extends Context.Service<
@@ -374,4 +377,10 @@ export class MessagesRepo extends Context.Service<
 >()("parley/Messages/MessagesRepo") {
   /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(MessagesRepo, makeRepo)
+  /**
+   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
+   * tests of the `Messages` service: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Layer.succeed(MessagesRepo, makeMemoryRepo(db))
 }

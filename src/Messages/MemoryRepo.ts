@@ -23,7 +23,7 @@ import { newId } from "../Shared/Ids.ts"
 import type { DeliveryFields, MessagesRepo } from "./Repo.ts"
 
 /** The Message of a row as the wire has it (`Database/Json.ts` `messageJson`), members in the schema's order. */
-export const messageObject = (row: MemoryMessage): Message => ({
+const messageObject = (row: MemoryMessage): Message => ({
   id: row.id,
   session_id: row.session_id,
   conversation_id: row.conversation_id,

@@ -55,7 +55,7 @@ const agentObject = (db: MemoryDatabase, agentId: string | null): Agent | null =
 }
 
 /** The Session of a row as the wire has it (`Database/Json.ts` `sessionJson`), members in the schema's order. */
-export const sessionObject = (db: MemoryDatabase, row: MemorySessionRow): Session => ({
+const sessionObject = (db: MemoryDatabase, row: MemorySessionRow): Session => ({
   id: row.id,
   contact_id: row.contact_id,
   organization_id: row.organization_id,
@@ -133,7 +133,7 @@ export const upsertContact = (
 }
 
 /** The conversation of (organization, contact, channel) (D8), if it exists (`conversationCtes`' `c0`). */
-export const findConversation = (
+const findConversation = (
   db: MemoryDatabase,
   key: {
     readonly organizationId: string

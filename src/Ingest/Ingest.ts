@@ -11,9 +11,13 @@
  * sessions. A `provider_message_id` is claimed in `ingest_receipts` (primary
  * key (conversation, provider_message_id)) before anything changes; a repeated
  * one answers the first call's ids and does nothing else (D10).
+ *
+ * The transaction is the repository's (`IngestRepo.withTransaction`), which the
+ * sessions and replies services join, so the service runs over PostgreSQL
+ * (`layer`) or in memory (`layerTest`).
  */
-import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
@@ -101,10 +105,10 @@ export class Ingest extends Context.Service<
     ): Effect.Effect<IngestResponse, AgentNotFound | InvalidContentType | ValidationFailed>
   }
 >()("parley/Ingest") {
+  /** Requires `IngestRepo`, `Sessions` and `Replies`. */
   static readonly layer = Layer.effect(
     Ingest,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* IngestRepo
       const sessions = yield* Sessions
       const replies = yield* Replies
@@ -244,7 +248,7 @@ export class Ingest extends Context.Service<
             message !== undefined && mode === "continue" && input.agent_id === undefined && input.metadata === undefined
           const newSessionId = newId()
           const traceContext = yield* currentTraceContext
-          return yield* sql.withTransaction(
+          return yield* repo.withTransaction(
             Effect.gen(function* () {
               yield* repo.lock(organizationId, channelType, input.to, input.from)
               const state = yield* repo.step({
@@ -293,4 +297,15 @@ export class Ingest extends Context.Service<
       return Ingest.of({ ingest })
     })
   )
+  /**
+   * The service in memory over one database `db` (`Database/Memory.ts`), for
+   * fast tests: `IngestRepo.layerTest(db)`, `Sessions.layerTest(db)` and
+   * `Replies.layerTest(db)` (all included), so a test reads the contacts,
+   * conversations, sessions, messages, receipts, reply jobs and events a call
+   * wrote from `db`. No database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Ingest.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(IngestRepo.layerTest(db), Sessions.layerTest(db), Replies.layerTest(db)))
+    )
 }

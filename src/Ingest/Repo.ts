@@ -27,12 +27,15 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { MessageRole } from "../Domain/Message.ts"
 import { insertMessageCtes } from "../Messages/Repo.ts"
 import { conversationCtes, openSessionCtes, upsertContactSql } from "../Sessions/Repo.ts"
+import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /**
  * The advisory transaction lock of one ingest pair (D9): a 64-bit hash of the
@@ -332,7 +335,7 @@ export interface IngestOpen {
   readonly newId: () => string
 }
 
-const makeRepo = Effect.gen(function* () {
+const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
   /** Takes the pair's advisory transaction lock (D9); inside a transaction only. */
@@ -414,12 +417,55 @@ const makeRepo = Effect.gen(function* () {
       })
       .pipe(Effect.map((rows) => rows[0]?.message_id != null))
 
-  return { lock, step, open, insertMessage }
+  return IngestRepo.of({
+    withTransaction: (self) => sql.withTransaction(self),
+    lock,
+    step,
+    open,
+    insertMessage
+  })
 })
 
-/** The ingest repository (SQL only; see module docs). Requires `PgClient`. */
-export class IngestRepo extends Context.Service<IngestRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Ingest/IngestRepo"
-) {
+/**
+ * The ingest repository (SQL only; see module docs): `layer` over PostgreSQL,
+ * `layerTest` in memory. Every method may fail with `SqlError`.
+ */
+export class IngestRepo extends Context.Service<
+  IngestRepo,
+  {
+    /** Runs `self` in one transaction, which the statements join (nested: a savepoint). */
+    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    /** Takes the pair's advisory transaction lock (D9, {@link ingestLockStatement}); inside a transaction only. */
+    readonly lock: (
+      organizationId: string,
+      channelType: string,
+      channelTo: string,
+      contactId: string
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** Runs the step ({@link ingestStepStatement}, or its `FOR UPDATE` form when not appending); answers its row. */
+    readonly step: (input: IngestStep) => Effect.Effect<IngestState, SqlError.SqlError>
+    /** Runs {@link ingestOpenStatement}; answers the message id when one was inserted, else null. */
+    readonly open: (input: IngestOpen) => Effect.Effect<string | null, SqlError.SqlError>
+    /**
+     * Runs {@link ingestMessageStatement}: the message with its id, and its
+     * message.created event with id `eventId`, into the open session. Answers
+     * whether it was inserted (false when the session is not open).
+     */
+    readonly insertMessage: (
+      organizationId: string,
+      sessionId: string,
+      message: IngestMessage,
+      eventId: string,
+      traceContext: string | null
+    ) => Effect.Effect<boolean, SqlError.SqlError>
+  }
+>()("parley/Ingest/IngestRepo") {
+  /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(IngestRepo, makeRepo)
+  /**
+   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
+   * tests of the `Ingest` service: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Layer.succeed(IngestRepo, makeMemoryRepo(db))
 }

@@ -1,9 +1,11 @@
 /**
  * The messages service: create, get, update (delivery tracking) and search
  * (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, W1).
+ * Transactions are the repository's (`MessagesRepo.withTransaction`), so the
+ * service runs over PostgreSQL (`layer`) or in memory (`layerTest`).
  */
-import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
 import {
@@ -105,10 +107,10 @@ export class Messages extends Context.Service<
     history(sessionId: string, limit: number): Effect.Effect<ReadonlyArray<HistoryEntry>>
   }
 >()("parley/Messages") {
+  /** Requires `MessagesRepo`. */
   static readonly layer = Layer.effect(
     Messages,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* MessagesRepo
 
       const create = Effect.fn("Messages.create")(
@@ -146,7 +148,7 @@ export class Messages extends Context.Service<
       const update = Effect.fn("Messages.update")(
         function* (organizationId: string, sessionId: string, messageId: string, input: UpdateMessage) {
           yield* locate(organizationId, sessionId, messageId)
-          return yield* sql.withTransaction(
+          return yield* repo.withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lockDelivery(messageId)
               const fields: { -readonly [K in keyof DeliveryFields]: DeliveryFields[K] } = {}
@@ -166,7 +168,7 @@ export class Messages extends Context.Service<
                     state.delivered_at === null &&
                     !fields.delivered_at
                   ) {
-                    fields.delivered_at = new Date()
+                    fields.delivered_at = new Date(yield* Clock.currentTimeMillis)
                   }
                 }
               }
@@ -208,4 +210,10 @@ export class Messages extends Context.Service<
       return Messages.of({ create, get, update, search, append, history })
     })
   )
+  /**
+   * The service over the in-memory repository (`MessagesRepo.layerTest(db)`,
+   * the repository included), for fast tests: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Messages.layer.pipe(Layer.provideMerge(MessagesRepo.layerTest(db)))
 }

@@ -12,6 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { messageJson } from "../Database/Json.ts"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -20,6 +21,7 @@ import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Messag
 import { insertEvents } from "../Outbox/Outbox.ts"
 import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
+import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** A message to insert: everything but the columns with defaults. */
 export interface NewMessage {
@@ -162,7 +164,7 @@ SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
 const decodeMessage = Schema.decodeUnknownEffect(Message)
 const decodeMessages = Schema.decodeUnknownEffect(Schema.Array(Message))
 
-const makeRepo = Effect.gen(function* () {
+const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient> = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
   /** message.updated when a delivery field changed (W1): `m` the row after the change, `before` the row before. */
@@ -294,12 +296,91 @@ const makeRepo = Effect.gen(function* () {
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
       ) h ORDER BY h.created_at, h.id`
 
-  return { insert, find, lockDelivery, updateDelivery, search, sessionExists, history }
+  return MessagesRepo.of({
+    withTransaction: (self) => sql.withTransaction(self),
+    insert,
+    find,
+    lockDelivery,
+    updateDelivery,
+    search,
+    sessionExists,
+    history
+  })
 })
 
-/** The messages repository (SQL only). Requires `PgClient`. */
-export class MessagesRepo extends Context.Service<MessagesRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Messages/MessagesRepo"
-) {
+/**
+ * What {@link MessagesRepo} `insert` answers: the session's status (undefined
+ * when the session is not in the organization) and, when the message was
+ * inserted, its wire JSON (undefined when the session is not open).
+ */
+export interface InsertResult {
+  readonly status: string | undefined
+  readonly body: string | undefined
+}
+
+/**
+ * The messages repository (SQL only): `layer` over PostgreSQL, `layerTest` in
+ * memory. Every method may fail with `SqlError`; the decoding ones with
+ * `SchemaError` too.
+ */
+export class MessagesRepo extends Context.Service<
+  MessagesRepo,
+  {
+    /** Runs `self` in one transaction, which the statements join (nested: a savepoint). */
+    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    /**
+     * Inserts a message (delivery `pending`) into an open session of the
+     * organization with its message.created event (W1, W2), in one statement
+     * ({@link insertMessageStatement}).
+     */
+    readonly insert: (
+      organizationId: string,
+      sessionId: string,
+      message: NewMessage
+    ) => Effect.Effect<InsertResult, SqlError.SqlError>
+    /**
+     * Looks a message up for the session path (D1): whether the session is in
+     * the organization, and the message (decoded) when it exists, in any
+     * organization (the caller answers 403 for another's).
+     */
+    readonly find: (
+      organizationId: string,
+      sessionId: string,
+      messageId: string
+    ) => Effect.Effect<
+      { readonly sessionFound: boolean; readonly message: Message | undefined },
+      SqlError.SqlError | Schema.SchemaError
+    >
+    /** Locks an existing message (inside a transaction) and reads its delivery state (D13). */
+    readonly lockDelivery: (messageId: string) => Effect.Effect<DeliveryState, SqlError.SqlError>
+    /**
+     * Updates delivery columns, stamps `updated_at`, writes message.updated
+     * (W1) when a delivery field changed, and answers the message (decoded).
+     */
+    readonly updateDelivery: (
+      messageId: string,
+      fields: DeliveryFields
+    ) => Effect.Effect<Message, SqlError.SqlError | Schema.SchemaError>
+    /** Messages of a session matching `search`, oldest first (D3), decoded. */
+    readonly search: (
+      sessionId: string,
+      search: MessageSearch
+    ) => Effect.Effect<ReadonlyArray<Message>, SqlError.SqlError | Schema.SchemaError>
+    /** Whether the session exists in the organization (D1). */
+    readonly sessionExists: (organizationId: string, sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** The latest `limit` text messages of the session, oldest first (R2). */
+    readonly history: (
+      sessionId: string,
+      limit: number
+    ) => Effect.Effect<ReadonlyArray<HistoryEntry>, SqlError.SqlError>
+  }
+>()("parley/Messages/MessagesRepo") {
+  /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(MessagesRepo, makeRepo)
+  /**
+   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
+   * tests of the `Messages` service: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Layer.succeed(MessagesRepo, makeMemoryRepo(db))
 }

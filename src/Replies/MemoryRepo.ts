@@ -44,6 +44,8 @@ export interface MemorySchedule {
   readonly scheduled_for: Date
   readonly config: JsonObject
   status: "pending" | "running" | "done" | "failed" | "canceled"
+  /** Why it failed or was canceled (`Session closed` when its session closed, D15). */
+  error: string | null
   readonly created_at: Date
 }
 
@@ -65,7 +67,7 @@ const scheduleJson = (schedule: MemorySchedule) => ({
   scheduled_for: schedule.scheduled_for.toISOString(),
   config: schedule.config,
   status: schedule.status,
-  error: null,
+  error: schedule.error,
   created_at: schedule.created_at.toISOString(),
   executed_at: null
 })
@@ -134,6 +136,7 @@ export const makeMemoryRepo = (store: MemoryStore): RepliesRepo["Service"] => {
           scheduled_for: schedule.scheduledFor,
           config: schedule.config,
           status: "pending",
+          error: null,
           created_at: new Date(now)
         }
         store.schedules.push(stored)

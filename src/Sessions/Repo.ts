@@ -10,8 +10,9 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlSchema } from "effect/sql"
+import { type SqlError, SqlSchema } from "effect/sql"
 import { columnsOf, conversationJson, sessionJson, sessionMembers } from "../Database/Json.ts"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -21,6 +22,7 @@ import { Session, type SessionStatus } from "../Domain/Session.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
 import { newId } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
+import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** The columns of a session that its rules read, locked for update. */
 export interface SessionState {
@@ -230,7 +232,7 @@ const sessionEventsStatement = fixedStatement(
 
 const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(Session))
 
-const makeRepo = Effect.gen(function* () {
+const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient> = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const sessionColumns = sql.literal(columnsOf(sessionMembers("s", "a")))
 
@@ -247,16 +249,7 @@ const makeRepo = Effect.gen(function* () {
    * conversation and session with their events. Answers nothing; the caller
    * reads the session.
    */
-  const create = (row: {
-    readonly id: string
-    readonly organizationId: string
-    readonly contactId: string
-    readonly contactName: string
-    readonly threadId: string | null
-    readonly status: SessionStatus
-    readonly agentId: string | null
-    readonly metadata: JsonObject
-  }) =>
+  const create = (row: NewSession) =>
     Effect.flatMap(currentTraceContext, (traceContext) =>
       createStatement.run(sql, {
         organizationId: row.organizationId,
@@ -297,16 +290,7 @@ const makeRepo = Effect.gen(function* () {
       : Effect.succeed(undefined)
 
   /** Applies changed columns to a session and stamps `updated_at`. */
-  const update = (
-    sessionId: string,
-    fields: {
-      readonly status?: SessionStatus
-      readonly agentId?: string | null
-      readonly threadId?: string | null
-      readonly metadata?: JsonObject
-      readonly endingSurveySubmissionId?: string | null
-    }
-  ) => {
+  const update = (sessionId: string, fields: SessionUpdate) => {
     const set: Record<string, unknown> = {}
     if (fields.status !== undefined) set.status = fields.status
     if (fields.agentId !== undefined) set.agent_id = fields.agentId
@@ -378,7 +362,8 @@ const makeRepo = Effect.gen(function* () {
   const setCurrentNode = (sessionId: string, nodeId: string | null) =>
     sql`UPDATE sessions SET current_node_id = ${nodeId} WHERE id = ${sessionId}`.pipe(Effect.asVoid)
 
-  return {
+  return SessionsRepo.of({
+    withTransaction: (self) => sql.withTransaction(self),
     runState,
     setCurrentNode,
     findAgent,
@@ -390,12 +375,97 @@ const makeRepo = Effect.gen(function* () {
     search,
     idleSessions,
     isIdle
-  }
+  })
 })
 
-/** The sessions repository (SQL only; see module docs). Requires `PgClient`. */
-export class SessionsRepo extends Context.Service<SessionsRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Sessions/SessionsRepo"
-) {
+/** A new session row (POST /sessions): its contact, agent, D7 thread, status and metadata. */
+export interface NewSession {
+  readonly id: string
+  readonly organizationId: string
+  readonly contactId: string
+  readonly contactName: string
+  readonly threadId: string | null
+  readonly status: SessionStatus
+  readonly agentId: string | null
+  readonly metadata: JsonObject
+}
+
+/** The columns of a session `update` changes (undefined keeps); it always stamps `updated_at`. */
+export interface SessionUpdate {
+  readonly status?: SessionStatus
+  readonly agentId?: string | null
+  readonly threadId?: string | null
+  readonly metadata?: JsonObject
+  readonly endingSurveySubmissionId?: string | null
+}
+
+/**
+ * The sessions repository (SQL only; see module docs): `layer` over
+ * PostgreSQL, `layerTest` in memory. Every method may fail with `SqlError`;
+ * the decoding ones with `SchemaError` too.
+ */
+export class SessionsRepo extends Context.Service<
+  SessionsRepo,
+  {
+    /** Runs `self` in one transaction, which the statements join (nested: a savepoint). */
+    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    /** What a run needs of its session (R2); undefined when it is not in the organization. */
+    readonly runState: (
+      organizationId: string,
+      sessionId: string
+    ) => Effect.Effect<RunState | undefined, SqlError.SqlError>
+    /** Sets the node the session's next turn starts from (R2 `next_node`). */
+    readonly setCurrentNode: (sessionId: string, nodeId: string | null) => Effect.Effect<void, SqlError.SqlError>
+    /** The agent `agentId` of the organization, if any (D6); an id that is no UUID finds none. */
+    readonly findAgent: (
+      organizationId: string,
+      agentId: string
+    ) => Effect.Effect<AgentRef | undefined, SqlError.SqlError>
+    /**
+     * POST /sessions: the contact (D8), the contact's channel-less conversation
+     * (conversation.created when new) and the session with session.created
+     * (W1), in one statement. Answers nothing; the caller reads the session.
+     */
+    readonly create: (row: NewSession) => Effect.Effect<void, SqlError.SqlError>
+    /** The session, decoded, if it exists in the organization (D1). */
+    readonly find: (
+      organizationId: string,
+      sessionId: string
+    ) => Effect.Effect<Session | undefined, SqlError.SqlError | Schema.SchemaError>
+    /** Locks the session row for update (inside a transaction) and reads its state; undefined when not found (D1). */
+    readonly lock: (
+      organizationId: string,
+      sessionId: string
+    ) => Effect.Effect<SessionState | undefined, SqlError.SqlError>
+    /**
+     * Applies changed columns and stamps `updated_at`. A change of status from
+     * open to closed fires the trigger `sessions_closed` (see `Sessions.ts`).
+     */
+    readonly update: (sessionId: string, fields: SessionUpdate) => Effect.Effect<void, SqlError.SqlError>
+    /** Writes the session's events (W1, W2), each with the session as it is now in the transaction. */
+    readonly writeEvents: (
+      sessionId: string,
+      events: ReadonlyArray<SessionEvent>
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** Sessions matching `search`, newest first (D2), decoded. */
+    readonly search: (
+      organizationId: string,
+      search: SessionSearch
+    ) => Effect.Effect<ReadonlyArray<Session>, SqlError.SqlError | Schema.SchemaError>
+    /** At most `limit` open sessions idle past their organization's `session_idle_timeout_seconds` (D16). */
+    readonly idleSessions: (
+      limit: number
+    ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly organization_id: string }>, SqlError.SqlError>
+    /** Whether the (locked) session is still idle past its organization's timeout (D16). */
+    readonly isIdle: (sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
+  }
+>()("parley/Sessions/SessionsRepo") {
+  /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(SessionsRepo, makeRepo)
+  /**
+   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
+   * tests of the `Sessions` service: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Layer.succeed(SessionsRepo, makeMemoryRepo(db))
 }

@@ -10,9 +10,12 @@
  * migration `0005_replies.ts` cancels the session's pending schedules (status
  * `canceled`, error `Session closed`) and drops its pending reply job, in the
  * same transaction (D15, R1).
+ *
+ * Transactions are the repository's (`SessionsRepo.withTransaction`), so the
+ * service runs over PostgreSQL (`layer`) or in memory (`layerTest`).
  */
-import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
@@ -131,10 +134,10 @@ export class Sessions extends Context.Service<
     expireIdle(limit: number): Effect.Effect<number>
   }
 >()("parley/Sessions") {
+  /** Requires `SessionsRepo`. */
   static readonly layer = Layer.effect(
     Sessions,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* SessionsRepo
 
       /** The session as committed; it exists (the caller just wrote it). */
@@ -181,7 +184,7 @@ export class Sessions extends Context.Service<
         sessionId: string,
         change: (state: SessionState) => Effect.Effect<void, E | SessionNotOpen>
       ) =>
-        sql
+        repo
           .withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lock(organizationId, sessionId)
@@ -266,7 +269,7 @@ export class Sessions extends Context.Service<
 
       const close = Effect.fn("Sessions.close")(
         (organizationId: string, sessionId: string, reason: CloseReason) =>
-          sql.withTransaction(
+          repo.withTransaction(
             Effect.gen(function* () {
               const state = yield* repo.lock(organizationId, sessionId)
               if (state === undefined || state.status === "closed") return false
@@ -286,7 +289,7 @@ export class Sessions extends Context.Service<
           let closed = 0
           for (const candidate of candidates) {
             // Re-checked under the row lock: a message inserted since the scan keeps the session open.
-            const done = yield* sql.withTransaction(
+            const done = yield* repo.withTransaction(
               Effect.gen(function* () {
                 const state = yield* repo.lock(candidate.organization_id, candidate.id)
                 if (state === undefined || state.status === "closed" || !(yield* repo.isIdle(state.id))) return false
@@ -323,4 +326,10 @@ export class Sessions extends Context.Service<
       })
     })
   )
+  /**
+   * The service over the in-memory repository (`SessionsRepo.layerTest(db)`,
+   * the repository included), for fast tests: no database.
+   */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Sessions.layer.pipe(Layer.provideMerge(SessionsRepo.layerTest(db)))
 }

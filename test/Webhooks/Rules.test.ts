@@ -565,6 +565,8 @@ describe("attempt rules (W4, W5)", () => {
       yield* TestClock.adjust(999)
       assert.isUndefined(fiber.pollUnsafe())
       yield* TestClock.adjust(1)
+      for (let turn = 0; turn < 100 && fiber.pollUnsafe() === undefined; turn++) yield* Effect.yieldNow
+      assert.isDefined(fiber.pollUnsafe(), "timed out at WEBHOOK_TIMEOUT_MS")
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(stub.sent.length, 1)
       assert.strictEqual(result.statusCode, null)

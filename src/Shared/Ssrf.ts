@@ -76,7 +76,7 @@ const refusedAddress = (address: string) =>
 export type ResolveHost = (hostname: string) => Promise<ReadonlyArray<string>>
 
 /** The system's resolver (`dns.lookup`, as Node's connections resolve). */
-export const systemResolveHost: ResolveHost = async (hostname) =>
+const systemResolveHost: ResolveHost = async (hostname) =>
   (await dns.promises.lookup(hostname, { all: true, verbatim: true })).map(({ address }) => address)
 
 /**

@@ -115,7 +115,7 @@ export const attemptVerdict = (
  * `user-agent: Parley-Webhooks/1`. `traceparent` is added by the client from
  * the attempt's span.
  */
-export const attemptRequest = (delivery: ClaimedDelivery, url: URL, at: Date): HttpClientRequest.HttpClientRequest =>
+const attemptRequest = (delivery: ClaimedDelivery, url: URL, at: Date): HttpClientRequest.HttpClientRequest =>
   HttpClientRequest.post(url).pipe(
     HttpClientRequest.setHeaders({
       ...signatureHeaders(delivery.signing_secret, delivery.event_id, at, delivery.body),
@@ -326,7 +326,7 @@ const makeWorker = Effect.gen(function* () {
  * when its scope closes (O5). Requires `WebhooksRepo`, `AppConfig`,
  * `HttpClient` and `DatabaseHealth`.
  */
-export const WebhookWorker = Layer.effectDiscard(makeWorker)
+const WebhookWorker = Layer.effectDiscard(makeWorker)
 
 /**
  * {@link WebhookWorker} on PostgreSQL with Node's guarded HTTP client (W6).

@@ -20,6 +20,11 @@
  *   the last the delivery is `failed` (W5). Results are recorded in batches.
  * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
  *   record them, and release every lease still held.
+ *
+ * The decisions of an attempt are pure ({@link retryDelayMs},
+ * {@link attemptVerdict}) and one attempt runs over any `HttpClient`
+ * ({@link makeAttempt}); {@link webhookWorkerTest} runs the whole worker over
+ * the in-memory repository, for fast tests with `TestClock`.
  */
 
 import { Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"

@@ -9,6 +9,7 @@ import type { Agent } from "../Domain/Agent.ts"
 import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { newId } from "../Shared/Ids.ts"
+import type { AdminStore } from "./MemoryRepo.ts"
 import { AdminRepo } from "./Repo.ts"
 
 /** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */
@@ -66,6 +67,7 @@ export class Admin extends Context.Service<
     ): Effect.Effect<Settings, OrganizationNotFound | AgentNotFound>
   }
 >()("parley/Admin") {
+  /** The service; requires `AdminRepo`. */
   static readonly layer = Layer.effect(
     Admin,
     Effect.gen(function* () {
@@ -190,4 +192,10 @@ export class Admin extends Context.Service<
       })
     })
   )
+
+  /**
+   * The service over the in-memory repository (`AdminRepo.layerTest(store)`),
+   * the repository included for tests to inspect: no database (issue 13 item 8).
+   */
+  static readonly layerTest = (store?: AdminStore) => Admin.layer.pipe(Layer.provideMerge(AdminRepo.layerTest(store)))
 }

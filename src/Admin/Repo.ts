@@ -1,12 +1,15 @@
 /**
  * SQL of the admin domain: organizations, API keys, agents and settings (O6).
+ * `AdminRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql"
 import { isoTimestamp } from "../Database/Json.ts"
 import type { Agent } from "../Domain/Agent.ts"
 import { isUuid } from "../Domain/Common.ts"
-import type { Organization, Settings } from "../Domain/Organization.ts"
+import { defaultSettings, type Organization, type Settings } from "../Domain/Organization.ts"
+import { type AdminStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
 
 /**
  * The API-key check behind every request (fixed text, prepared once): $1 the
@@ -16,8 +19,75 @@ import type { Organization, Settings } from "../Domain/Organization.ts"
 export const organizationOfTokenSql = `SELECT organization_id::text FROM api_keys
 WHERE token_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
 
-const makeRepo = Effect.gen(function* () {
-  const sql = yield* PgClient.PgClient
+/** An API key row as inserted: the SHA-256 of its token, never the token (O6); `expiresAt` null = never. */
+export interface NewApiKey {
+  readonly id: string
+  readonly organizationId: string
+  readonly name: string | null
+  readonly tokenHash: Uint8Array
+  readonly expiresAt: Date | null
+}
+
+/** An agent row as inserted: `assistantId` for `ai`, `profileId` for `human`, the other null. */
+export interface NewAgent {
+  readonly id: string
+  readonly organizationId: string
+  readonly name: string
+  readonly type: "ai" | "human"
+  readonly assistantId: string | null
+  readonly profileId: string | null
+}
+
+/**
+ * The admin repository: SQL only, no rules. Every method may fail with
+ * `SqlError`. Ids that are not UUIDs find nothing. Timestamps are ISO 8601
+ * with microseconds (`Database/Json.ts` `isoTimestamp`).
+ */
+export class AdminRepo extends Context.Service<
+  AdminRepo,
+  {
+    /** Inserts an organization created now. */
+    readonly insertOrganization: (id: string, name: string) => Effect.Effect<Organization, SqlError.SqlError>
+    /** The organization, or undefined. */
+    readonly findOrganization: (id: string) => Effect.Effect<Organization | undefined, SqlError.SqlError>
+    /** Inserts a key created now; answers its `created_at` and `expires_at` (ISO 8601, null = never). */
+    readonly insertApiKey: (
+      row: NewApiKey
+    ) => Effect.Effect<{ readonly created_at: string; readonly expires_at: string | null }, SqlError.SqlError>
+    /** Marks a key revoked (the first revocation's moment is kept); answers whether the key exists in the organization. */
+    readonly revokeApiKey: (organizationId: string, keyId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** The organization of a live key (not revoked, not expired) with this token hash ({@link organizationOfTokenSql}). */
+    readonly organizationOfToken: (tokenHash: Uint8Array) => Effect.Effect<string | undefined, SqlError.SqlError>
+    /** Inserts an agent created now; answers it in the spec's shape. */
+    readonly insertAgent: (row: NewAgent) => Effect.Effect<Agent, SqlError.SqlError>
+    /** The organization's agents, oldest first (created_at, id). */
+    readonly listAgents: (organizationId: string) => Effect.Effect<ReadonlyArray<Agent>, SqlError.SqlError>
+    /** Whether the agent exists in the organization. */
+    readonly agentExists: (organizationId: string, agentId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** The organization's settings; `defaultSettings` (O6) when none were stored. */
+    readonly getSettings: (organizationId: string) => Effect.Effect<Settings, SqlError.SqlError>
+    /** Stores the organization's settings (all members); answers them. */
+    readonly upsertSettings: (organizationId: string, settings: Settings) => Effect.Effect<Settings, SqlError.SqlError>
+  }
+>()("parley/Admin/AdminRepo") {
+  /** The repository on PostgreSQL. Requires `PgClient`. */
+  static readonly layer = Layer.effect(
+    AdminRepo,
+    Effect.gen(function* () {
+      return AdminRepo.of(makeSqlRepo(yield* PgClient.PgClient))
+    })
+  )
+
+  /**
+   * The repository in memory over `store` (`MemoryRepo.ts`), for fast tests of
+   * the `Admin` service with no database (issue 13 item 8).
+   */
+  static readonly layerTest = (store: AdminStore = makeMemoryStore()) =>
+    Layer.succeed(AdminRepo, AdminRepo.of(makeMemoryRepo(store)))
+}
+
+/** The repository over PostgreSQL client `sql`. */
+const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
   const organizationColumns = sql.literal(`id::text, name, ${isoTimestamp("created_at")} AS created_at`)
   const agentColumns = sql.literal(`id::text, name, type, assistant_id, profile_id, organization_id::text,
     ${isoTimestamp("created_at")} AS created_at`)
@@ -59,13 +129,7 @@ const makeRepo = Effect.gen(function* () {
         )
       : Effect.succeed(undefined)
 
-  const insertApiKey = (row: {
-    id: string
-    organizationId: string
-    name: string | null
-    tokenHash: Uint8Array
-    expiresAt: Date | null
-  }) =>
+  const insertApiKey = (row: NewApiKey) =>
     sql<{ created_at: string; expires_at: string | null }>`
       INSERT INTO api_keys (id, organization_id, name, token_hash, created_at, expires_at)
       VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.tokenHash}, now(), ${row.expiresAt})
@@ -73,7 +137,6 @@ const makeRepo = Effect.gen(function* () {
       Effect.map((rows) => rows[0]!)
     )
 
-  /** Marks a key revoked; answers whether the key exists in the organization. */
   const revokeApiKey = (organizationId: string, keyId: string) =>
     isUuid(keyId)
       ? sql<{ id: string }>`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
@@ -82,20 +145,12 @@ const makeRepo = Effect.gen(function* () {
         )
       : Effect.succeed(false)
 
-  /** The organization of a live key with this token hash ({@link organizationOfTokenSql}). */
   const organizationOfToken = (tokenHash: Uint8Array) =>
     sql
       .unsafe<{ organization_id: string }>(organizationOfTokenSql, [tokenHash])
       .pipe(Effect.map((rows) => rows[0]?.organization_id))
 
-  const insertAgent = (row: {
-    id: string
-    organizationId: string
-    name: string
-    type: "ai" | "human"
-    assistantId: string | null
-    profileId: string | null
-  }) =>
+  const insertAgent = (row: NewAgent) =>
     sql`INSERT INTO agents (id, organization_id, name, type, assistant_id, profile_id, created_at)
       VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.type}, ${row.assistantId}, ${row.profileId}, now())
       RETURNING ${agentColumns}`.pipe(Effect.map((rows) => toAgent(rows[0] as never)))
@@ -116,13 +171,9 @@ const makeRepo = Effect.gen(function* () {
     "reply_debounce_seconds, session_idle_timeout_seconds, default_agent_id::text AS default_agent_id"
   )
 
-  /** The organization's settings; defaults when none were stored. */
   const getSettings = (organizationId: string) =>
     sql<Settings>`SELECT ${settingsColumns} FROM organization_settings WHERE organization_id = ${organizationId}`.pipe(
-      Effect.map(
-        (rows): Settings =>
-          rows[0] ?? { reply_debounce_seconds: 3, session_idle_timeout_seconds: null, default_agent_id: null }
-      )
+      Effect.map((rows): Settings => rows[0] ?? defaultSettings)
     )
 
   const upsertSettings = (organizationId: string, settings: Settings) =>
@@ -148,9 +199,4 @@ const makeRepo = Effect.gen(function* () {
     getSettings,
     upsertSettings
   }
-})
-
-/** The admin repository (SQL only). Requires `PgClient`. */
-export class AdminRepo extends Context.Service<AdminRepo, Effect.Success<typeof makeRepo>>()("parley/Admin/AdminRepo") {
-  static readonly layer = Layer.effect(AdminRepo, makeRepo)
 }

@@ -35,6 +35,13 @@ export const Settings = Schema.Struct({
 }).annotate({ identifier: "Settings" })
 export type Settings = typeof Settings.Type
 
+/** The settings of an organization before any PATCH (O6): debounce 3 s, no idle timeout, no default agent. */
+export const defaultSettings: Settings = {
+  reply_debounce_seconds: 3,
+  session_idle_timeout_seconds: null,
+  default_agent_id: null
+}
+
 /** The organization of the request's API key, provided by the bearer middleware. */
 export class CurrentOrganization extends Context.Service<CurrentOrganization, { readonly id: string }>()(
   "parley/CurrentOrganization"

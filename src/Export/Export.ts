@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Option, Stream } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
 import { InvalidCursor } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
+import type { ExportStore } from "./MemoryRepo.ts"
 import { type ExportKind, ExportRepo, type PageQuery, type SortBy, type WireRow } from "./Repo.ts"
 
 /** Query of an export page: the spec's parameters, moments as ISO 8601 texts. */
@@ -131,6 +132,40 @@ const makeService = Effect.gen(function* () {
  * the stream is consumed. Fails with
  * InvalidCursor (400 `Invalid cursor`) for an unknown or foreign `after_id` (D14).
  */
-export class Export extends Context.Service<Export, Effect.Success<typeof makeService>>()("parley/Export") {
+export class Export extends Context.Service<
+  Export,
+  {
+    /**
+     * A page of the organization's sessions (D14): up to `query.limit` wire
+     * rows in `sort_by` order after `after_id`, read as the stream is consumed.
+     * Fails with InvalidCursor for an unknown or foreign `after_id`.
+     */
+    readonly sessions: (
+      organizationId: string,
+      query: ExportQuery
+    ) => Effect.Effect<Stream.Stream<WireRow>, InvalidCursor>
+    /** A page of the organization's messages (D14), as `sessions`; `session_id` filters by session. */
+    readonly messages: (
+      organizationId: string,
+      query: ExportQuery
+    ) => Effect.Effect<Stream.Stream<WireRow>, InvalidCursor>
+    /**
+     * The organization's sessions among `ids` (D14), as a JSON array text in the
+     * order of the ids, each once at its first position; others omitted.
+     */
+    readonly sessionsBatch: (
+      organizationId: string,
+      ids: ReadonlyArray<string>
+    ) => Effect.Effect<JsonText<ReadonlyArray<Session>>>
+  }
+>()("parley/Export") {
+  /** The service on PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(Export, makeService).pipe(Layer.provide(ExportRepo.layer))
+
+  /**
+   * The service over the in-memory repository (`ExportRepo.layerTest(store)`),
+   * the repository included for tests to inspect: no database (issue 13 item 8).
+   */
+  static readonly layerTest = (store?: ExportStore) =>
+    Layer.effect(Export, makeService).pipe(Layer.provideMerge(ExportRepo.layerTest(store)))
 }

@@ -16,11 +16,15 @@
  * (`horizon`) stay the rows below it, so the reads of one page under that
  * horizon return what one statement would have (a record updated meanwhile
  * moves above the horizon and comes in a later page, as between pages).
+ *
+ * `ExportRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql"
 import { columnsOf, messageMembers, sessionJson, sessionMembers } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
+import { type ExportStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
 
 /** A row of a page: the wire members of a session or message; `id`, `created_at`, `updated_at` as text. */
 export interface WireRow {
@@ -52,6 +56,64 @@ export interface PageQuery {
   readonly limit: number
 }
 
+/**
+ * The export repository: SQL only, no rules. Every method may fail with
+ * `SqlError`. Sort keys and the horizon are timestamptz texts, passed back
+ * as they were answered.
+ */
+export class ExportRepo extends Context.Service<
+  ExportRepo,
+  {
+    /**
+     * The sort key to resume after `recordId` (D14): for `updated_at`, the key
+     * under which the latest page that ended with it was served (the record may
+     * have been updated since), else its current key. Undefined when the record
+     * is unknown, of another organization, or its id is not a UUID.
+     */
+    readonly cursorKey: (
+      kind: ExportKind,
+      organizationId: string,
+      sortBy: SortBy,
+      recordId: string
+    ) => Effect.Effect<string | undefined, SqlError.SqlError>
+    /** The horizon of `kind`'s table now: a page reads only keys below it (module docs). */
+    readonly horizon: (kind: ExportKind) => Effect.Effect<string, SqlError.SqlError>
+    /**
+     * Up to `limit` rows of the organization after `after` in (sort key, id)
+     * order, below the horizon, within the filters: rows whose members are the
+     * wire members in wire order (`JSON.stringify` of a row is its JSON).
+     */
+    readonly page: (kind: ExportKind, query: PageQuery) => Effect.Effect<ReadonlyArray<WireRow>, SqlError.SqlError>
+    /** Records that a `sort_by=updated_at` page ended with `recordId` at `key`; the latest page wins. */
+    readonly rememberCursor: (
+      kind: ExportKind,
+      organizationId: string,
+      recordId: string,
+      key: string
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** The Session JSON texts of the organization's sessions among `ids` (UUIDs), in the order of `ids`. */
+    readonly sessionsByIds: (
+      organizationId: string,
+      ids: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<{ readonly body: string }>, SqlError.SqlError>
+  }
+>()("parley/Export/ExportRepo") {
+  /** The repository on PostgreSQL. Requires `PgClient`. */
+  static readonly layer = Layer.effect(
+    ExportRepo,
+    Effect.gen(function* () {
+      return ExportRepo.of(makeSqlRepo(yield* PgClient.PgClient))
+    })
+  )
+
+  /**
+   * The repository in memory over `store` (`MemoryRepo.ts`), for fast tests of
+   * the `Export` service's cursor and page rules with no database (issue 13 item 8).
+   */
+  static readonly layerTest = (store: ExportStore = makeMemoryStore()) =>
+    Layer.succeed(ExportRepo, ExportRepo.of(makeMemoryRepo(store)))
+}
+
 const tables = {
   sessions: {
     table: "sessions",
@@ -65,9 +127,8 @@ const tables = {
 const keyOf = (alias: string, sortBy: SortBy) =>
   sortBy === "created_at" ? `${alias}.created_at` : `coalesce(${alias}.updated_at, ${alias}.created_at)`
 
-const makeRepo = Effect.gen(function* () {
-  const sql = yield* PgClient.PgClient
-
+/** The repository over PostgreSQL client `sql`. */
+const makeSqlRepo = (sql: PgClient.PgClient): ExportRepo["Service"] => {
   /**
    * The sort key to resume after `recordId` (D14): for `updated_at`, the key
    * under which the latest page that ended with it was served (the record may
@@ -153,11 +214,4 @@ const makeRepo = Effect.gen(function* () {
       ORDER BY wanted.position`
 
   return { cursorKey, horizon, page, rememberCursor, sessionsByIds }
-})
-
-/** The export repository (SQL only). Requires `PgClient`. */
-export class ExportRepo extends Context.Service<ExportRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Export/ExportRepo"
-) {
-  static readonly layer = Layer.effect(ExportRepo, makeRepo)
 }

@@ -14,7 +14,7 @@ import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
 import * as dns from "node:dns"
 import type * as net from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer } from "effect"
 import ipaddr from "ipaddr.js"
 import { AppConfig } from "../Config.ts"
 
@@ -70,32 +70,57 @@ const refusedAddress = (address: string) =>
   new TargetRefused(`Address ${address} is not a public address (private, loopback, link-local or reserved)`)
 
 /**
- * Resolves `hostname` (every address) and refuses it when any address is not
- * public; an IP literal is checked as it is. Rejects with {@link TargetRefused}
- * (also when the name does not resolve).
+ * Resolves a host name to every address it has (IPv4 or IPv6 literals), as
+ * `dns.lookup` with `all` does; rejects when the name does not resolve.
  */
-const checkHost = async (hostname: string): Promise<void> => {
+export type ResolveHost = (hostname: string) => Promise<ReadonlyArray<string>>
+
+/** The system's resolver (`dns.lookup`, as Node's connections resolve). */
+const systemResolveHost: ResolveHost = async (hostname) =>
+  (await dns.promises.lookup(hostname, { all: true, verbatim: true })).map(({ address }) => address)
+
+/**
+ * The resolver of the W6 check at app creation/PATCH ({@link checkTargetUrl}):
+ * the system's unless a layer provides another, so fast tests check host names
+ * with no real DNS. Connections resolve through {@link guardedLookup}.
+ */
+export const HostResolver = Context.Reference<ResolveHost>("parley/Shared/HostResolver", {
+  defaultValue: () => systemResolveHost
+})
+
+/**
+ * Resolves `hostname` with `resolve` (every address) and refuses it when any
+ * address is not public; an IP literal is checked as it is. Rejects with
+ * {@link TargetRefused} (also when the name does not resolve).
+ */
+const checkHost = async (hostname: string, resolve: ResolveHost): Promise<void> => {
   const host = bareHost(hostname)
   if (ipaddr.isValid(host)) {
     if (!isPublicAddress(host)) throw refusedAddress(host)
     return
   }
-  let addresses: Array<LookupAddress>
+  let addresses: ReadonlyArray<string>
   try {
-    addresses = await dns.promises.lookup(host, { all: true, verbatim: true })
+    addresses = await resolve(host)
   } catch {
     throw new TargetRefused(`Host ${host} could not be resolved`)
   }
-  for (const { address } of addresses) if (!isPublicAddress(address)) throw refusedAddress(address)
+  if (addresses.length === 0) throw new TargetRefused(`Host ${host} could not be resolved`)
+  for (const address of addresses) if (!isPublicAddress(address)) throw refusedAddress(address)
 }
 
 /**
  * Checks a webhook URL for app creation/PATCH (W6): scheme, then (unless
- * `allowPrivate`) the resolved addresses. Rejects with {@link TargetRefused}.
+ * `allowPrivate`) the addresses `resolve` gives for its host (the system's
+ * resolver by default). Rejects with {@link TargetRefused}.
  */
-export const checkTargetUrl = async (text: string, allowPrivate: boolean): Promise<URL> => {
+export const checkTargetUrl = async (
+  text: string,
+  allowPrivate: boolean,
+  resolve: ResolveHost = systemResolveHost
+): Promise<URL> => {
   const url = parseTargetUrl(text)
-  if (!allowPrivate) await checkHost(url.hostname)
+  if (!allowPrivate) await checkHost(url.hostname, resolve)
   return url
 }
 
@@ -110,7 +135,7 @@ type LookupCallback = (
  * fails the connection with {@link TargetRefused} when any resolved address is
  * not public (W6, at attempt time; DNS rebinding safe since the socket connects
  * to the address checked here). IP-literal hosts never reach `lookup`: check
- * them with {@link checkHost} before the request.
+ * them with {@link refuseLiteralHost} before the request.
  */
 const guardedLookup: net.LookupFunction = ((
   hostname: string,

@@ -5,16 +5,21 @@
  * trigger of migrations/0002_webhooks.ts, never here.
  *
  * The worker statements are fixed texts (prepared once per connection) run
- * with `unsafe` and positional parameters.
+ * with `unsafe` and positional parameters. `WebhooksRepo.layerTest` is the same
+ * repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql"
+import type { DatabaseHealth } from "../Database/Health.ts"
 import { isoTimestamp } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
+import { listenForever } from "../Database/Workers.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import { makeMemoryRepo, makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
@@ -159,6 +164,100 @@ export interface DeliveryFilter {
   readonly afterId?: string | undefined
 }
 
+/**
+ * What a worker claims with (W5, O1; {@link claimStatement}): its id, the
+ * lease in ms, at most `limit` deliveries and `perApp` per app counting the
+ * `busyCounts` of `busyApps` already in flight in this process, none of the
+ * `saturated` apps.
+ */
+export interface ClaimOptions {
+  readonly workerId: string
+  readonly leaseMs: number
+  readonly limit: number
+  readonly perApp: number
+  readonly busyApps: ReadonlyArray<string>
+  readonly busyCounts: ReadonlyArray<number>
+  readonly saturated: ReadonlyArray<string>
+}
+
+/**
+ * The webhooks repository: SQL only, no rules. Every method but `listen` may
+ * fail with `SqlError`; ids that are not UUIDs find nothing. Timestamps in
+ * answers are ISO 8601 with microseconds (`Database/Json.ts` `isoTimestamp`).
+ */
+export class WebhooksRepo extends Context.Service<
+  WebhooksRepo,
+  {
+    /** Whether the organization exists. */
+    readonly organizationExists: (organizationId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** Inserts an app created now; answers it (O6). */
+    readonly insertApp: (app: NewApp) => Effect.Effect<App, SqlError.SqlError>
+    /** The organization's apps, oldest first (created_at, id). */
+    readonly listApps: (organizationId: string) => Effect.Effect<ReadonlyArray<App>, SqlError.SqlError>
+    /** The organization's app, or undefined. */
+    readonly findApp: (organizationId: string, appId: string) => Effect.Effect<App | undefined, SqlError.SqlError>
+    /** Changes the members present in `changes`; answers the app, or undefined when the organization has none such. */
+    readonly updateApp: (
+      organizationId: string,
+      appId: string,
+      changes: AppChanges
+    ) => Effect.Effect<App | undefined, SqlError.SqlError>
+    /** Deletes the app with its deliveries; answers whether it existed in the organization. */
+    readonly deleteApp: (organizationId: string, appId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /**
+     * An app's deliveries, newest first (id descending), after `afterId` in that
+     * order (keyset), at most `limit`, as a JSON array text of {@link Delivery}
+     * with every attempt oldest first (O6).
+     */
+    readonly listDeliveries: (
+      organizationId: string,
+      appId: string,
+      filter: DeliveryFilter
+    ) => Effect.Effect<JsonText<ReadonlyArray<Delivery>>, SqlError.SqlError>
+    /**
+     * Admin retry (W5): the delivery becomes pending and due now (its lease, if
+     * an attempt is in flight, is kept) and the workers are notified. Answers
+     * whether the delivery exists for the app.
+     */
+    readonly retryDelivery: (
+      organizationId: string,
+      appId: string,
+      deliveryId: string
+    ) => Effect.Effect<boolean, SqlError.SqlError>
+    /** Leases due deliveries to a worker ({@link claimStatement}). */
+    readonly claim: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, SqlError.SqlError>
+    /** Records attempts of deliveries still leased to `workerId` ({@link completeStatement}). */
+    readonly complete: (
+      workerId: string,
+      results: ReadonlyArray<AttemptResult>
+    ) => Effect.Effect<void, SqlError.SqlError>
+    /** Clears `workerId`'s leases on pending deliveries (O5). */
+    readonly release: (workerId: string) => Effect.Effect<void, SqlError.SqlError>
+    /**
+     * Calls `onNotification` for every notification on {@link deliveriesChannel}
+     * (the fan-out trigger and the admin retry notify at commit) and once when
+     * listening starts; after a lost connection, listens again after `retryMs`
+     * (logged unless `DatabaseHealth` reports an outage). Runs until interrupted.
+     */
+    readonly listen: (onNotification: () => void, retryMs: number) => Effect.Effect<never, never, DatabaseHealth>
+  }
+>()("parley/Webhooks/WebhooksRepo") {
+  /** The repository on PostgreSQL. Requires `PgClient`. */
+  static readonly layer = Layer.effect(
+    WebhooksRepo,
+    Effect.gen(function* () {
+      return WebhooksRepo.of(makeSqlRepo(yield* PgClient.PgClient))
+    })
+  )
+
+  /**
+   * The repository in memory over `store` (`MemoryRepo.ts`), for fast tests of
+   * the `Webhooks` service and the delivery worker with no database (issue 13 item 8).
+   */
+  static readonly layerTest = (store: WebhooksStore = makeMemoryStore()) =>
+    Layer.succeed(WebhooksRepo, WebhooksRepo.of(makeMemoryRepo(store)))
+}
+
 const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, signing_secret, ${isoTimestamp("created_at")} AS created_at`
 
 /** The Delivery JSON of the deliveries row `d`: `attempts` the count (O6), `attempt_log` every attempt. */
@@ -169,8 +268,8 @@ const DELIVERY_JSON = `(SELECT row_to_json(j) FROM (SELECT d.id, d.event_id, d.e
     ${isoTimestamp("x.started_at")} AS started_at FROM delivery_attempts x WHERE x.delivery_id = d.id) t), '[]'::json)
     AS attempt_log) j)`
 
-const makeRepo = Effect.gen(function* () {
-  const sql = yield* PgClient.PgClient
+/** The repository over PostgreSQL client `sql`. */
+const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   const appColumns = sql.literal(APP_COLUMNS)
   const deliveryJson = sql.literal(DELIVERY_JSON)
 
@@ -246,16 +345,7 @@ const makeRepo = Effect.gen(function* () {
         SELECT d.id, pg_notify(${deliveriesChannel}, '') FROM d`.pipe(Effect.map((rows) => rows.length > 0))
       : Effect.succeed(false)
 
-  /** Leases due deliveries to `workerId` ({@link claimStatement}). */
-  const claim = (options: {
-    readonly workerId: string
-    readonly leaseMs: number
-    readonly limit: number
-    readonly perApp: number
-    readonly busyApps: ReadonlyArray<string>
-    readonly busyCounts: ReadonlyArray<number>
-    readonly saturated: ReadonlyArray<string>
-  }) => claimStatement.run<ClaimedDelivery>(sql, options)
+  const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
 
   /** Records attempts ({@link completeStatement}). */
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>) =>
@@ -272,8 +362,10 @@ const makeRepo = Effect.gen(function* () {
       })
       .pipe(Effect.asVoid)
 
-  /** Releases `workerId`'s leases on pending deliveries. */
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
+
+  const listen = (onNotification: () => void, retryMs: number) =>
+    listenForever(deliveriesChannel, onNotification, retryMs).pipe(Effect.provideService(PgClient.PgClient, sql))
 
   return {
     organizationExists,
@@ -286,13 +378,7 @@ const makeRepo = Effect.gen(function* () {
     retryDelivery,
     claim,
     complete,
-    release
+    release,
+    listen
   }
-})
-
-/** The webhooks repository (SQL only). Requires `PgClient`. */
-export class WebhooksRepo extends Context.Service<WebhooksRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Webhooks/WebhooksRepo"
-) {
-  static readonly layer = Layer.effect(WebhooksRepo, makeRepo)
 }

@@ -8,7 +8,8 @@
  * or foreign apps with `App not found`, unknown deliveries with
  * `Delivery not found` (404). A webhook URL that is not http(s) or whose host
  * resolves to a non-public address (W6, unless `ALLOW_PRIVATE_NETWORK_TARGETS`)
- * fails with ValidationFailed at `["body", "webhook_url"]` (422).
+ * fails with ValidationFailed at `["body", "webhook_url"]` (422); host names
+ * are resolved by the `HostResolver` in context (the system's by default).
  */
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../Config.ts"
@@ -16,8 +17,9 @@ import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { EventType } from "../Domain/Event.ts"
 import { newId } from "../Shared/Ids.ts"
-import { checkTargetUrl } from "../Shared/Ssrf.ts"
+import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import type { WebhooksStore } from "./MemoryRepo.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret } from "./Signing.ts"
 
@@ -47,6 +49,17 @@ export interface ListDeliveries {
 const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })
 const appNotFound = (appId: string) => new AppNotFound({ app_id: appId })
 const unique = <A>(values: ReadonlyArray<A>): ReadonlyArray<A> => [...new Set(values)]
+
+/** Options of {@link Webhooks.layerTest}. */
+export interface WebhooksTestOptions {
+  /** `ALLOW_PRIVATE_NETWORK_TARGETS` (W6); false by default. */
+  readonly allowPrivateNetworkTargets?: boolean
+  /** Resolves host names for the W6 check; by default every name fails to resolve (no real DNS in fast tests). */
+  readonly resolveHost?: ResolveHost
+}
+
+/** The resolver of fast tests unless they give one: no name resolves. */
+const noDns: ResolveHost = (hostname) => Promise.reject(new Error(`No DNS in tests: ${hostname}`))
 
 /** The webhooks service (O6). */
 export class Webhooks extends Context.Service<
@@ -79,11 +92,13 @@ export class Webhooks extends Context.Service<
     ): Effect.Effect<void, OrganizationNotFound | AppNotFound | DeliveryNotFound>
   }
 >()("parley/Webhooks") {
+  /** The service; requires `WebhooksRepo` and `AppConfig`. */
   static readonly layer = Layer.effect(
     Webhooks,
     Effect.gen(function* () {
       const repo = yield* WebhooksRepo
       const config = yield* AppConfig
+      const resolveHost = yield* HostResolver
 
       const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
         if (!(yield* repo.organizationExists(organizationId))) return yield* organizationNotFound(organizationId)
@@ -99,7 +114,7 @@ export class Webhooks extends Context.Service<
       /** W6 at creation/PATCH: scheme and resolved addresses. */
       const checkUrl = (url: string) =>
         Effect.tryPromise({
-          try: () => checkTargetUrl(url, config.allowPrivateNetworkTargets),
+          try: () => checkTargetUrl(url, config.allowPrivateNetworkTargets, resolveHost),
           catch: (error) =>
             ValidationFailed.one(["body", "webhook_url"], error instanceof Error ? error.message : String(error))
         })
@@ -182,4 +197,18 @@ export class Webhooks extends Context.Service<
       return Webhooks.of({ createApp, listApps, getApp, updateApp, deleteApp, listDeliveries, retryDelivery })
     })
   )
+
+  /**
+   * The service over the in-memory repository (`WebhooksRepo.layerTest(store)`),
+   * the repository included for tests to inspect: no database, no DNS (host
+   * names resolve through `options.resolveHost`, else not at all), the
+   * configuration's defaults with `options.allowPrivateNetworkTargets`
+   * (issue 13 item 8).
+   */
+  static readonly layerTest = (store?: WebhooksStore, options: WebhooksTestOptions = {}) =>
+    Webhooks.layer.pipe(
+      Layer.provideMerge(WebhooksRepo.layerTest(store)),
+      Layer.provide(AppConfig.layerWith({ allowPrivateNetworkTargets: options.allowPrivateNetworkTargets ?? false })),
+      Layer.provide(Layer.succeed(HostResolver, options.resolveHost ?? noDns))
+    )
 }

@@ -20,18 +20,25 @@
  *   the last the delivery is `failed` (W5). Results are recorded in batches.
  * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
  *   record them, and release every lease still held.
+ *
+ * The decisions of an attempt are pure ({@link retryDelayMs},
+ * {@link attemptVerdict}) and one attempt runs over any `HttpClient`
+ * ({@link makeAttempt}); {@link webhookWorkerTest} runs the whole worker over
+ * the in-memory repository, for fast tests with `TestClock`.
  */
 
 import { Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
-import { AppConfig } from "../Config.ts"
-import { logUnlessOutage } from "../Database/Health.ts"
-import { listenForever, stopWorker } from "../Database/Workers.ts"
+import { AppConfig, type AppConfigShape } from "../Config.ts"
+import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
+import { stopWorker } from "../Database/Workers.ts"
 import { newId } from "../Shared/Ids.ts"
 import { describeOutboundFailure, guardedHttpClient, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
-import { type AttemptResult, type ClaimedDelivery, deliveriesChannel, WebhooksRepo } from "./Repo.ts"
+import type { DeliveryStatus } from "./Api.ts"
+import type { WebhooksStore } from "./MemoryRepo.ts"
+import { type AttemptResult, type ClaimedDelivery, WebhooksRepo } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
 
 /** Attempts in flight per process. */
@@ -47,15 +54,141 @@ const LEASE_MARGIN_MS = 10_000
 /** Most attempt results recorded per statement. */
 const WRITE_BATCH = 500
 
-/** The delay before the attempt after attempt `attempt` (1-based) with up to +20% jitter (W5), or undefined after the last. */
-export const retryDelayMs = (schedule: ReadonlyArray<Duration.Duration>, attempt: number, random = Math.random()) => {
+/**
+ * The delay in ms before the attempt after attempt `attempt` (1-based): the
+ * schedule's `attempt`-th delay plus up to 20% of it (`random` in [0, 1) is
+ * the share of those 20%, W5), or undefined after the last delay of the
+ * schedule (the delivery is then `failed`).
+ */
+export const retryDelayMs = (
+  schedule: ReadonlyArray<Duration.Duration>,
+  attempt: number,
+  random = Math.random()
+): number | undefined => {
   const base = schedule[attempt - 1]
   if (base === undefined) return undefined
   const ms = Duration.toMillis(base)
   return Math.round(ms + ms * 0.2 * random)
 }
 
-/** A short, secret-free description of why an attempt failed. */
+/** What an attempt got: the HTTP status of an answer, or why there was none (`describeOutboundFailure`). */
+export type AttemptAnswer = { readonly statusCode: number } | { readonly failure: string }
+
+/** What an attempt makes of its delivery (W5), as recorded. */
+export interface AttemptVerdict {
+  /** The answer's HTTP status; null without an answer. */
+  readonly statusCode: number | null
+  /** null on success; else `HTTP status <code>` or the failure. */
+  readonly error: string | null
+  /** `succeeded` on a 2xx; else `pending` while the schedule has a delay left, then `failed`. */
+  readonly status: DeliveryStatus
+  /** With `pending`: ms until the next attempt ({@link retryDelayMs}); else 0. */
+  readonly delayMs: number
+}
+
+/**
+ * The verdict of attempt number `attempt` (1-based) of a delivery (W5): a 2xx
+ * answer is success; anything else (another status, a time-out, a refused
+ * address, a network error) is retried after the schedule's next delay with
+ * jitter, and after the last delay the delivery is `failed`.
+ */
+export const attemptVerdict = (
+  answer: AttemptAnswer,
+  attempt: number,
+  schedule: ReadonlyArray<Duration.Duration>,
+  random = Math.random()
+): AttemptVerdict => {
+  const statusCode = "statusCode" in answer ? answer.statusCode : null
+  const error =
+    "failure" in answer
+      ? answer.failure
+      : answer.statusCode < 200 || answer.statusCode > 299
+        ? `HTTP status ${answer.statusCode}`
+        : null
+  if (error === null) return { statusCode, error, status: "succeeded", delayMs: 0 }
+  const delayMs = retryDelayMs(schedule, attempt, random)
+  return delayMs === undefined
+    ? { statusCode, error, status: "failed", delayMs: 0 }
+    : { statusCode, error, status: "pending", delayMs }
+}
+
+/**
+ * The request of one attempt at `at` to `url` (W3, W4): a POST of the stored
+ * envelope text, byte for byte, as `application/json`, with the Standard
+ * Webhooks headers (`webhook-id` the event id, `webhook-timestamp` Unix
+ * seconds of `at`, `webhook-signature` `v1,<base64 HMAC-SHA256>`) and
+ * `user-agent: Parley-Webhooks/1`. `traceparent` is added by the client from
+ * the attempt's span.
+ */
+const attemptRequest = (delivery: ClaimedDelivery, url: URL, at: Date): HttpClientRequest.HttpClientRequest =>
+  HttpClientRequest.post(url).pipe(
+    HttpClientRequest.setHeaders({
+      ...signatureHeaders(delivery.signing_secret, delivery.event_id, at, delivery.body),
+      "user-agent": "Parley-Webhooks/1"
+    }),
+    HttpClientRequest.bodyText(delivery.body, "application/json")
+  )
+
+/** How attempts are made: `WEBHOOK_TIMEOUT_MS`, `WEBHOOK_RETRY_SCHEDULE`, `ALLOW_PRIVATE_NETWORK_TARGETS` (O3). */
+export interface AttemptOptions {
+  /** Time allowed for the answer, in ms (W5). */
+  readonly timeoutMs: number
+  /** Delays after the first attempt (W5). */
+  readonly schedule: ReadonlyArray<Duration.Duration>
+  /** Whether non-public addresses are allowed (W6). */
+  readonly allowPrivate: boolean
+}
+
+/**
+ * One attempt of a claimed delivery over `client` (W3-W6), as an effect that
+ * never fails: the URL is checked first (W6: a non-public IP literal is
+ * refused and nothing is sent; host names are checked by the client's
+ * lookup, `Shared/Ssrf.ts`), the request ({@link attemptRequest}) gets
+ * `timeoutMs` for its answer, under a `Webhooks.attempt` span that is a child
+ * of the event's trace. Answers the {@link AttemptResult} to record (start from
+ * the effect's `Clock`, duration in ms) and counts it in the webhook metrics.
+ */
+export const makeAttempt = (client: HttpClient.HttpClient, options: AttemptOptions) => {
+  const { timeoutMs, schedule, allowPrivate } = options
+
+  /** POSTs the envelope; answers the HTTP status. */
+  const send = (delivery: ClaimedDelivery, at: Date) =>
+    Effect.flatMap(guardedTarget(delivery.webhook_url, allowPrivate), (url) =>
+      client
+        .execute(attemptRequest(delivery, url, at))
+        .pipe(Effect.flatMap((response) => Effect.as(Effect.ignore(response.arrayBuffer), response.status)))
+    )
+
+  return (delivery: ClaimedDelivery): Effect.Effect<AttemptResult> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const startedAt = new Date(now)
+      const start = performance.now()
+      const parent = spanOfTraceparent(delivery.traceparent)
+      return send(delivery, startedAt).pipe(
+        Effect.timeout(timeoutMs),
+        Effect.result,
+        Effect.withSpan("Webhooks.attempt", {
+          attributes: { "parley.delivery_id": delivery.id, "parley.event_id": delivery.event_id },
+          ...(parent === undefined ? {} : { parent })
+        }),
+        Effect.flatMap((outcome) => {
+          const durationMs = Math.round(performance.now() - start)
+          const verdict = attemptVerdict(
+            outcome._tag === "Success"
+              ? { statusCode: outcome.success }
+              : { failure: describeOutboundFailure(outcome.failure, timeoutMs) },
+            delivery.attempts + 1,
+            schedule
+          )
+          const result: AttemptResult = { id: delivery.id, durationMs, startedAt, ...verdict }
+          return Metrics.record(Metrics.webhookAttempts, 1, {
+            outcome: verdict.status === "pending" ? "retry" : verdict.status
+          }).pipe(Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)), Effect.as(result))
+        })
+      )
+    })
+}
+
 /** The HTTP client of the worker: keep-alive, idle connections up to the attempts in flight, the W6 lookup. */
 const httpClientLayer = guardedHttpClient({ maxFreeSockets: MAX_IN_FLIGHT })
 
@@ -84,65 +217,11 @@ const makeWorker = Effect.gen(function* () {
   const results = yield* Queue.unbounded<AttemptResult>()
   const attempts = yield* FiberSet.make<void, never>()
 
-  /** POSTs the envelope; answers the HTTP status. */
-  const send = (delivery: ClaimedDelivery, at: Date) =>
-    Effect.flatMap(guardedTarget(delivery.webhook_url, allowPrivate), (url) => {
-      const request = HttpClientRequest.post(url).pipe(
-        HttpClientRequest.setHeaders({
-          ...signatureHeaders(delivery.signing_secret, delivery.event_id, at, delivery.body),
-          "user-agent": "Parley-Webhooks/1"
-        }),
-        HttpClientRequest.bodyText(delivery.body, "application/json")
-      )
-      return client
-        .execute(request)
-        .pipe(Effect.flatMap((response) => Effect.as(Effect.ignore(response.arrayBuffer), response.status)))
-    })
+  const attemptOnce = makeAttempt(client, { timeoutMs, schedule, allowPrivate })
 
   /** One attempt of a claimed delivery; the result goes to the writer. */
   const attempt = (delivery: ClaimedDelivery) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const startedAt = new Date(now)
-      const start = performance.now()
-      const parent = spanOfTraceparent(delivery.traceparent)
-      return send(delivery, startedAt).pipe(
-        Effect.timeout(timeoutMs),
-        Effect.result,
-        Effect.withSpan("Webhooks.attempt", {
-          attributes: { "parley.delivery_id": delivery.id, "parley.event_id": delivery.event_id },
-          ...(parent === undefined ? {} : { parent })
-        }),
-        Effect.flatMap((outcome) => {
-          const durationMs = Math.round(performance.now() - start)
-          const number = delivery.attempts + 1
-          let statusCode: number | null = null
-          let error: string | null = null
-          if (outcome._tag === "Success") {
-            statusCode = outcome.success
-            if (statusCode < 200 || statusCode > 299) error = `HTTP status ${statusCode}`
-          } else {
-            error = describeOutboundFailure(outcome.failure, timeoutMs)
-          }
-          const delayMs = error === null ? undefined : retryDelayMs(schedule, number)
-          const status = error === null ? "succeeded" : delayMs === undefined ? "failed" : "pending"
-          return Metrics.record(Metrics.webhookAttempts, 1, { outcome: status === "pending" ? "retry" : status }).pipe(
-            Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)),
-            Effect.andThen(
-              Queue.offer(results, {
-                id: delivery.id,
-                statusCode,
-                error,
-                durationMs,
-                startedAt,
-                status,
-                delayMs: delayMs ?? 0
-              })
-            )
-          )
-        }),
-        Effect.asVoid
-      )
-    })
+    Effect.flatMap(attemptOnce(delivery), (result) => Queue.offer(results, result)).pipe(Effect.asVoid)
 
   /** Records attempt results in batches, then frees their slots. */
   const writer = Effect.gen(function* () {
@@ -223,7 +302,7 @@ const makeWorker = Effect.gen(function* () {
   })
 
   /** Rings the doorbell on every notification; re-listens after a connection loss. */
-  const listener = listenForever(deliveriesChannel, ring, POLL_MS)
+  const listener = repo.listen(ring, POLL_MS)
 
   yield* Effect.forkScoped(writer)
   yield* Effect.forkScoped(listener)
@@ -249,9 +328,40 @@ const makeWorker = Effect.gen(function* () {
 
 /**
  * The delivery worker as a layer (O1): starts when built, stops gracefully
- * when its scope closes (O5). Requires `PgClient` and `AppConfig`.
+ * when its scope closes (O5). Requires `WebhooksRepo`, `AppConfig`,
+ * `HttpClient` and `DatabaseHealth`.
  */
-export const WebhookWorkerLive = Layer.effectDiscard(makeWorker).pipe(
-  Layer.provide(WebhooksRepo.layer),
-  Layer.provide(httpClientLayer)
-)
+const WebhookWorker = Layer.effectDiscard(makeWorker)
+
+/**
+ * {@link WebhookWorker} on PostgreSQL with Node's guarded HTTP client (W6).
+ * Requires `PgClient`, `AppConfig` and `DatabaseHealth`.
+ */
+export const WebhookWorkerLive = WebhookWorker.pipe(Layer.provide(WebhooksRepo.layer), Layer.provide(httpClientLayer))
+
+/** A database health that never sees an outage: the in-memory repository has no database. */
+const noOutage = Layer.succeed(DatabaseHealth, {
+  isOutage: () => Effect.succeed(false),
+  down: Effect.succeed(false)
+})
+
+/**
+ * {@link WebhookWorker} over the in-memory repository of `store`
+ * (`WebhooksRepo.layerTest`) and `client` (a stub `HttpClient`), with the
+ * configuration's defaults and `overrides` (`webhookTimeout`,
+ * `webhookRetrySchedule`, `allowPrivateNetworkTargets`): the whole worker with
+ * no database and no network, time on the effect's `Clock` (`TestClock`), for
+ * fast tests of W3-W6 (issue 13 item 8). It wakes up on `publishEvent` and the
+ * admin retry as on NOTIFY.
+ */
+export const webhookWorkerTest = (
+  store: WebhooksStore,
+  client: HttpClient.HttpClient,
+  overrides: Partial<AppConfigShape> = {}
+) =>
+  WebhookWorker.pipe(
+    Layer.provide(WebhooksRepo.layerTest(store)),
+    Layer.provide(Layer.succeed(HttpClient.HttpClient, client)),
+    Layer.provide(AppConfig.layerWith(overrides)),
+    Layer.provide(noOutage)
+  )

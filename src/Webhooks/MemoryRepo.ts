@@ -1,0 +1,355 @@
+/**
+ * The webhooks repository in memory (`WebhooksRepo.layerTest`, issue 13 item
+ * 8): the same answers as the SQL of `Repo.ts` over a {@link WebhooksStore}
+ * the test creates and reads, so the `Webhooks` service (O6, W1, W6) and the
+ * delivery worker (`Worker.ts`: W3-W6) run with no database.
+ *
+ * The fan-out trigger of migrations/0002_webhooks.ts and 0009 is
+ * {@link publishEvent}; its `pg_notify` and the admin retry's call the
+ * {@link WebhooksStore.listeners} (what `listen` registers). Moments come from
+ * the effect's `Clock` (`TestClock` in tests); answers write them as
+ * PostgreSQL's `isoTimestamp` does (ISO 8601 with microseconds). Ids are
+ * UUIDv7 of this process, so they increase as deliveries are made.
+ */
+import { Clock, Effect } from "effect"
+import { isUuid, type JsonText } from "../Domain/Common.ts"
+import type { EventType } from "../Domain/Event.ts"
+import { newId } from "../Shared/Ids.ts"
+import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import type { ClaimedDelivery, NewApp, WebhooksRepo } from "./Repo.ts"
+
+/** An app as stored (the `apps` table). */
+export interface MemoryApp {
+  readonly id: string
+  readonly organization_id: string
+  name: string
+  webhook_url: string
+  events: ReadonlyArray<EventType>
+  enabled: boolean
+  readonly signing_secret: string
+  /** Epoch ms. */
+  readonly created_at: number
+  /** Epoch ms, null until the first PATCH. */
+  updated_at: number | null
+}
+
+/** An event as stored (the `events` table): the envelope text sent on every attempt (W3). */
+export interface MemoryEvent {
+  readonly id: string
+  readonly organization_id: string
+  readonly type: EventType
+  readonly body: string
+  /** The W3C traceparent of the trace that wrote the event, or null. */
+  readonly traceparent: string | null
+}
+
+/** One attempt of a delivery as stored (`delivery_attempts`, W5). */
+export interface MemoryAttempt {
+  /** 1-based. */
+  readonly attempt: number
+  readonly status_code: number | null
+  readonly error: string | null
+  readonly duration_ms: number
+  /** Epoch ms. */
+  readonly started_at: number
+}
+
+/** A delivery of one event to one app as stored (`deliveries`, W2, W5); moments in epoch ms. */
+export interface MemoryDelivery {
+  readonly id: string
+  readonly organization_id: string
+  readonly app_id: string
+  readonly event_id: string
+  readonly event_type: EventType
+  status: DeliveryStatus
+  /** Attempts made. */
+  attempts: number
+  /** While pending: when it is due; else null. */
+  next_attempt_at: number | null
+  last_status_code: number | null
+  last_error: string | null
+  /** The worker holding the lease, or null. */
+  leased_by: string | null
+  lease_until: number | null
+  readonly created_at: number
+  updated_at: number | null
+  readonly attempt_log: Array<MemoryAttempt>
+}
+
+/** What the in-memory repository holds; tests fill and read it. */
+export interface WebhooksStore {
+  /** Ids of the organizations that exist (the admin domain's table). */
+  readonly organizations: Set<string>
+  readonly apps: Map<string, MemoryApp>
+  readonly events: Map<string, MemoryEvent>
+  /** By id, in insertion (= id) order. */
+  readonly deliveries: Map<string, MemoryDelivery>
+  /** Who listens on the deliveries channel: called at every notification. */
+  readonly listeners: Set<() => void>
+}
+
+/** An empty store. */
+export const makeMemoryStore = (): WebhooksStore => ({
+  organizations: new Set(),
+  apps: new Map(),
+  events: new Map(),
+  deliveries: new Map(),
+  listeners: new Set()
+})
+
+/** A moment as PostgreSQL answers it through `isoTimestamp` (microseconds). */
+const timestamp = (millis: number) => new Date(millis).toISOString().replace("Z", "000Z")
+const timestampOrNull = (millis: number | null) => (millis === null ? null : timestamp(millis))
+
+/** `pg_notify` on the deliveries channel. */
+const notify = (store: WebhooksStore) => {
+  for (const listener of store.listeners) listener()
+}
+
+/** The App JSON of a stored app, members in wire order (O6). */
+const toApp = (app: MemoryApp): App => ({
+  id: app.id,
+  name: app.name,
+  webhook_url: app.webhook_url,
+  events: [...app.events],
+  enabled: app.enabled,
+  signing_secret: app.signing_secret,
+  created_at: timestamp(app.created_at)
+})
+
+/** The Delivery JSON of a stored delivery, members in wire order (O6). */
+const toDelivery = (delivery: MemoryDelivery): Delivery => ({
+  id: delivery.id,
+  event_id: delivery.event_id,
+  event_type: delivery.event_type,
+  app_id: delivery.app_id,
+  status: delivery.status,
+  attempts: delivery.attempts,
+  last_status_code: delivery.last_status_code,
+  last_error: delivery.last_error,
+  next_attempt_at: timestampOrNull(delivery.next_attempt_at),
+  created_at: timestamp(delivery.created_at),
+  updated_at: timestampOrNull(delivery.updated_at),
+  attempt_log: delivery.attempt_log.map((attempt) => ({
+    attempt: attempt.attempt,
+    status_code: attempt.status_code,
+    error: attempt.error,
+    duration_ms: attempt.duration_ms,
+    started_at: timestamp(attempt.started_at)
+  }))
+})
+
+/**
+ * Writes an event and fans it out as the trigger of migrations/0002 and 0009
+ * does (W1, W2): one pending delivery, due now, per enabled app of the
+ * event's organization subscribed to its type; the listeners are notified
+ * when there is one. Answers the new deliveries.
+ */
+export const publishEvent = (store: WebhooksStore, event: MemoryEvent) =>
+  Effect.map(Clock.currentTimeMillis, (now): ReadonlyArray<MemoryDelivery> => {
+    store.events.set(event.id, event)
+    const made: Array<MemoryDelivery> = []
+    for (const app of store.apps.values()) {
+      if (app.organization_id !== event.organization_id || !app.enabled || !app.events.includes(event.type)) continue
+      const delivery: MemoryDelivery = {
+        id: newId(),
+        organization_id: event.organization_id,
+        app_id: app.id,
+        event_id: event.id,
+        event_type: event.type,
+        status: "pending",
+        attempts: 0,
+        next_attempt_at: now,
+        last_status_code: null,
+        last_error: null,
+        leased_by: null,
+        lease_until: null,
+        created_at: now,
+        updated_at: null,
+        attempt_log: []
+      }
+      store.deliveries.set(delivery.id, delivery)
+      made.push(delivery)
+    }
+    if (made.length > 0) notify(store)
+    return made
+  })
+
+/** The repository over `store` (see module docs). */
+export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] => {
+  const appOf = (organizationId: string, appId: string) => {
+    const app = store.apps.get(appId)
+    return app?.organization_id === organizationId ? app : undefined
+  }
+
+  return {
+    organizationExists: (organizationId) => Effect.sync(() => store.organizations.has(organizationId)),
+
+    insertApp: (row: NewApp) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const app: MemoryApp = {
+          id: row.id,
+          organization_id: row.organizationId,
+          name: row.name,
+          webhook_url: row.webhookUrl,
+          events: [...row.events],
+          enabled: row.enabled,
+          signing_secret: row.signingSecret,
+          created_at: now,
+          updated_at: null
+        }
+        store.apps.set(app.id, app)
+        return toApp(app)
+      }),
+
+    listApps: (organizationId) =>
+      Effect.sync(() =>
+        [...store.apps.values()]
+          .filter((app) => app.organization_id === organizationId)
+          .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .map(toApp)
+      ),
+
+    findApp: (organizationId, appId) =>
+      Effect.sync(() => {
+        const app = appOf(organizationId, appId)
+        return app === undefined ? undefined : toApp(app)
+      }),
+
+    updateApp: (organizationId, appId, changes) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const app = appOf(organizationId, appId)
+        if (app === undefined) return undefined
+        if (changes.name !== undefined) app.name = changes.name
+        if (changes.webhook_url !== undefined) app.webhook_url = changes.webhook_url
+        if (changes.events !== undefined) app.events = [...changes.events]
+        if (changes.enabled !== undefined) app.enabled = changes.enabled
+        app.updated_at = now
+        return toApp(app)
+      }),
+
+    deleteApp: (organizationId, appId) =>
+      Effect.sync(() => {
+        if (appOf(organizationId, appId) === undefined) return false
+        store.apps.delete(appId)
+        for (const delivery of store.deliveries.values()) {
+          if (delivery.app_id === appId) store.deliveries.delete(delivery.id)
+        }
+        return true
+      }),
+
+    listDeliveries: (organizationId, appId, filter) =>
+      Effect.sync(() => {
+        const listed = [...store.deliveries.values()]
+          .filter(
+            (delivery) =>
+              delivery.app_id === appId &&
+              delivery.organization_id === organizationId &&
+              (filter.status === undefined || delivery.status === filter.status) &&
+              (filter.afterId === undefined || (isUuid(filter.afterId) && delivery.id < filter.afterId))
+          )
+          .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          .slice(0, filter.limit)
+          .map(toDelivery)
+        return JSON.stringify(listed) as JsonText<ReadonlyArray<Delivery>>
+      }),
+
+    retryDelivery: (organizationId, appId, deliveryId) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const delivery = store.deliveries.get(deliveryId)
+        if (delivery?.app_id !== appId || delivery.organization_id !== organizationId) return false
+        delivery.status = "pending"
+        delivery.next_attempt_at = now
+        delivery.updated_at = now
+        notify(store)
+        return true
+      }),
+
+    claim: (options) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const busy = new Map(options.busyApps.map((app, i) => [app, options.busyCounts[i] ?? 0]))
+        const scan = [...store.deliveries.values()]
+          .filter((delivery) => {
+            const app = store.apps.get(delivery.app_id)
+            return (
+              delivery.status === "pending" &&
+              delivery.next_attempt_at !== null &&
+              delivery.next_attempt_at <= now &&
+              (delivery.lease_until === null || delivery.lease_until < now) &&
+              app?.enabled === true &&
+              !options.saturated.includes(delivery.app_id)
+            )
+          })
+          .sort((a, b) => a.next_attempt_at! - b.next_attempt_at! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .slice(0, options.limit * 4)
+        const taken = new Map<string, number>()
+        const picked = scan
+          .filter((delivery) => {
+            const rank = (taken.get(delivery.app_id) ?? 0) + 1
+            taken.set(delivery.app_id, rank)
+            return rank <= options.perApp - (busy.get(delivery.app_id) ?? 0)
+          })
+          .slice(0, options.limit)
+        return picked.map((delivery): ClaimedDelivery => {
+          delivery.leased_by = options.workerId
+          delivery.lease_until = now + options.leaseMs
+          const app = store.apps.get(delivery.app_id)!
+          const event = store.events.get(delivery.event_id)!
+          return {
+            id: delivery.id,
+            app_id: delivery.app_id,
+            event_id: delivery.event_id,
+            attempts: delivery.attempts,
+            webhook_url: app.webhook_url,
+            signing_secret: app.signing_secret,
+            body: event.body,
+            traceparent: event.traceparent
+          }
+        })
+      }),
+
+    complete: (workerId, results) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        for (const result of results) {
+          const delivery = store.deliveries.get(result.id)
+          if (delivery?.leased_by !== workerId) continue
+          delivery.attempts += 1
+          delivery.status = result.status
+          delivery.next_attempt_at = result.status === "pending" ? now + result.delayMs : null
+          delivery.last_status_code = result.statusCode
+          delivery.last_error = result.error
+          delivery.leased_by = null
+          delivery.lease_until = null
+          delivery.updated_at = now
+          delivery.attempt_log.push({
+            attempt: delivery.attempts,
+            status_code: result.statusCode,
+            error: result.error,
+            duration_ms: result.durationMs,
+            started_at: result.startedAt.getTime()
+          })
+        }
+      }),
+
+    release: (workerId) =>
+      Effect.sync(() => {
+        for (const delivery of store.deliveries.values()) {
+          if (delivery.leased_by === workerId && delivery.status === "pending") {
+            delivery.leased_by = null
+            delivery.lease_until = null
+          }
+        }
+      }),
+
+    listen: (onNotification) =>
+      Effect.scoped(
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            store.listeners.add(onNotification)
+            onNotification()
+          }),
+          () => Effect.sync(() => store.listeners.delete(onNotification))
+        ).pipe(Effect.andThen(Effect.never))
+      )
+  }
+}

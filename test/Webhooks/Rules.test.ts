@@ -1,0 +1,799 @@
+/**
+ * The rules of webhooks (DECISIONS.md O6, W1, W3-W6; issue 13 item 8), fast
+ * and with no database and no network: the `Webhooks` service with
+ * `it.effect` over its in-memory repository (`Webhooks.layerTest(store)`, host
+ * names resolved by a stub, never by DNS), the attempt rules of `Worker.ts`
+ * directly and over a stub `HttpClient`, and the whole delivery worker over
+ * the in-memory repository (`webhookWorkerTest`) with time on `TestClock`.
+ * Each test has a store of its own. The integration suite (Apps.test.ts,
+ * Delivery.test.ts, Processes.test.ts) checks the same over PostgreSQL and
+ * real HTTP.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Duration, Effect, Fiber, Layer } from "effect"
+import { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
+import { TestClock } from "effect/testing"
+import { Webhook } from "standardwebhooks"
+import type { EventType } from "../../src/Domain/Event.ts"
+import { newId } from "../../src/Shared/Ids.ts"
+import { type ResolveHost, TargetRefused } from "../../src/Shared/Ssrf.ts"
+import type { Delivery } from "../../src/Webhooks/Api.ts"
+import { type MemoryApp, makeMemoryStore, publishEvent, type WebhooksStore } from "../../src/Webhooks/MemoryRepo.ts"
+import type { ClaimedDelivery } from "../../src/Webhooks/Repo.ts"
+import { generateSecret } from "../../src/Webhooks/Signing.ts"
+import { Webhooks, type WebhooksTestOptions } from "../../src/Webhooks/Webhooks.ts"
+import { attemptVerdict, makeAttempt, retryDelayMs, webhookWorkerTest } from "../../src/Webhooks/Worker.ts"
+
+/** A public address literal: accepted by the W6 guard with no DNS. */
+const PUBLIC_URL = "https://93.184.215.14/hooks/parley"
+const seconds = (n: number) => Duration.seconds(n)
+
+/** Runs `f` with a fresh store (one organization in it) and the Webhooks service over it. */
+const withWebhooks = <A, E>(
+  f: (webhooks: Webhooks["Service"], store: WebhooksStore, organizationId: string) => Effect.Effect<A, E>,
+  options: WebhooksTestOptions = {}
+) => {
+  const store = makeMemoryStore()
+  const organizationId = newId()
+  store.organizations.add(organizationId)
+  return Effect.gen(function* () {
+    return yield* f(yield* Webhooks, store, organizationId)
+  }).pipe(Effect.provide(Webhooks.layerTest(store, options)))
+}
+
+/** The deliveries listing, parsed. */
+const deliveries = (
+  webhooks: Webhooks["Service"],
+  organizationId: string,
+  appId: string,
+  query: Parameters<Webhooks["Service"]["listDeliveries"]>[2] = {}
+) =>
+  Effect.map(webhooks.listDeliveries(organizationId, appId, query), (text): ReadonlyArray<Delivery> => JSON.parse(text))
+
+/** A stored envelope (W3) of a new event of `type`. */
+const envelope = (organizationId: string, type: EventType) => {
+  const id = newId()
+  return {
+    id,
+    organization_id: organizationId,
+    type,
+    body: JSON.stringify({ id, timestamp: 1_700_000_000, type, organization_id: organizationId, data: { object: {} } }),
+    traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+  }
+}
+
+/** A request the stub client was given. */
+interface Sent {
+  readonly method: string
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+  /** Test clock time, epoch ms. */
+  readonly at: number
+}
+
+/**
+ * A stub `HttpClient` that records every request and answers the `n`-th
+ * (0-based) with the status `answer` gives, or a transport failure whose cause
+ * is the error `answer` fails with.
+ */
+const stubClient = (answer: (n: number) => Effect.Effect<number, unknown> = () => Effect.succeed(200)) => {
+  const sent: Array<Sent> = []
+  const client = HttpClient.make((request, url) =>
+    Effect.gen(function* () {
+      const body = request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : ""
+      const at = yield* Clock.currentTimeMillis
+      sent.push({ method: request.method, url: url.toString(), headers: { ...request.headers }, body, at })
+      const status = yield* answer(sent.length - 1).pipe(
+        Effect.mapError(
+          (cause) =>
+            new HttpClientError.HttpClientError({ reason: new HttpClientError.TransportError({ request, cause }) })
+        )
+      )
+      return HttpClientResponse.fromWeb(request, new Response(null, { status }))
+    })
+  )
+  return { client, sent }
+}
+
+/** A claimed delivery of a new event, as the claim answers it. */
+const claimed = (fields: Partial<ClaimedDelivery> = {}): ClaimedDelivery => {
+  const event = envelope(newId(), "message.created")
+  return {
+    id: newId(),
+    app_id: newId(),
+    event_id: event.id,
+    attempts: 0,
+    webhook_url: PUBLIC_URL,
+    signing_secret: generateSecret(),
+    body: event.body,
+    traceparent: event.traceparent,
+    ...fields
+  }
+}
+
+describe("apps (O6, W1, W4)", () => {
+  it.effect("O6, W4: an app gets a whsec_ secret; its events are kept once each, in the order given", () =>
+    withWebhooks((webhooks, _store, org) =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.parse("2025-03-04T05:06:07.089Z"))
+        const app = yield* webhooks.createApp(org, {
+          name: "CRM",
+          webhook_url: PUBLIC_URL,
+          events: ["session.created", "message.created", "session.created", "session.closed", "message.created"]
+        })
+        assert.deepStrictEqual(Object.keys(app), [
+          "id",
+          "name",
+          "webhook_url",
+          "events",
+          "enabled",
+          "signing_secret",
+          "created_at"
+        ])
+        assert.deepStrictEqual(app.events, ["session.created", "message.created", "session.closed"])
+        assert.strictEqual(app.enabled, true)
+        assert.match(app.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+        assert.strictEqual(app.created_at, "2025-03-04T05:06:07.089000Z")
+        const other = yield* webhooks.createApp(org, {
+          name: "Off",
+          webhook_url: PUBLIC_URL,
+          events: ["message.created"],
+          enabled: false
+        })
+        assert.strictEqual(other.enabled, false)
+        assert.notStrictEqual(other.signing_secret, app.signing_secret)
+        assert.deepStrictEqual(yield* webhooks.listApps(org), [app, other])
+        assert.deepStrictEqual(yield* webhooks.getApp(org, app.id), app)
+      })
+    )
+  )
+
+  it.effect(
+    "O6: PATCH changes only the members given (events kept once each, in order); DELETE removes the app and its deliveries",
+    () =>
+      withWebhooks((webhooks, store, org) =>
+        Effect.gen(function* () {
+          const app = yield* webhooks.createApp(org, {
+            name: "CRM",
+            webhook_url: PUBLIC_URL,
+            events: ["message.created"]
+          })
+          const renamed = yield* webhooks.updateApp(org, app.id, { name: "CRM 2" })
+          assert.deepStrictEqual(renamed, { ...app, name: "CRM 2" })
+          const patched = yield* webhooks.updateApp(org, app.id, {
+            webhook_url: "http://93.184.215.15:8443/other",
+            events: ["session.finished", "session.created", "session.finished"],
+            enabled: false
+          })
+          assert.deepStrictEqual(patched, {
+            ...app,
+            name: "CRM 2",
+            webhook_url: "http://93.184.215.15:8443/other",
+            events: ["session.finished", "session.created"],
+            enabled: false
+          })
+          assert.deepStrictEqual(yield* webhooks.getApp(org, app.id), patched)
+
+          yield* webhooks.updateApp(org, app.id, { enabled: true })
+          const [delivery] = yield* publishEvent(store, envelope(org, "session.created"))
+          assert.isDefined(delivery)
+          yield* webhooks.deleteApp(org, app.id)
+          assert.strictEqual((yield* Effect.flip(webhooks.getApp(org, app.id)))._tag, "AppNotFound")
+          assert.isFalse(store.deliveries.has(delivery!.id))
+          assert.deepStrictEqual(yield* webhooks.listApps(org), [])
+        })
+      )
+  )
+
+  it.effect(
+    "O6: an unknown organization is OrganizationNotFound; an unknown or foreign app is AppNotFound everywhere",
+    () =>
+      withWebhooks((webhooks, store, org) =>
+        Effect.gen(function* () {
+          const other = newId()
+          store.organizations.add(other)
+          const app = yield* webhooks.createApp(org, {
+            name: "CRM",
+            webhook_url: PUBLIC_URL,
+            events: ["message.created"]
+          })
+          const unknownOrg = newId()
+          const orgTags = [
+            (yield* Effect.flip(
+              webhooks.createApp(unknownOrg, { name: "x", webhook_url: PUBLIC_URL, events: ["message.created"] })
+            ))._tag,
+            (yield* Effect.flip(webhooks.listApps(unknownOrg)))._tag,
+            (yield* Effect.flip(webhooks.getApp(unknownOrg, app.id)))._tag,
+            (yield* Effect.flip(webhooks.deleteApp(unknownOrg, app.id)))._tag
+          ]
+          assert.deepStrictEqual(orgTags, Array(4).fill("OrganizationNotFound"))
+          for (const [organizationId, appId] of [
+            [other, app.id],
+            [org, newId()],
+            [org, "not-a-uuid"]
+          ] as const) {
+            const errors = [
+              yield* Effect.flip(webhooks.getApp(organizationId, appId)),
+              yield* Effect.flip(webhooks.updateApp(organizationId, appId, { enabled: false })),
+              yield* Effect.flip(webhooks.deleteApp(organizationId, appId)),
+              yield* Effect.flip(webhooks.listDeliveries(organizationId, appId, {})),
+              yield* Effect.flip(webhooks.retryDelivery(organizationId, appId, newId()))
+            ]
+            assert.deepStrictEqual(
+              errors.map((error) => [error._tag, error.detail]),
+              Array(5).fill(["AppNotFound", "App not found"])
+            )
+          }
+          // The foreign PATCH and DELETE changed nothing.
+          assert.deepStrictEqual(yield* webhooks.getApp(org, app.id), app)
+        })
+      )
+  )
+})
+
+describe("webhook URLs at creation and PATCH (W6)", () => {
+  /** A resolver of fixed answers; other names do not resolve. It records the names asked. */
+  const resolver = (answers: Record<string, ReadonlyArray<string>>) => {
+    const asked: Array<string> = []
+    const resolveHost: ResolveHost = (hostname) => {
+      asked.push(hostname)
+      const found = answers[hostname]
+      return found === undefined ? Promise.reject(new Error("ENOTFOUND")) : Promise.resolve(found)
+    }
+    return { resolveHost, asked }
+  }
+
+  const dns = resolver({
+    "hooks.example.com": ["93.184.215.14", "2606:4700:4700::1111"],
+    "mixed.example.com": ["93.184.215.14", "10.0.0.7"],
+    "metadata.example.com": ["169.254.169.254"],
+    "v6.example.com": ["::ffff:127.0.0.1"]
+  })
+
+  /** The 422 message of creating an app with `url`, or "created". */
+  const attempt = (webhooks: Webhooks["Service"], org: string, url: string) =>
+    webhooks.createApp(org, { name: "x", webhook_url: url, events: ["message.created"] }).pipe(
+      Effect.as("created"),
+      Effect.catchTag("ValidationFailed", (error) => {
+        assert.deepStrictEqual(error.detail[0]?.loc, ["body", "webhook_url"], url)
+        return Effect.succeed(error.detail[0]!.msg)
+      })
+    )
+
+  it.effect(
+    "W6: only http(s) URLs without credentials whose every resolved address is public; checked on the resolver's answer",
+    () =>
+      withWebhooks(
+        (webhooks, _store, org) =>
+          Effect.gen(function* () {
+            const outcomes: Record<string, string> = {}
+            for (const url of [
+              "https://hooks.example.com/parley",
+              "http://93.184.215.14:8080/x",
+              "ftp://93.184.215.14/x",
+              "not a url",
+              "https://user:pw@hooks.example.com/x",
+              "http://127.0.0.1/x",
+              "http://[::1]/x",
+              "http://10.1.2.3/x",
+              "http://mixed.example.com/x",
+              "http://metadata.example.com/latest",
+              "http://v6.example.com/x",
+              "http://nowhere.example.com/x"
+            ]) {
+              outcomes[url] = yield* attempt(webhooks, org, url)
+            }
+            assert.deepStrictEqual(outcomes, {
+              "https://hooks.example.com/parley": "created",
+              "http://93.184.215.14:8080/x": "created",
+              "ftp://93.184.215.14/x": "URL must be an absolute http or https URL",
+              "not a url": "URL must be an absolute http or https URL",
+              "https://user:pw@hooks.example.com/x": "URL must not contain credentials",
+              "http://127.0.0.1/x":
+                "Address 127.0.0.1 is not a public address (private, loopback, link-local or reserved)",
+              "http://[::1]/x": "Address ::1 is not a public address (private, loopback, link-local or reserved)",
+              "http://10.1.2.3/x":
+                "Address 10.1.2.3 is not a public address (private, loopback, link-local or reserved)",
+              "http://mixed.example.com/x":
+                "Address 10.0.0.7 is not a public address (private, loopback, link-local or reserved)",
+              "http://metadata.example.com/latest":
+                "Address 169.254.169.254 is not a public address (private, loopback, link-local or reserved)",
+              "http://v6.example.com/x":
+                "Address ::ffff:127.0.0.1 is not a public address (private, loopback, link-local or reserved)",
+              "http://nowhere.example.com/x": "Host nowhere.example.com could not be resolved"
+            })
+            // IP literals are checked as they are; only host names are resolved.
+            assert.deepStrictEqual(dns.asked, [
+              "hooks.example.com",
+              "mixed.example.com",
+              "metadata.example.com",
+              "v6.example.com",
+              "nowhere.example.com"
+            ])
+            assert.strictEqual((yield* webhooks.listApps(org)).length, 2)
+          }),
+        { resolveHost: dns.resolveHost }
+      )
+  )
+
+  it.effect("W6: a PATCH to a refused URL is 422 and changes nothing", () =>
+    withWebhooks(
+      (webhooks, _store, org) =>
+        Effect.gen(function* () {
+          const app = yield* webhooks.createApp(org, {
+            name: "x",
+            webhook_url: PUBLIC_URL,
+            events: ["message.created"]
+          })
+          for (const url of ["http://mixed.example.com/x", "http://192.168.1.1/x", "gopher://hooks.example.com"]) {
+            const error = yield* Effect.flip(webhooks.updateApp(org, app.id, { webhook_url: url, enabled: false }))
+            assert.strictEqual(error._tag, "ValidationFailed", url)
+          }
+          assert.deepStrictEqual(yield* webhooks.getApp(org, app.id), app)
+        }),
+      { resolveHost: dns.resolveHost }
+    )
+  )
+
+  it.effect("W6: ALLOW_PRIVATE_NETWORK_TARGETS lifts the address check, not the scheme or credentials check", () =>
+    withWebhooks(
+      (webhooks, _store, org) =>
+        Effect.gen(function* () {
+          const asked = dns.asked.length
+          assert.strictEqual(yield* attempt(webhooks, org, "http://127.0.0.1:9000/x"), "created")
+          assert.strictEqual(yield* attempt(webhooks, org, "http://mixed.example.com/x"), "created")
+          assert.strictEqual(yield* attempt(webhooks, org, "http://nowhere.example.com/x"), "created")
+          assert.strictEqual(dns.asked.length, asked)
+          assert.strictEqual(
+            yield* attempt(webhooks, org, "file:///etc/passwd"),
+            "URL must be an absolute http or https URL"
+          )
+          assert.strictEqual(
+            yield* attempt(webhooks, org, "http://u:p@127.0.0.1/x"),
+            "URL must not contain credentials"
+          )
+        }),
+      { resolveHost: dns.resolveHost, allowPrivateNetworkTargets: true }
+    )
+  )
+})
+
+describe("deliveries (O6, W5)", () => {
+  /** An app of `org` subscribed to message.created and three deliveries of it: succeeded, failed, pending. */
+  const withDeliveries = (webhooks: Webhooks["Service"], store: WebhooksStore, org: string) =>
+    Effect.gen(function* () {
+      const app = yield* webhooks.createApp(org, { name: "CRM", webhook_url: PUBLIC_URL, events: ["message.created"] })
+      const made = []
+      for (const status of ["succeeded", "failed", "pending"] as const) {
+        const [delivery] = yield* publishEvent(store, envelope(org, "message.created"))
+        delivery!.status = status
+        if (status !== "pending") delivery!.next_attempt_at = null
+        made.push(delivery!)
+      }
+      return { app, made }
+    })
+
+  it.effect(
+    "O6: deliveries are listed newest first, filtered by status, in keyset pages of `limit` after `after_id`",
+    () =>
+      withWebhooks((webhooks, store, org) =>
+        Effect.gen(function* () {
+          const { app, made } = yield* withDeliveries(webhooks, store, org)
+          const [succeeded, failed, pending] = made.map((delivery) => delivery.id)
+          const ids = (listed: ReadonlyArray<Delivery>) => listed.map((delivery) => delivery.id)
+          const all = yield* deliveries(webhooks, org, app.id)
+          assert.deepStrictEqual(ids(all), [pending, failed, succeeded])
+          assert.deepStrictEqual(Object.keys(all[0]!), [
+            "id",
+            "event_id",
+            "event_type",
+            "app_id",
+            "status",
+            "attempts",
+            "last_status_code",
+            "last_error",
+            "next_attempt_at",
+            "created_at",
+            "updated_at",
+            "attempt_log"
+          ])
+          assert.deepStrictEqual(ids(yield* deliveries(webhooks, org, app.id, { status: "failed" })), [failed])
+          const first = yield* deliveries(webhooks, org, app.id, { limit: 2 })
+          assert.deepStrictEqual(ids(first), [pending, failed])
+          assert.deepStrictEqual(ids(yield* deliveries(webhooks, org, app.id, { limit: 2, afterId: failed })), [
+            succeeded
+          ])
+          assert.deepStrictEqual(yield* deliveries(webhooks, org, app.id, { afterId: succeeded }), [])
+          assert.deepStrictEqual(yield* deliveries(webhooks, org, app.id, { afterId: "not-a-uuid" }), [])
+          // Another app's deliveries are not listed.
+          const other = yield* webhooks.createApp(org, {
+            name: "x",
+            webhook_url: PUBLIC_URL,
+            events: ["session.created"]
+          })
+          assert.deepStrictEqual(yield* deliveries(webhooks, org, other.id), [])
+        })
+      )
+  )
+
+  it.effect(
+    "W5, O6: the admin retry makes a delivery pending and due now and wakes the workers; unknown ones are DeliveryNotFound",
+    () =>
+      withWebhooks((webhooks, store, org) =>
+        Effect.gen(function* () {
+          const { app, made } = yield* withDeliveries(webhooks, store, org)
+          const other = yield* webhooks.createApp(org, {
+            name: "x",
+            webhook_url: PUBLIC_URL,
+            events: ["message.created"]
+          })
+          let wakeUps = 0
+          store.listeners.add(() => wakeUps++)
+          yield* TestClock.setTime(Date.parse("2025-05-05T10:00:00Z"))
+          yield* webhooks.retryDelivery(org, app.id, made[1]!.id)
+          const [retried] = yield* deliveries(webhooks, org, app.id, {
+            status: "pending",
+            limit: 1,
+            afterId: made[2]!.id
+          })
+          assert.strictEqual(retried?.id, made[1]!.id)
+          assert.strictEqual(retried?.next_attempt_at, "2025-05-05T10:00:00.000000Z")
+          assert.strictEqual(wakeUps, 1)
+          for (const [appId, deliveryId] of [
+            [app.id, newId()],
+            [app.id, "not-a-uuid"],
+            [other.id, made[0]!.id]
+          ] as const) {
+            const error = yield* Effect.flip(webhooks.retryDelivery(org, appId, deliveryId))
+            assert.deepStrictEqual([error._tag, error.detail], ["DeliveryNotFound", "Delivery not found"])
+          }
+          assert.strictEqual(made[0]!.status, "succeeded")
+          assert.strictEqual(wakeUps, 1)
+        })
+      )
+  )
+})
+
+describe("attempt rules (W4, W5)", () => {
+  const schedule = [seconds(5), Duration.minutes(5), Duration.minutes(30)]
+
+  it("W5: the delay after attempt n is the schedule's n-th plus at most 20%; none after the last", () => {
+    assert.strictEqual(retryDelayMs(schedule, 1, 0), 5_000)
+    assert.strictEqual(retryDelayMs(schedule, 1, 0.5), 5_500)
+    assert.strictEqual(retryDelayMs(schedule, 1, 0.999999), 6_000)
+    assert.strictEqual(retryDelayMs(schedule, 2, 0), 300_000)
+    assert.strictEqual(retryDelayMs(schedule, 3, 0.25), 1_890_000)
+    assert.isUndefined(retryDelayMs(schedule, 4, 0))
+    for (let i = 0; i < 200; i++) {
+      const delay = retryDelayMs(schedule, 2)!
+      assert.isTrue(delay >= 300_000 && delay <= 360_000, String(delay))
+    }
+  })
+
+  it("W5: a 2xx answer succeeds; any other answer or none is retried on the schedule, then failed", () => {
+    const verdicts = [200, 201, 204, 299, 199, 300, 302, 404, 410, 500, 503].map(
+      (statusCode) => attemptVerdict({ statusCode }, 1, schedule, 0).status
+    )
+    assert.deepStrictEqual(verdicts, [
+      "succeeded",
+      "succeeded",
+      "succeeded",
+      "succeeded",
+      "pending",
+      "pending",
+      "pending",
+      "pending",
+      "pending",
+      "pending",
+      "pending"
+    ])
+    assert.deepStrictEqual(attemptVerdict({ statusCode: 204 }, 4, schedule, 0), {
+      statusCode: 204,
+      error: null,
+      status: "succeeded",
+      delayMs: 0
+    })
+    assert.deepStrictEqual(attemptVerdict({ statusCode: 500 }, 2, schedule, 0), {
+      statusCode: 500,
+      error: "HTTP status 500",
+      status: "pending",
+      delayMs: 300_000
+    })
+    assert.deepStrictEqual(attemptVerdict({ failure: "Timed out after 10000 ms" }, 3, schedule, 0), {
+      statusCode: null,
+      error: "Timed out after 10000 ms",
+      status: "pending",
+      delayMs: 1_800_000
+    })
+    assert.deepStrictEqual(attemptVerdict({ statusCode: 302 }, 4, schedule, 0), {
+      statusCode: 302,
+      error: "HTTP status 302",
+      status: "failed",
+      delayMs: 0
+    })
+    assert.deepStrictEqual(attemptVerdict({ failure: "ECONNREFUSED: connect" }, 1, [], 0).status, "failed")
+  })
+
+  const options = { timeoutMs: 1_000, schedule, allowPrivate: false }
+
+  it.effect(
+    "W3, W4: an attempt POSTs the stored body byte for byte, signed per Standard Webhooks, in the event's trace",
+    () =>
+      Effect.gen(function* () {
+        const now = Date.now()
+        yield* TestClock.setTime(now)
+        const stub = stubClient(() => Effect.succeed(204))
+        const delivery = claimed({ body: '{"id":"x",  "type":"message.created","data":{"object":{"t":"é"}}}' })
+        const result = yield* makeAttempt(stub.client, options)(delivery)
+        assert.strictEqual(stub.sent.length, 1)
+        const [request] = stub.sent
+        assert.strictEqual(request!.method, "POST")
+        assert.strictEqual(request!.url, `${PUBLIC_URL}`)
+        assert.strictEqual(request!.body, delivery.body)
+        assert.strictEqual(request!.headers["content-type"], "application/json")
+        assert.strictEqual(request!.headers["user-agent"], "Parley-Webhooks/1")
+        assert.strictEqual(request!.headers["webhook-id"], delivery.event_id)
+        assert.strictEqual(request!.headers["webhook-timestamp"], String(Math.floor(now / 1000)))
+        assert.match(request!.headers["webhook-signature"]!, /^v1,[A-Za-z0-9+/]+=*$/)
+        const headers = {
+          "webhook-id": request!.headers["webhook-id"]!,
+          "webhook-timestamp": request!.headers["webhook-timestamp"]!,
+          "webhook-signature": request!.headers["webhook-signature"]!
+        }
+        assert.doesNotThrow(() => new Webhook(delivery.signing_secret).verify(delivery.body, headers))
+        assert.throws(() => new Webhook(generateSecret()).verify(delivery.body, headers))
+        assert.throws(() => new Webhook(delivery.signing_secret).verify(`${delivery.body} `, headers))
+        // W4: traceparent links to the trace that produced the event.
+        assert.match(request!.headers.traceparent!, /^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/)
+        assert.deepStrictEqual(result, {
+          id: delivery.id,
+          durationMs: result.durationMs,
+          startedAt: new Date(now),
+          statusCode: 204,
+          error: null,
+          status: "succeeded",
+          delayMs: 0
+        })
+      })
+  )
+
+  it.effect("W5: no answer within WEBHOOK_TIMEOUT_MS is a failed attempt, retried on the schedule", () =>
+    Effect.gen(function* () {
+      const stub = stubClient(() => Effect.never)
+      const fiber = yield* Effect.forkChild(makeAttempt(stub.client, options)(claimed({ attempts: 1 })))
+      yield* TestClock.adjust(999)
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust(1)
+      for (let turn = 0; turn < 100 && fiber.pollUnsafe() === undefined; turn++) yield* Effect.yieldNow
+      assert.isDefined(fiber.pollUnsafe(), "timed out at WEBHOOK_TIMEOUT_MS")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(stub.sent.length, 1)
+      assert.strictEqual(result.statusCode, null)
+      assert.strictEqual(result.error, "Timed out after 1000 ms")
+      assert.strictEqual(result.status, "pending")
+      assert.isTrue(result.delayMs >= 300_000 && result.delayMs <= 360_000)
+    })
+  )
+
+  it.effect(
+    "W6: at attempt time a non-public address literal is refused and nothing is sent, unless private targets are allowed",
+    () =>
+      Effect.gen(function* () {
+        const stub = stubClient()
+        const refused = []
+        for (const url of ["http://127.0.0.1:8080/hook", "http://[::ffff:a9fe:a9fe]/x", "http://10.0.0.1/x"]) {
+          refused.push(yield* makeAttempt(stub.client, options)(claimed({ webhook_url: url, attempts: 3 })))
+        }
+        assert.strictEqual(stub.sent.length, 0)
+        assert.deepStrictEqual(
+          refused.map((result) => [result.statusCode, result.error, result.status]),
+          [
+            [
+              null,
+              "Refused: Address 127.0.0.1 is not a public address (private, loopback, link-local or reserved)",
+              "failed"
+            ],
+            [
+              null,
+              "Refused: Address ::ffff:a9fe:a9fe is not a public address (private, loopback, link-local or reserved)",
+              "failed"
+            ],
+            [
+              null,
+              "Refused: Address 10.0.0.1 is not a public address (private, loopback, link-local or reserved)",
+              "failed"
+            ]
+          ]
+        )
+        const allowed = yield* makeAttempt(stub.client, { ...options, allowPrivate: true })(
+          claimed({ webhook_url: "http://127.0.0.1:8080/hook" })
+        )
+        assert.strictEqual(allowed.status, "succeeded")
+        assert.strictEqual(stub.sent[0]?.url, "http://127.0.0.1:8080/hook")
+      })
+  )
+
+  it.effect("W6: a host name the connection's lookup refuses is recorded as Refused and retried like any failure", () =>
+    Effect.gen(function* () {
+      // What the guarded lookup makes of a name that resolves to a private address.
+      const stub = stubClient(() => Effect.fail(new TargetRefused("Address 10.0.0.9 is not a public address")))
+      const result = yield* makeAttempt(stub.client, options)(claimed({ webhook_url: "https://rebound.example.com/x" }))
+      assert.deepStrictEqual(
+        [result.statusCode, result.error, result.status],
+        [null, "Refused: Address 10.0.0.9 is not a public address", "pending"]
+      )
+    })
+  )
+})
+
+describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", () => {
+  /** Lets the worker's fibers run at the current test time until `done()` holds. */
+  const settle = (done: () => boolean, what: string) =>
+    Effect.gen(function* () {
+      for (let turn = 0; turn < 1_000 && !done(); turn++) yield* Effect.yieldNow
+      assert.isTrue(done(), what)
+    })
+
+  /** A store with one organization and an app of it subscribed to message.created at `url`. */
+  const storeWithApp = (url = PUBLIC_URL) => {
+    const store = makeMemoryStore()
+    const organizationId = newId()
+    store.organizations.add(organizationId)
+    const app: MemoryApp = {
+      id: newId(),
+      organization_id: organizationId,
+      name: "CRM",
+      webhook_url: url,
+      events: ["message.created"],
+      enabled: true,
+      signing_secret: generateSecret(),
+      created_at: 0,
+      updated_at: null
+    }
+    store.apps.set(app.id, app)
+    return { store, organizationId, app }
+  }
+
+  /** Runs `test` while the worker runs over `store` and `client`; the worker stops (O5) when it ends. */
+  const withWorker = <A, E>(
+    store: WebhooksStore,
+    client: HttpClient.HttpClient,
+    schedule: ReadonlyArray<Duration.Duration>,
+    test: Effect.Effect<A, E>
+  ) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        yield* Layer.build(
+          webhookWorkerTest(store, client, {
+            webhookRetrySchedule: [...schedule],
+            webhookTimeout: seconds(10),
+            logLevel: "Error"
+          })
+        )
+        return yield* test
+      })
+    )
+
+  it.effect("W5: a failing delivery is attempted at once, after each delay of the schedule (+0-20%), then failed", () =>
+    Effect.gen(function* () {
+      const { store, organizationId } = storeWithApp()
+      const stub = stubClient(() => Effect.succeed(500))
+      yield* withWorker(
+        store,
+        stub.client,
+        [seconds(5), Duration.minutes(5)],
+        Effect.gen(function* () {
+          const [delivery] = yield* publishEvent(store, envelope(organizationId, "message.created"))
+          yield* settle(() => delivery!.attempts === 1, "the first attempt at once")
+          assert.strictEqual(delivery!.status, "pending")
+          assert.isTrue(delivery!.next_attempt_at! >= 5_000 && delivery!.next_attempt_at! <= 6_000)
+          yield* TestClock.adjust(4_999)
+          assert.strictEqual(stub.sent.length, 1)
+          yield* TestClock.adjust(2_001)
+          yield* settle(() => delivery!.attempts === 2, "the second attempt after 5-6 s")
+          assert.isTrue(stub.sent[1]!.at >= 5_000 && stub.sent[1]!.at <= 7_000, String(stub.sent[1]!.at))
+          yield* TestClock.adjust(Duration.minutes(4))
+          assert.strictEqual(stub.sent.length, 2)
+          yield* TestClock.adjust(Duration.minutes(2.1))
+          yield* settle(() => delivery!.status === "failed", "failed after the last delay")
+          assert.strictEqual(stub.sent.length, 3)
+          assert.isNull(delivery!.next_attempt_at)
+          yield* TestClock.adjust(Duration.hours(1))
+          assert.strictEqual(stub.sent.length, 3)
+          // W3: the same event, body and id on every attempt.
+          assert.deepStrictEqual(
+            stub.sent.map((request) => [request.headers["webhook-id"], request.body]),
+            Array(3).fill([delivery!.event_id, store.events.get(delivery!.event_id)!.body])
+          )
+          assert.deepStrictEqual(
+            delivery!.attempt_log.map((attempt) => [attempt.attempt, attempt.status_code, attempt.error]),
+            [
+              [1, 500, "HTTP status 500"],
+              [2, 500, "HTTP status 500"],
+              [3, 500, "HTTP status 500"]
+            ]
+          )
+          assert.deepStrictEqual(
+            [delivery!.attempts, delivery!.last_status_code, delivery!.last_error, delivery!.leased_by],
+            [3, 500, "HTTP status 500", null]
+          )
+        })
+      )
+    })
+  )
+
+  it.effect(
+    "W5, O6: a success ends the retries; the admin retry of a failed delivery attempts it once more at once",
+    () =>
+      Effect.gen(function* () {
+        const { store, organizationId, app } = storeWithApp()
+        const statuses = [503, 200, 500, 202]
+        const stub = stubClient((n) => Effect.succeed(statuses[n] ?? 500))
+        yield* withWorker(
+          store,
+          stub.client,
+          [seconds(1)],
+          Effect.gen(function* () {
+            const [first] = yield* publishEvent(store, envelope(organizationId, "message.created"))
+            yield* settle(() => first!.attempts === 1, "first attempt")
+            // Due after 1-1.2 s; a delay of a second or more is found by the 1 s poll.
+            yield* TestClock.adjust(2_000)
+            yield* settle(() => first!.status === "succeeded", "success at the second attempt")
+            yield* TestClock.adjust(Duration.minutes(10))
+            assert.strictEqual(stub.sent.length, 2)
+
+            const [second] = yield* publishEvent(store, envelope(organizationId, "message.created"))
+            yield* settle(() => second!.attempts === 1, "attempt of the second event")
+            second!.status = "failed"
+            second!.next_attempt_at = null
+            const webhooks = yield* Webhooks.pipe(Effect.provide(Webhooks.layerTest(store)))
+            yield* webhooks.retryDelivery(organizationId, app.id, second!.id)
+            yield* settle(() => second!.status === "succeeded", "the admin retry's attempt, with no time passing")
+            assert.deepStrictEqual(
+              second!.attempt_log.map((attempt) => attempt.status_code),
+              [500, 202]
+            )
+            const listed: ReadonlyArray<Delivery> = JSON.parse(
+              yield* webhooks.listDeliveries(organizationId, app.id, {})
+            )
+            assert.deepStrictEqual(
+              listed.map((delivery) => [delivery.status, delivery.attempts, delivery.last_status_code]),
+              [
+                ["succeeded", 2, 202],
+                ["succeeded", 2, 200]
+              ]
+            )
+          })
+        )
+      })
+  )
+
+  it.effect("W6: at attempt time a private address is refused and recorded on every attempt, and nothing is sent", () =>
+    Effect.gen(function* () {
+      // An app whose URL was checked when it pointed elsewhere.
+      const { store, organizationId } = storeWithApp("http://127.0.0.1:9/hook")
+      const stub = stubClient()
+      yield* withWorker(
+        store,
+        stub.client,
+        [seconds(1)],
+        Effect.gen(function* () {
+          const [delivery] = yield* publishEvent(store, envelope(organizationId, "message.created"))
+          yield* settle(() => delivery!.attempts === 1, "first attempt")
+          // Due after 1-1.2 s; a delay of a second or more is found by the 1 s poll.
+          yield* TestClock.adjust(2_000)
+          yield* settle(() => delivery!.status === "failed", "failed after the schedule")
+          assert.strictEqual(stub.sent.length, 0)
+          assert.deepStrictEqual(
+            delivery!.attempt_log.map((attempt) => [attempt.status_code, attempt.error]),
+            Array(2).fill([
+              null,
+              "Refused: Address 127.0.0.1 is not a public address (private, loopback, link-local or reserved)"
+            ])
+          )
+        })
+      )
+    })
+  )
+})

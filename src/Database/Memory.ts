@@ -137,6 +137,8 @@ export interface MemoryDatabase extends MemoryStore {
   readonly schedules: Array<MemorySchedule>
   /** Every event written, in commit order (W1, W2). */
   readonly events: Array<MemoryEvent>
+  /** One permit: the database's transactions run one at a time ({@link memoryTransaction}). */
+  readonly lock: Semaphore.Semaphore
 }
 
 /** The names of the tables, for snapshots. */
@@ -164,7 +166,8 @@ export const makeMemoryDatabase = (): MemoryDatabase => ({
   receipts: [],
   jobs: [],
   schedules: [],
-  events: []
+  events: [],
+  lock: Semaphore.makeUnsafe(1)
 })
 
 /** The settings of an organization without a row (O6 defaults). */
@@ -197,17 +200,6 @@ const CurrentTransaction = Context.Reference<MemoryDatabase | undefined>("parley
   defaultValue: () => undefined
 })
 
-/** One semaphore per database: its transactions run one at a time. */
-const locks = new WeakMap<MemoryDatabase, Semaphore.Semaphore>()
-const lockOf = (db: MemoryDatabase): Semaphore.Semaphore => {
-  let lock = locks.get(db)
-  if (lock === undefined) {
-    lock = Semaphore.makeUnsafe(1)
-    locks.set(db, lock)
-  }
-  return lock
-}
-
 /** Runs `self`, putting the tables back as they were when it fails, dies or is interrupted. */
 const savepoint = <A, E, R>(db: MemoryDatabase, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
@@ -228,7 +220,7 @@ export const memoryTransaction =
     Effect.flatMap(CurrentTransaction, (current) =>
       current === db
         ? savepoint(db, self)
-        : lockOf(db).withPermits(1)(savepoint(db, Effect.provideService(self, CurrentTransaction, db)))
+        : db.lock.withPermits(1)(savepoint(db, Effect.provideService(self, CurrentTransaction, db)))
     )
 
 /**

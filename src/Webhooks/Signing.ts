@@ -11,19 +11,6 @@ import { Webhook } from "standardwebhooks"
 /** A new signing secret: `whsec_` + base64 of 32 random bytes (W4). */
 export const generateSecret = (): string => `whsec_${crypto.randomBytes(32).toString("base64")}`
 
-const signers = new Map<string, Webhook>()
-
-/** The Standard Webhooks signer of a secret, cached (the key is decoded once). */
-const signerOf = (secret: string): Webhook => {
-  let signer = signers.get(secret)
-  if (signer === undefined) {
-    if (signers.size > 10_000) signers.clear()
-    signer = new Webhook(secret)
-    signers.set(secret, signer)
-  }
-  return signer
-}
-
 /**
  * The Standard Webhooks headers of one attempt (W4): `webhook-id`,
  * `webhook-timestamp` (Unix seconds of `at`), `webhook-signature`.
@@ -31,5 +18,5 @@ const signerOf = (secret: string): Webhook => {
 export const signatureHeaders = (secret: string, eventId: string, at: Date, body: string) => ({
   "webhook-id": eventId,
   "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
-  "webhook-signature": signerOf(secret).sign(eventId, at, body)
+  "webhook-signature": new Webhook(secret).sign(eventId, at, body)
 })

@@ -38,7 +38,7 @@ import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
-import { newId } from "./Shared/Ids.ts"
+import { Ids } from "./Shared/Ids.ts"
 import * as Metrics from "./Telemetry/Metrics.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
@@ -294,6 +294,7 @@ const ErrorShaping = HttpRouter.middleware(
     const config = yield* AppConfig
     const health = yield* DatabaseHealth
     const draining = yield* Draining
+    const { newId } = yield* Ids
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const tooLarge = Effect.succeed(detail(413, "Request body too large", { connection: "close" }))
     return (httpEffect) =>
@@ -307,7 +308,7 @@ const ErrorShaping = HttpRouter.middleware(
                 Effect.map(unsupportedMediaType),
                 Effect.catchCause((cause) => shapeFailure(health, request, cause))
               )
-        const requestId = requestIdOf(request.headers["x-request-id"])
+        const requestId = requestIdOf(request.headers["x-request-id"], newId)
         return Effect.map(response, (sent) =>
           HttpServerResponse.setHeaders(
             sent,
@@ -332,8 +333,8 @@ const ErrorShaping = HttpRouter.middleware(
 /** A request id as clients may send it (O8): 1-200 visible ASCII characters. */
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 
-/** O8: the request's own `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7. */
-const requestIdOf = (header: string | undefined): string =>
+/** O8: the request's own `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7 of `newId`. */
+const requestIdOf = (header: string | undefined, newId: () => string): string =>
   header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : newId()
 
 /** `/healthz` (process alive) and `/readyz` (database reachable, migrations applied) (O4). */
@@ -416,11 +417,14 @@ export const serveOptions = { disableLogger: true, routerConfig: { maxParamLengt
 /**
  * A Node HTTP server: keep-alive longer than common load balancers' idle
  * timeouts, and request heads up to 128 KiB so a batch export of 1000 ids in
- * the query string (D14) fits.
+ * the query string (D14) fits. Requests its parser refuses are answered with a
+ * request id of `newId`.
  */
-export const createHttpServer = () => {
+export const createHttpServer = (newId: () => string) => {
   const server = createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
-  server.on("clientError", answerUnparsable)
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex) =>
+    answerUnparsable(error, socket, newId)
+  )
   return server
 }
 
@@ -435,7 +439,7 @@ const unparsable: Record<string, readonly [number, string, string]> = {
  * malformed request line) with the `{detail}` body and request id every other
  * answer has ("Errors", O8), instead of Node's bare status line.
  */
-const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex) => {
+const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex, newId: () => string) => {
   if (error.code === "ECONNRESET" || !socket.writable) {
     socket.destroy()
     return
@@ -479,6 +483,7 @@ const DrainOnShutdown = Layer.effectDiscard(
 export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
+    const { newId } = yield* Ids
     // O1: a worker process answers only /healthz and /readyz, for its orchestrator's probes.
     return HttpRouter.serve(
       config.role === "worker" ? Layer.merge(HealthRoutes, ErrorShaping) : AllRoutes,
@@ -487,7 +492,7 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(ServerSpanNamesLive),
       Layer.merge(DrainOnShutdown),
       Layer.provide(
-        NodeHttpServer.layer(createHttpServer, {
+        NodeHttpServer.layer(() => createHttpServer(newId), {
           port: config.port,
           host: config.host,
           gracefulShutdownTimeout: "10 seconds"

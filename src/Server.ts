@@ -23,6 +23,7 @@ import { Models } from "./Runtime/Models.ts"
 import { Runtime } from "./Runtime/Runtime.ts"
 import { SessionsRepo } from "./Sessions/Repo.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
+import { Ids } from "./Shared/Ids.ts"
 import { GaugeSamplerLive } from "./Telemetry/Metrics.ts"
 import * as Telemetry from "./Telemetry/Telemetry.ts"
 import { WebhooksRepo } from "./Webhooks/Repo.ts"
@@ -41,7 +42,8 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
     Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
     Assistants.layer
-  )
+    // One generator for the whole application (O2): its ids share one order.
+  ).pipe(Layer.provideMerge(Ids.layer))
   const domain = Layer.mergeAll(
     Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
     Export.layer,

@@ -19,8 +19,9 @@ import * as Database from "./Database/Database.ts"
 import type { ValidationIssue } from "./Domain/Errors.ts"
 import { reportFatal } from "./Fatal.ts"
 import { AppLive, DatabaseLive } from "./Server.ts"
+import { Ids } from "./Shared/Ids.ts"
 
-const AdminLive = Admin.layer.pipe(Layer.provide(AdminRepo.layer), Layer.provide(DatabaseLive))
+const AdminLive = Admin.layer.pipe(Layer.provide([AdminRepo.layer, Ids.layer]), Layer.provide(DatabaseLive))
 
 /** Quiet logs on stderr for one-shot commands, so stdout stays machine-readable. */
 const QuietLogging = Layer.merge(

@@ -21,6 +21,7 @@ import { SqlClient } from "effect/sql"
 import { AdminRepo } from "../../src/Admin/Repo.ts"
 import * as Database from "../../src/Database/Database.ts"
 import { MessagesRepo } from "../../src/Messages/Repo.ts"
+import { Ids } from "../../src/Shared/Ids.ts"
 import { apiKeyLookupSql, insertMessageSql } from "../baseline/sql.ts"
 import { makeCleanup } from "../lib/cleanup.ts"
 import {
@@ -73,6 +74,7 @@ const checkSameSql = async (url: string) => {
     }).pipe(
       Effect.provide(
         Layer.mergeAll(MessagesRepo.layer, AdminRepo.layer).pipe(
+          Layer.provide(Ids.layer),
           Layer.provideMerge(Database.clientLayer(Redacted.make(url), 1))
         )
       )

@@ -8,7 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Agent } from "../Domain/Agent.ts"
 import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import type { AdminStore } from "./MemoryRepo.ts"
 import { AdminRepo } from "./Repo.ts"
 
@@ -67,11 +67,12 @@ export class Admin extends Context.Service<
     ): Effect.Effect<Settings, OrganizationNotFound | AgentNotFound>
   }
 >()("parley/Admin") {
-  /** The service; requires `AdminRepo`. */
+  /** The service; requires `AdminRepo` and `Ids`. */
   static readonly layer = Layer.effect(
     Admin,
     Effect.gen(function* () {
       const repo = yield* AdminRepo
+      const { newId } = yield* Ids
 
       const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
         const organization = yield* repo.findOrganization(organizationId)
@@ -197,5 +198,6 @@ export class Admin extends Context.Service<
    * The service over the in-memory repository (`AdminRepo.layerTest(store)`),
    * the repository included for tests to inspect: no database (issue 13 item 8).
    */
-  static readonly layerTest = (store?: AdminStore) => Admin.layer.pipe(Layer.provideMerge(AdminRepo.layerTest(store)))
+  static readonly layerTest = (store?: AdminStore) =>
+    Admin.layer.pipe(Layer.provideMerge(AdminRepo.layerTest(store)), Layer.provideMerge(Ids.layer))
 }

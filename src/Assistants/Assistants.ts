@@ -24,7 +24,7 @@ import {
   NoPublishedVersion
 } from "../Domain/AssistantErrors.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { MAIN, makeAccess } from "./Access.ts"
 import type { CreateAssistantPayload, MigrateAnswer, RuntimeAnswer } from "./Api.ts"
 import { Branches } from "./Branches.ts"
@@ -73,12 +73,12 @@ export class Assistants extends Context.Service<
     ) => Effect.Effect<typeof MigrateAnswer.Type, AssistantNotFound | AssistantAlreadyVersioned>
   }
 >()("parley/Assistants") {
-  /** `Assistants` alone; requires `AssistantsRepo`. */
+  /** `Assistants` alone; requires `AssistantsRepo` and `Ids`. */
   static readonly layerNoDeps = Layer.effect(
     Assistants,
     Effect.gen(function* () {
       const repo = yield* AssistantsRepo
-      return Assistants.of(makeAssistants(repo, yield* makeSnapshots(repo)))
+      return Assistants.of(makeAssistants(repo, yield* makeSnapshots(repo), (yield* Ids).newId))
     })
   )
 
@@ -89,7 +89,10 @@ export class Assistants extends Context.Service<
   static readonly layer = Assistants.layerDomain.pipe(Layer.provide(AssistantsRepo.layer))
 
   /** The whole domain in memory (`AssistantsRepo.layerTest`), the repository included for tests to inspect. */
-  static readonly layerTest = Assistants.layerDomain.pipe(Layer.provideMerge(AssistantsRepo.layerTest))
+  static readonly layerTest = Assistants.layerDomain.pipe(
+    Layer.provideMerge(AssistantsRepo.layerTest),
+    Layer.provideMerge(Ids.layer)
+  )
 }
 
 /** The key of a commit's snapshot in the cache. */
@@ -115,7 +118,8 @@ const makeSnapshots = (repo: AssistantsRepo["Service"]) =>
 
 const makeAssistants = (
   repo: AssistantsRepo["Service"],
-  snapshots: Cache.Cache<string, Snapshot, SqlError.SqlError>
+  snapshots: Cache.Cache<string, Snapshot, SqlError.SqlError>,
+  newId: () => string
 ): Assistants["Service"] => {
   const access = makeAccess(repo)
 

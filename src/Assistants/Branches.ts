@@ -18,7 +18,7 @@ import {
   NothingToPublish
 } from "../Domain/AssistantErrors.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { type BranchAccessError, MAIN, makeAccess } from "./Access.ts"
 import type {
   BranchNamePayload,
@@ -131,16 +131,16 @@ export class Branches extends Context.Service<
     ) => Effect.Effect<typeof DiffAnswer.Type, BranchAccessError>
   }
 >()("parley/Assistants/Branches") {
-  /** Requires `AssistantsRepo`. */
+  /** Requires `AssistantsRepo` and `Ids`. */
   static readonly layer = Layer.effect(
     Branches,
     Effect.gen(function* () {
-      return Branches.of(makeBranches(yield* AssistantsRepo))
+      return Branches.of(makeBranches(yield* AssistantsRepo, (yield* Ids).newId))
     })
   )
 }
 
-const makeBranches = (repo: AssistantsRepo["Service"]): Branches["Service"] => {
+const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Branches["Service"] => {
   const access = makeAccess(repo)
 
   /** A new branch with HEAD `head` and the draft of branch `draftFrom`, or of `head` when null. */

@@ -26,7 +26,7 @@ import type { Content } from "../Domain/Content.ts"
 import type { EventType } from "../Domain/Event.ts"
 import type { DeliveryStatus, MessageRole } from "../Domain/Message.ts"
 import type { MemoryJob, MemorySchedule, MemorySession, MemoryStore } from "../Replies/MemoryRepo.ts"
-import { newId } from "../Shared/Ids.ts"
+import { makeIdGenerator } from "../Shared/Ids.ts"
 
 /** An agent (admin API, O6): AI agents have an `assistant_id`, human ones a `profile_id`. */
 export interface MemoryAgent {
@@ -167,7 +167,8 @@ export const makeMemoryDatabase = (): MemoryDatabase => ({
   jobs: [],
   schedules: [],
   events: [],
-  lock: Semaphore.makeUnsafe(1)
+  lock: Semaphore.makeUnsafe(1),
+  newId: makeIdGenerator()
 })
 
 /** The settings of an organization without a row (O6 defaults). */
@@ -253,7 +254,7 @@ export const recordEvent = (
   }
 ): void => {
   db.events.push({
-    id: event.id ?? newId(),
+    id: event.id ?? db.newId(),
     timestamp: Math.floor(event.now.getTime() / 1000),
     type: event.type,
     organization_id: event.organizationId,

@@ -24,7 +24,7 @@ import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Dom
 import { validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
 import { Sessions, threadFor } from "../Sessions/Sessions.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"
@@ -105,11 +105,12 @@ export class Ingest extends Context.Service<
     ): Effect.Effect<IngestResponse, AgentNotFound | InvalidContentType | ValidationFailed>
   }
 >()("parley/Ingest") {
-  /** Requires `IngestRepo`, `Sessions` and `Replies`. */
+  /** Requires `IngestRepo`, `Sessions`, `Replies` and `Ids`. */
   static readonly layer = Layer.effect(
     Ingest,
     Effect.gen(function* () {
       const repo = yield* IngestRepo
+      const { newId } = yield* Ids
       const sessions = yield* Sessions
       const replies = yield* Replies
 
@@ -185,7 +186,7 @@ export class Ingest extends Context.Service<
             id: newSessionId,
             agentId: agent?.id ?? null,
             agentType: agent?.type ?? null,
-            threadId: threadFor(agent, null)
+            threadId: threadFor(agent, null, newId)
           }
           messageId = yield* repo.open({
             id: target.id,
@@ -306,6 +307,8 @@ export class Ingest extends Context.Service<
    */
   static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
     Ingest.layer.pipe(
-      Layer.provideMerge(Layer.mergeAll(IngestRepo.layerTest(db), Sessions.layerTest(db), Replies.layerTest(db)))
+      Layer.provideMerge(
+        Layer.mergeAll(IngestRepo.layerTest(db), Sessions.layerTest(db), Replies.layerTest(db), Ids.layerWith(db.newId))
+      )
     )
 }

@@ -19,7 +19,6 @@ import {
 import type { Content } from "../Domain/Content.ts"
 import type { Message, MessageRole } from "../Domain/Message.ts"
 import { sessionOf } from "../Sessions/MemoryRepo.ts"
-import { newId } from "../Shared/Ids.ts"
 import type { DeliveryFields, MessagesRepo } from "./Repo.ts"
 
 /** The Message of a row as the wire has it (`Database/Json.ts` `messageJson`), members in the schema's order. */
@@ -124,7 +123,7 @@ export const makeMemoryRepo = (db: MemoryDatabase): MessagesRepo["Service"] => {
         const row = insertMessage(
           db,
           {
-            id: newId(),
+            id: db.newId(),
             organizationId,
             sessionId: session.id,
             conversationId: session.conversation_id,

@@ -19,7 +19,7 @@ import { isUuid } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Message.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { makeMemoryRepo } from "./MemoryRepo.ts"
 
@@ -164,8 +164,9 @@ SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
 const decodeMessage = Schema.decodeUnknownEffect(Message)
 const decodeMessages = Schema.decodeUnknownEffect(Schema.Array(Message))
 
-const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient> = Effect.gen(function* () {
+const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient | Ids> = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
+  const { newId } = yield* Ids
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
   /** message.updated when a delivery field changed (W1): `m` the row after the change, `before` the row before. */
   const updatedEvents = sql.literal(
@@ -375,7 +376,7 @@ export class MessagesRepo extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<HistoryEntry>, SqlError.SqlError>
   }
 >()("parley/Messages/MessagesRepo") {
-  /** Over PostgreSQL. Requires `PgClient`. */
+  /** Over PostgreSQL. Requires `PgClient` and `Ids`. */
   static readonly layer = Layer.effect(MessagesRepo, makeRepo)
   /**
    * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast

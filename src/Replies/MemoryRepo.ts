@@ -8,7 +8,7 @@
  */
 import { Clock, Effect } from "effect"
 import type { JsonObject } from "../Domain/Common.ts"
-import { newId } from "../Shared/Ids.ts"
+import { makeIdGenerator } from "../Shared/Ids.ts"
 import type { NewJob, RepliesRepo } from "./Repo.ts"
 import { replyRefusal } from "./Rules.ts"
 
@@ -54,10 +54,17 @@ export interface MemoryStore {
   readonly sessions: Map<string, MemorySession>
   readonly jobs: Array<MemoryJob>
   readonly schedules: Array<MemorySchedule>
+  /** The store's id generator: the ids its repositories make, and the `Ids` of test layers over it. */
+  readonly newId: () => string
 }
 
 /** An empty store. */
-export const makeMemoryStore = (): MemoryStore => ({ sessions: new Map(), jobs: [], schedules: [] })
+export const makeMemoryStore = (): MemoryStore => ({
+  sessions: new Map(),
+  jobs: [],
+  schedules: [],
+  newId: makeIdGenerator()
+})
 
 /** The wire JSON of a schedule (D15), as the SQL repository builds it. */
 const scheduleJson = (schedule: MemorySchedule) => ({
@@ -91,7 +98,7 @@ export const makeMemoryRepo = (store: MemoryStore): RepliesRepo["Service"] => {
     const pending = store.jobs.find((candidate) => candidate.session_id === sessionId)
     if (pending === undefined) {
       store.jobs.push({
-        id: newId(),
+        id: store.newId(),
         organization_id: job.organizationId,
         session_id: sessionId,
         due_at: job.dueAt,
@@ -130,7 +137,7 @@ export const makeMemoryRepo = (store: MemoryStore): RepliesRepo["Service"] => {
     insertSchedule: (schedule) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const stored: MemorySchedule = {
-          id: newId(),
+          id: store.newId(),
           organization_id: schedule.organizationId,
           session_id: schedule.sessionId,
           scheduled_for: schedule.scheduledFor,

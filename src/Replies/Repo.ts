@@ -13,7 +13,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Statement } from "effect/sql"
 import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { type MemoryStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
 import type { ReplyState } from "./Rules.ts"
 
@@ -79,6 +79,7 @@ export interface NewJob {
 
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
+  const { newId } = yield* Ids
   const scheduleJsonFragment = sql.literal(scheduleJson("ss"))
   const sessionJsonFragment = sql.literal(sessionJson("s2", "a2"))
 
@@ -394,7 +395,7 @@ const makeRepo = Effect.gen(function* () {
 export class RepliesRepo extends Context.Service<RepliesRepo, Effect.Success<typeof makeRepo>>()(
   "parley/Replies/RepliesRepo"
 ) {
-  /** Over PostgreSQL. Requires `PgClient`. */
+  /** Over PostgreSQL. Requires `PgClient` and `Ids`. */
   static readonly layer = Layer.effect(RepliesRepo, makeRepo)
   /**
    * In memory over `store` (`MemoryRepo.ts`), for fast tests of the `Replies`

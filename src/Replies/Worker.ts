@@ -30,7 +30,7 @@ import { Messages } from "../Messages/Messages.ts"
 import * as RunFailure from "../Runtime/RunFailure.ts"
 import { diedOutcome, type RunCompletion, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import { type ClaimedJob, type ClaimedSchedule, RepliesRepo, repliesChannel } from "./Repo.ts"
@@ -71,7 +71,7 @@ const makeWorker = Effect.gen(function* () {
   const runtime = yield* Runtime
   const messages = yield* Messages
   const pg = yield* PgClient.PgClient
-  const workerId = newId()
+  const workerId = (yield* Ids).newId()
 
   let inFlight = 0
   let stopping = false

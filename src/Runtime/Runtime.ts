@@ -28,7 +28,7 @@ import { isUnavailable } from "../Database/Health.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { Models } from "./Models.ts"
 import { RuntimeRepo } from "./Repo.ts"
@@ -142,6 +142,7 @@ export class Runtime extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       const repo = yield* RuntimeRepo
+      const { newId } = yield* Ids
       const models = yield* Models
       const assistants = yield* Assistants
       const messages = yield* Messages

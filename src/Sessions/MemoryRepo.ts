@@ -27,7 +27,6 @@ import {
 import type { Agent } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Session } from "../Domain/Session.ts"
-import { newId } from "../Shared/Ids.ts"
 import type { SessionsRepo } from "./Repo.ts"
 
 /** The agent `agentId` of the database as the wire has it (spec "Agent"), or null. */
@@ -322,7 +321,7 @@ export const makeMemoryRepo = (db: MemoryDatabase): SessionsRepo["Service"] => {
         const { conversation } = conversationFor(
           db,
           {
-            id: newId(),
+            id: db.newId(),
             organizationId: row.organizationId,
             contactId: row.contactId,
             channelType: "",

@@ -20,7 +20,7 @@ import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
 import { Session, type SessionStatus } from "../Domain/Session.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { makeMemoryRepo } from "./MemoryRepo.ts"
 
@@ -232,8 +232,9 @@ const sessionEventsStatement = fixedStatement(
 
 const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(Session))
 
-const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient> = Effect.gen(function* () {
+const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient | Ids> = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
+  const { newId } = yield* Ids
   const sessionColumns = sql.literal(columnsOf(sessionMembers("s", "a")))
 
   /** The agent `agentId` of the organization, if any (D6). */
@@ -460,7 +461,7 @@ export class SessionsRepo extends Context.Service<
     readonly isIdle: (sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
   }
 >()("parley/Sessions/SessionsRepo") {
-  /** Over PostgreSQL. Requires `PgClient`. */
+  /** Over PostgreSQL. Requires `PgClient` and `Ids`. */
   static readonly layer = Layer.effect(SessionsRepo, makeRepo)
   /**
    * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast

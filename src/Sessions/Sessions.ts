@@ -20,7 +20,7 @@ import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { Session, SessionStatus } from "../Domain/Session.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { type RunState, type SessionEvent, type SessionSearch, type SessionState, SessionsRepo } from "./Repo.ts"
 
 /** Body of POST /sessions. */
@@ -72,9 +72,9 @@ const closeEvents = (reason: CloseReason): ReadonlyArray<SessionEvent> => {
 
 /**
  * D7: the thread of a session getting `agent` while it has `thread`: kept once
- * set, a new id when the session first gets an AI agent, else none.
+ * set, a new id (of `newId`) when the session first gets an AI agent, else none.
  */
-export const threadFor = (agent: AgentRef | null, thread: string | null): string | null =>
+export const threadFor = (agent: AgentRef | null, thread: string | null, newId: () => string): string | null =>
   thread ?? (agent?.type === "ai" ? newId() : null)
 
 /** The sessions service (see module docs). Unknown or foreign sessions fail with SessionNotFound (D1). */
@@ -139,6 +139,7 @@ export class Sessions extends Context.Service<
     Sessions,
     Effect.gen(function* () {
       const repo = yield* SessionsRepo
+      const { newId } = yield* Ids
 
       /** The session as committed; it exists (the caller just wrote it). */
       const current = (organizationId: string, sessionId: string) =>
@@ -157,7 +158,7 @@ export class Sessions extends Context.Service<
         agent: AgentRef | null
       ) =>
         Effect.gen(function* () {
-          const threadId = threadFor(agent, session.threadId)
+          const threadId = threadFor(agent, session.threadId, newId)
           yield* repo.update(session.id, { agentId: agent?.id ?? null, threadId })
           yield* repo.writeEvents(session.id, [{ type: "session.transferred" }])
           return { agentId: agent?.id ?? null, threadId }
@@ -204,7 +205,7 @@ export class Sessions extends Context.Service<
             organizationId,
             contactId: input.contact_id,
             contactName: input.contact_name,
-            threadId: threadFor(agent, null),
+            threadId: threadFor(agent, null, newId),
             status: input.status ?? "open",
             agentId: agent?.id ?? null,
             metadata: input.metadata ?? {}
@@ -331,5 +332,5 @@ export class Sessions extends Context.Service<
    * the repository included), for fast tests: no database.
    */
   static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Sessions.layer.pipe(Layer.provideMerge(SessionsRepo.layerTest(db)))
+    Sessions.layer.pipe(Layer.provideMerge(SessionsRepo.layerTest(db)), Layer.provideMerge(Ids.layerWith(db.newId)))
 }

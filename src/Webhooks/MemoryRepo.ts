@@ -14,7 +14,7 @@
 import { Clock, Effect } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
-import { newId } from "../Shared/Ids.ts"
+import { makeIdGenerator } from "../Shared/Ids.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
 import type { ClaimedDelivery, NewApp, WebhooksRepo } from "./Repo.ts"
 
@@ -86,6 +86,8 @@ export interface WebhooksStore {
   readonly deliveries: Map<string, MemoryDelivery>
   /** Who listens on the deliveries channel: called at every notification. */
   readonly listeners: Set<() => void>
+  /** The store's id generator: the ids its repository makes, and the `Ids` of test layers over it. */
+  readonly newId: () => string
 }
 
 /** An empty store. */
@@ -94,7 +96,8 @@ export const makeMemoryStore = (): WebhooksStore => ({
   apps: new Map(),
   events: new Map(),
   deliveries: new Map(),
-  listeners: new Set()
+  listeners: new Set(),
+  newId: makeIdGenerator()
 })
 
 /** A moment as PostgreSQL answers it through `isoTimestamp` (microseconds). */
@@ -152,7 +155,7 @@ export const publishEvent = (store: WebhooksStore, event: MemoryEvent) =>
     for (const app of store.apps.values()) {
       if (app.organization_id !== event.organization_id || !app.enabled || !app.events.includes(event.type)) continue
       const delivery: MemoryDelivery = {
-        id: newId(),
+        id: store.newId(),
         organization_id: event.organization_id,
         app_id: app.id,
         event_id: event.id,

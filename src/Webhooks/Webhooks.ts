@@ -16,10 +16,10 @@ import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { EventType } from "../Domain/Event.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
 import type { App, Delivery, DeliveryStatus } from "./Api.ts"
-import type { WebhooksStore } from "./MemoryRepo.ts"
+import { makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret } from "./Signing.ts"
 
@@ -92,12 +92,13 @@ export class Webhooks extends Context.Service<
     ): Effect.Effect<void, OrganizationNotFound | AppNotFound | DeliveryNotFound>
   }
 >()("parley/Webhooks") {
-  /** The service; requires `WebhooksRepo` and `AppConfig`. */
+  /** The service; requires `WebhooksRepo`, `AppConfig` and `Ids`. */
   static readonly layer = Layer.effect(
     Webhooks,
     Effect.gen(function* () {
       const repo = yield* WebhooksRepo
       const config = yield* AppConfig
+      const { newId } = yield* Ids
       const resolveHost = yield* HostResolver
 
       const requireOrganization = Effect.fnUntraced(function* (organizationId: string) {
@@ -205,9 +206,10 @@ export class Webhooks extends Context.Service<
    * configuration's defaults with `options.allowPrivateNetworkTargets`
    * (issue 13 item 8).
    */
-  static readonly layerTest = (store?: WebhooksStore, options: WebhooksTestOptions = {}) =>
+  static readonly layerTest = (store: WebhooksStore = makeMemoryStore(), options: WebhooksTestOptions = {}) =>
     Webhooks.layer.pipe(
       Layer.provideMerge(WebhooksRepo.layerTest(store)),
+      Layer.provideMerge(Ids.layerWith(store.newId)),
       Layer.provide(AppConfig.layerWith({ allowPrivateNetworkTargets: options.allowPrivateNetworkTargets ?? false })),
       Layer.provide(Layer.succeed(HostResolver, options.resolveHost ?? noDns))
     )

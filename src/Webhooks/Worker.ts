@@ -32,7 +32,7 @@ import { HttpClient, HttpClientRequest } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../Config.ts"
 import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
 import { stopWorker } from "../Database/Workers.ts"
-import { newId } from "../Shared/Ids.ts"
+import { Ids } from "../Shared/Ids.ts"
 import { describeOutboundFailure, guardedHttpClient, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
@@ -196,7 +196,7 @@ const makeWorker = Effect.gen(function* () {
   const repo = yield* WebhooksRepo
   const config = yield* AppConfig
   const client = yield* HttpClient.HttpClient
-  const workerId = newId()
+  const workerId = (yield* Ids).newId()
   const timeoutMs = Duration.toMillis(config.webhookTimeout)
   const leaseMs = timeoutMs + LEASE_MARGIN_MS
   const schedule = config.webhookRetrySchedule
@@ -363,5 +363,6 @@ export const webhookWorkerTest = (
     Layer.provide(WebhooksRepo.layerTest(store)),
     Layer.provide(Layer.succeed(HttpClient.HttpClient, client)),
     Layer.provide(AppConfig.layerWith(overrides)),
-    Layer.provide(noOutage)
+    Layer.provide(noOutage),
+    Layer.provide(Ids.layerWith(store.newId))
   )

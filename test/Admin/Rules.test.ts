@@ -11,7 +11,10 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { Admin, hashToken } from "../../src/Admin/Admin.ts"
 import { type AdminStore, makeMemoryStore } from "../../src/Admin/MemoryRepo.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 /** Runs `f` with a fresh store and the Admin service over it. */
 const withAdmin = <A, E>(f: (admin: Admin["Service"], store: AdminStore) => Effect.Effect<A, E>) => {

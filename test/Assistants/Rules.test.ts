@@ -9,6 +9,7 @@ import { Context, Effect, Layer, Ref } from "effect"
 import { Assistants } from "../../src/Assistants/Assistants.ts"
 import { makeMemoryRepo } from "../../src/Assistants/MemoryRepo.ts"
 import { AssistantsRepo } from "../../src/Assistants/Repo.ts"
+import { Ids } from "../../src/Shared/Ids.ts"
 import { llm, tool } from "../support/AssistantItems.ts"
 import { memoryAssistant } from "../support/AssistantsMemory.ts"
 
@@ -29,6 +30,7 @@ class CommitLoads extends Context.Service<CommitLoads, Ref.Ref<number>>()("test/
 
 /** The in-memory domain over a repository that counts `commitFiles` calls. */
 const countingDomain = Assistants.layerDomain.pipe(
+  Layer.provideMerge(Ids.layer),
   Layer.provideMerge(
     Layer.effect(
       AssistantsRepo,

@@ -13,7 +13,10 @@ import { ExportQuery } from "../../src/Export/Api.ts"
 import { Export } from "../../src/Export/Export.ts"
 import { type ExportRecord, type ExportStore, makeMemoryStore } from "../../src/Export/MemoryRepo.ts"
 import type { WireRow } from "../../src/Export/Repo.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 const ORG = newId()
 

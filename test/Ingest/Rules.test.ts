@@ -15,8 +15,11 @@ import { type MemoryDatabase, makeMemoryDatabase, snapshotTables } from "../../s
 import { isUuid, MAX_METADATA_BYTES } from "../../src/Domain/Common.ts"
 import type { IngestPayload } from "../../src/Ingest/Api.ts"
 import { Ingest } from "../../src/Ingest/Ingest.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { addAgent, eventLog, eventTypes, objectOf, setSettings } from "../support/MemoryDatabase.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 const ORG = newId()
 

@@ -14,8 +14,11 @@ import type { DeliveryStatus } from "../../src/Domain/Message.ts"
 import { SearchMessagesPayload } from "../../src/Messages/Api.ts"
 import { Messages, nextDeliveryStatus } from "../../src/Messages/Messages.ts"
 import { Sessions } from "../../src/Sessions/Sessions.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { eventTypes } from "../support/MemoryDatabase.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 const ORG = newId()
 

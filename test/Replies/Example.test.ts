@@ -7,18 +7,17 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { makeMemoryStore } from "../../src/Replies/MemoryRepo.ts"
 import { Replies } from "../../src/Replies/Replies.ts"
-import { newId } from "../../src/Shared/Ids.ts"
 
 it.effect("R1: a second trigger within the debounce window moves the due time", () => {
   const store = makeMemoryStore()
-  const org = newId()
+  const org = store.newId()
   const session = {
-    id: newId(),
+    id: store.newId(),
     organization_id: org,
     status: "open",
-    agent_id: newId(),
+    agent_id: store.newId(),
     agent_type: "ai",
-    thread_id: newId()
+    thread_id: store.newId()
   } as const
   store.sessions.set(session.id, session)
   return Effect.gen(function* () {

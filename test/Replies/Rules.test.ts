@@ -19,7 +19,10 @@ import {
 import { type MemorySession, type MemoryStore, makeMemoryStore } from "../../src/Replies/MemoryRepo.ts"
 import { Replies } from "../../src/Replies/Replies.ts"
 import { NOTIFY_WITHIN_MS, replyDue, replyRefusal } from "../../src/Replies/Rules.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 const ORG = newId()
 

@@ -15,8 +15,11 @@ import { isUuid } from "../../src/Domain/Common.ts"
 import { Messages } from "../../src/Messages/Messages.ts"
 import { Replies } from "../../src/Replies/Replies.ts"
 import { type CloseReason, Sessions, threadFor } from "../../src/Sessions/Sessions.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { addAgent, eventLog, objectOf, setSettings } from "../support/MemoryDatabase.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 const ORG = newId()
 
@@ -44,12 +47,12 @@ describe("threadFor (D7)", () => {
   it("D7: a new thread only when a session without one gets an AI agent; a thread once set is kept", () => {
     const ai = { id: newId(), type: "ai" } as const
     const human = { id: newId(), type: "human" } as const
-    assert.isNull(threadFor(null, null))
-    assert.isNull(threadFor(human, null))
-    const made = threadFor(ai, null)
+    assert.isNull(threadFor(null, null, newId))
+    assert.isNull(threadFor(human, null, newId))
+    const made = threadFor(ai, null, newId)
     assert.isTrue(made !== null && isUuid(made))
-    assert.notStrictEqual(threadFor(ai, null), made)
-    for (const agent of [ai, human, null]) assert.strictEqual(threadFor(agent, "thread-1"), "thread-1")
+    assert.notStrictEqual(threadFor(ai, null, newId), made)
+    for (const agent of [ai, human, null]) assert.strictEqual(threadFor(agent, "thread-1", newId), "thread-1")
   })
 })
 

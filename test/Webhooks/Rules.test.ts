@@ -15,7 +15,7 @@ import { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import { Webhook } from "standardwebhooks"
 import type { EventType } from "../../src/Domain/Event.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { type ResolveHost, TargetRefused } from "../../src/Shared/Ssrf.ts"
 import type { Delivery } from "../../src/Webhooks/Api.ts"
 import { type MemoryApp, makeMemoryStore, publishEvent, type WebhooksStore } from "../../src/Webhooks/MemoryRepo.ts"
@@ -23,6 +23,9 @@ import type { ClaimedDelivery } from "../../src/Webhooks/Repo.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
 import { Webhooks, type WebhooksTestOptions } from "../../src/Webhooks/Webhooks.ts"
 import { attemptVerdict, makeAttempt, retryDelayMs, webhookWorkerTest } from "../../src/Webhooks/Worker.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 /** A public address literal: accepted by the W6 guard with no DNS. */
 const PUBLIC_URL = "https://93.184.215.14/hooks/parley"

@@ -11,7 +11,10 @@ import { Assistants } from "../../src/Assistants/Assistants.ts"
 import { Branches } from "../../src/Assistants/Branches.ts"
 import { Drafts } from "../../src/Assistants/Drafts.ts"
 import { Versions } from "../../src/Assistants/Versions.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 /**
  * A new versioned assistant (no snapshot unless given) with the four services

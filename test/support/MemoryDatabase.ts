@@ -10,7 +10,10 @@ import {
   type MemoryEvent,
   type MemorySettings
 } from "../../src/Database/Memory.ts"
-import { newId } from "../../src/Shared/Ids.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
 /** Adds an agent of `type` to the organization (O6); answers it. */
 export const addAgent = (

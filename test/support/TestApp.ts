@@ -15,6 +15,7 @@ import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import * as Database from "../../src/Database/Database.ts"
 import { AllRoutes, createHttpServer, Draining, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
+import { Ids } from "../../src/Shared/Ids.ts"
 import { FileDatabase, TestDatabaseUrl } from "./Database.ts"
 
 /** The admin token of test servers. */
@@ -167,7 +168,13 @@ export const TestApp = (
     Layer.provideMerge(
       HttpRouter.serve(AllRoutes, { ...serveOptions, disableListenLog: true }).pipe(
         Layer.provide([ServerSpanNamesLive, Draining.layer]),
-        Layer.provideMerge(NodeHttpServer.layer(createHttpServer, { port: 0, host: "127.0.0.1" }))
+        Layer.provideMerge(
+          Layer.unwrap(
+            Effect.map(Effect.service(Ids), ({ newId }) =>
+              NodeHttpServer.layer(() => createHttpServer(newId), { port: 0, host: "127.0.0.1" })
+            )
+          )
+        )
       )
     ),
     Layer.provideMerge(services),

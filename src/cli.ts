@@ -79,8 +79,8 @@ const keyCreate = Command.make(
   },
   Effect.fn(function* ({ org, name, expiresAt }) {
     const key = yield* (yield* Admin).createApiKey(org, {
-      name: Option.getOrUndefined(name),
-      expiresAt: Option.getOrNull(expiresAt)
+      name: Option.getOrNull(name),
+      expires_at: Option.getOrNull(Option.map(expiresAt, (date) => date.toISOString()))
     })
     yield* show(key)
   })
@@ -108,8 +108,8 @@ const agentCreate = Command.make(
     const agent = yield* (yield* Admin).createAgent(org, {
       name,
       type,
-      assistant_id: Option.getOrUndefined(assistantId),
-      profile_id: Option.getOrUndefined(profileId)
+      ...Option.match(assistantId, { onNone: () => ({}), onSome: (id) => ({ assistant_id: id }) }),
+      ...Option.match(profileId, { onNone: () => ({}), onSome: (id) => ({ profile_id: id }) })
     })
     yield* show(agent)
   })

@@ -9,6 +9,7 @@ import type { Agent } from "../Domain/Agent.ts"
 import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { Ids } from "../Shared/Ids.ts"
+import type { CreateAgentPayload, CreateApiKeyPayload, UpdateSettingsPayload } from "./Api.ts"
 import type { AdminStore } from "./MemoryRepo.ts"
 import { AdminRepo } from "./Repo.ts"
 
@@ -21,20 +22,11 @@ export const generateToken = (): string => `${TOKEN_PREFIX}${crypto.randomBytes(
 /** SHA-256 of a token, as stored (tokens themselves are never stored). */
 export const hashToken = (token: string): Uint8Array => crypto.createHash("sha256").update(token, "utf8").digest()
 
-/** Body of POST /organizations/{id}/agents (O6). */
-export interface CreateAgent {
-  readonly name: string
-  readonly type: "ai" | "human"
-  readonly assistant_id?: string | undefined
-  readonly profile_id?: string | undefined
-}
+/** Body of POST /organizations/{id}/agents (O6), as its schema decodes it (`Api.ts`). */
+export type CreateAgent = typeof CreateAgentPayload.Type
 
-/** Body of PATCH /organizations/{id}/settings: members present are changed. */
-export interface SettingsPatch {
-  readonly reply_debounce_seconds?: number | undefined
-  readonly session_idle_timeout_seconds?: number | null | undefined
-  readonly default_agent_id?: string | null | undefined
-}
+/** Body of PATCH /organizations/{id}/settings (O6): members present are changed. */
+export type SettingsPatch = typeof UpdateSettingsPayload.Type
 
 const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })
 
@@ -44,10 +36,14 @@ export class Admin extends Context.Service<
   {
     createOrganization(name: string): Effect.Effect<Organization>
     getOrganization(organizationId: string): Effect.Effect<Organization, OrganizationNotFound>
-    /** A new key; the token appears only in this answer. `expiresAt` null = never. */
+    /**
+     * POST /organizations/{id}/api-keys (O6): a new key; the token appears only
+     * in this answer. `expires_at` (ISO 8601, kept to the microsecond) null or
+     * absent = never. Fails with OrganizationNotFound.
+     */
     createApiKey(
       organizationId: string,
-      options: { readonly name?: string | undefined; readonly expiresAt?: Date | null | undefined }
+      payload: typeof CreateApiKeyPayload.Type
     ): Effect.Effect<ApiKeyCreated, OrganizationNotFound>
     /** Revokes a key at once. Fails with OrganizationNotFound, ApiKeyNotFound (404). */
     revokeApiKey(organizationId: string, keyId: string): Effect.Effect<void, OrganizationNotFound | ApiKeyNotFound>
@@ -90,21 +86,18 @@ export class Admin extends Context.Service<
       )
 
       const createApiKey = Effect.fn("Admin.createApiKey")(
-        function* (
-          organizationId: string,
-          options: { readonly name?: string | undefined; readonly expiresAt?: Date | null | undefined }
-        ) {
+        function* (organizationId: string, payload: typeof CreateApiKeyPayload.Type) {
           yield* requireOrganization(organizationId)
           const id = newId()
           const token = generateToken()
           const row = yield* repo.insertApiKey({
             id,
             organizationId,
-            name: options.name ?? null,
+            name: payload.name ?? null,
             tokenHash: hashToken(token),
-            expiresAt: options.expiresAt ?? null
+            expiresAt: payload.expires_at ?? null
           })
-          return { id, name: options.name ?? null, token, created_at: row.created_at, expires_at: row.expires_at }
+          return { id, name: payload.name ?? null, token, created_at: row.created_at, expires_at: row.expires_at }
         },
         Effect.catchTag("SqlError", Effect.die)
       )

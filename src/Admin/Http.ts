@@ -15,11 +15,7 @@ export const AdminHttp = HttpApiBuilder.group(
     return handlers.handleAll({
       createOrganization: ({ payload }) => admin.createOrganization(payload.name),
       getOrganization: ({ params }) => admin.getOrganization(params.org_id),
-      createApiKey: ({ params, payload }) =>
-        admin.createApiKey(params.org_id, {
-          name: payload.name ?? undefined,
-          expiresAt: payload.expires_at == null ? null : new Date(payload.expires_at)
-        }),
+      createApiKey: ({ params, payload }) => admin.createApiKey(params.org_id, payload),
       revokeApiKey: ({ params }) => admin.revokeApiKey(params.org_id, params.key_id),
       createAgent: ({ params, payload }) => admin.createAgent(params.org_id, payload),
       listAgents: ({ params }) => admin.listAgents(params.org_id),

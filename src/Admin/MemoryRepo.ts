@@ -65,12 +65,12 @@ export const makeMemoryRepo = (store: AdminStore): AdminRepo["Service"] => ({
         name: row.name,
         token_hash: hex(row.tokenHash),
         created_at: new Date(now),
-        expires_at: row.expiresAt,
+        expires_at: row.expiresAt === null ? null : new Date(row.expiresAt),
         revoked_at: null
       })
       return {
         created_at: timestamp(now),
-        expires_at: row.expiresAt === null ? null : timestamp(row.expiresAt.getTime())
+        expires_at: row.expiresAt === null ? null : timestamp(new Date(row.expiresAt).getTime())
       }
     }),
   revokeApiKey: (organizationId, keyId) =>

@@ -25,7 +25,8 @@ export interface NewApiKey {
   readonly organizationId: string
   readonly name: string | null
   readonly tokenHash: Uint8Array
-  readonly expiresAt: Date | null
+  /** ISO 8601 text: PostgreSQL reads it to the microsecond. */
+  readonly expiresAt: string | null
 }
 
 /** An agent row as inserted: `assistantId` for `ai`, `profileId` for `human`, the other null. */

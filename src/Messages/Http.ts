@@ -20,37 +20,14 @@ export const MessagesHttp = HttpApiBuilder.group(
     return handlers.handleAll({
       create: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
-        const body = yield* messages.create(organization.id, params.session_id, {
-          content: payload.content,
-          role: payload.role,
-          provider_message_id: payload.provider_message_id ?? undefined,
-          replied_provider_message_id: payload.replied_provider_message_id ?? undefined,
-          run_id: payload.run_id ?? undefined
-        })
+        const body = yield* messages.create(organization.id, params.session_id, payload)
         return jsonText(body, 201)
       }),
       search: ({ params, payload }) =>
-        Effect.flatMap(organization, (id) =>
-          messages.search(id, params.session_id, {
-            session_id: payload.session_id,
-            provider_message_id: payload.provider_message_id,
-            replied_provider_message_id: payload.replied_provider_message_id,
-            role: payload.role,
-            offset: payload.offset ?? 0,
-            limit: payload.limit ?? 100
-          })
-        ),
+        Effect.flatMap(organization, (id) => messages.search(id, params.session_id, payload)),
       get: ({ params }) => Effect.flatMap(organization, (id) => messages.get(id, params.session_id, params.message_id)),
       update: ({ params, payload }) =>
-        Effect.flatMap(organization, (id) => {
-          const { delivered_at, ...rest } = payload
-          return messages.update(id, params.session_id, params.message_id, {
-            ...rest,
-            ...(delivered_at !== undefined
-              ? { delivered_at: delivered_at === null ? null : new Date(delivered_at) }
-              : {})
-          })
-        })
+        Effect.flatMap(organization, (id) => messages.update(id, params.session_id, params.message_id, payload))
     })
   })
 )

@@ -165,7 +165,8 @@ export const makeMemoryRepo = (db: MemoryDatabase): MessagesRepo["Service"] => {
         if (fields.delivery_status !== undefined) message.delivery_status = fields.delivery_status
         if (fields.delivery_error_code !== undefined) message.delivery_error_code = fields.delivery_error_code
         if (fields.delivery_error_message !== undefined) message.delivery_error_message = fields.delivery_error_message
-        if (fields.delivered_at !== undefined) message.delivered_at = fields.delivered_at
+        if (fields.delivered_at !== undefined)
+          message.delivered_at = fields.delivered_at === null ? null : new Date(fields.delivered_at)
         message.updated_at = now
         if (deliveryColumns(message) !== before) {
           recordEvent(db, {

@@ -16,27 +16,18 @@ import {
   SessionNotOpen,
   ValidationFailed
 } from "../Domain/Errors.ts"
-import type { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
-import { type DeliveryFields, type HistoryEntry, type MessageSearch, MessagesRepo, type NewMessage } from "./Repo.ts"
+import type { DeliveryStatus, Message } from "../Domain/Message.ts"
+import type { CreateMessagePayload, SearchMessagesPayload, UpdateMessagePayload } from "./Api.ts"
+import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage } from "./Repo.ts"
 
-/** Body of POST /sessions/{id}/messages. */
-export interface CreateMessage {
-  readonly content: ContentInput
-  readonly role: MessageRole
-  readonly provider_message_id?: string | undefined
-  readonly replied_provider_message_id?: string | undefined
-  readonly run_id?: string | undefined
-}
+/** Messages a search answers when the body gives no `limit` (D3). */
+const DEFAULT_SEARCH_LIMIT = 100
 
-/** Body of PATCH /sessions/{id}/messages/{message_id}: delivery tracking only. */
-export interface UpdateMessage {
-  readonly provider_message_id?: string | undefined
-  readonly replied_provider_message_id?: string | undefined
-  readonly delivery_status?: DeliveryStatus | undefined
-  readonly delivery_error_code?: number | null | undefined
-  readonly delivery_error_message?: string | null | undefined
-  readonly delivered_at?: Date | null | undefined
-}
+/** Body of POST /sessions/{id}/messages, as its schema decodes it (`Api.ts`); a null id is none. */
+export type CreateMessage = typeof CreateMessagePayload.Type
+
+/** Body of PATCH /sessions/{id}/messages/{message_id} (D13), as its schema decodes it (`Api.ts`). */
+export type UpdateMessage = typeof UpdateMessagePayload.Type
 
 const progress: Record<DeliveryStatus, number> = { pending: 0, sent: 1, delivered: 2, read: 3, failed: 4, rejected: 4 }
 const isFinal = (status: DeliveryStatus) => status === "failed" || status === "rejected"
@@ -83,14 +74,15 @@ export class Messages extends Context.Service<
       input: UpdateMessage
     ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
     /**
-     * Search oldest first (D3). `search.session_id` (the body's) must equal the
-     * path's, else ValidationFailed at `["body", "session_id"]` (422). Fails with
-     * SessionNotFound.
+     * POST /sessions/{id}/messages/search: oldest first (D3), `offset` 0 and
+     * `limit` 100 unless given. `search.session_id` (the body's) must equal the
+     * path's, else ValidationFailed at `["body", "session_id"]` (422). Fails
+     * with SessionNotFound.
      */
     search(
       organizationId: string,
       sessionId: string,
-      search: MessageSearch & { readonly session_id: string }
+      search: typeof SearchMessagesPayload.Type
     ): Effect.Effect<ReadonlyArray<Message>, SessionNotFound | ValidationFailed>
     /**
      * Appends a message written by the AI runtime (R2): any content type,
@@ -168,7 +160,7 @@ export class Messages extends Context.Service<
                     state.delivered_at === null &&
                     !fields.delivered_at
                   ) {
-                    fields.delivered_at = new Date(yield* Clock.currentTimeMillis)
+                    fields.delivered_at = new Date(yield* Clock.currentTimeMillis).toISOString()
                   }
                 }
               }
@@ -180,7 +172,7 @@ export class Messages extends Context.Service<
       )
 
       const search = Effect.fn("Messages.search")(
-        function* (organizationId: string, sessionId: string, search: MessageSearch & { readonly session_id: string }) {
+        function* (organizationId: string, sessionId: string, search: typeof SearchMessagesPayload.Type) {
           // D3: the body's session_id names the path's session.
           if (search.session_id !== sessionId) {
             return yield* ValidationFailed.one(
@@ -190,7 +182,13 @@ export class Messages extends Context.Service<
             )
           }
           if (!(yield* repo.sessionExists(organizationId, sessionId))) return yield* new SessionNotFound()
-          return yield* repo.search(sessionId, search)
+          return yield* repo.search(sessionId, {
+            provider_message_id: search.provider_message_id,
+            replied_provider_message_id: search.replied_provider_message_id,
+            role: search.role,
+            offset: search.offset ?? 0,
+            limit: search.limit ?? DEFAULT_SEARCH_LIMIT
+          })
         },
         Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )

@@ -40,7 +40,8 @@ export interface DeliveryFields {
   readonly delivery_status?: DeliveryStatus
   readonly delivery_error_code?: number | null
   readonly delivery_error_message?: string | null
-  readonly delivered_at?: Date | null
+  /** ISO 8601 text, read by PostgreSQL to the microsecond (`DateTimeInput`'s canonical form). */
+  readonly delivered_at?: string | null
 }
 
 /** The delivery state of a locked message. */

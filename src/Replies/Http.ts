@@ -22,7 +22,7 @@ export const RepliesHttp = HttpApiBuilder.group(
       schedule: Effect.fnUntraced(function* ({ params, payload }) {
         const organization = yield* CurrentOrganization
         return jsonText(
-          yield* replies.schedule(organization.id, params.session_id, new Date(payload.scheduled_for), payload.config)
+          yield* replies.schedule(organization.id, params.session_id, payload.scheduled_for, payload.config)
         )
       }),
       listSchedules: Effect.fnUntraced(function* ({ params }) {

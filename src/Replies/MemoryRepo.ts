@@ -140,7 +140,7 @@ export const makeMemoryRepo = (store: MemoryStore): RepliesRepo["Service"] => {
           id: store.newId(),
           organization_id: schedule.organizationId,
           session_id: schedule.sessionId,
-          scheduled_for: schedule.scheduledFor,
+          scheduled_for: new Date(schedule.scheduledFor),
           config: schedule.config,
           status: "pending",
           error: null,

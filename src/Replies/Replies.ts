@@ -67,14 +67,14 @@ export class Replies extends Context.Service<
     ): Effect.Effect<boolean>
     /**
      * POST /sessions/{id}/schedule (D15): a pending schedule at `scheduledFor`
-     * (a past moment runs at once); answers its wire JSON. A `message` config
+     * (ISO 8601 text, kept to the microsecond; a past moment runs at once); answers its wire JSON. A `message` config
      * must be client content (D12). Fails with SessionNotFound, SessionNotOpen
      * (D5), InvalidContentType, ValidationFailed.
      */
     schedule(
       organizationId: string,
       sessionId: string,
-      scheduledFor: Date,
+      scheduledFor: string,
       config: ScheduleConfig
     ): Effect.Effect<
       JsonText<SessionSchedule>,
@@ -156,7 +156,7 @@ export class Replies extends Context.Service<
       })
 
       const schedule = Effect.fn("Replies.schedule")(
-        function* (organizationId: string, sessionId: string, scheduledFor: Date, config: ScheduleConfig) {
+        function* (organizationId: string, sessionId: string, scheduledFor: string, config: ScheduleConfig) {
           const stored: JsonObject =
             config.type === "message"
               ? { type: "message", message: yield* validateContent(config.message) }

@@ -252,7 +252,8 @@ const makeRepo = Effect.gen(function* () {
   const insertSchedule = (schedule: {
     readonly organizationId: string
     readonly sessionId: string
-    readonly scheduledFor: Date
+    /** ISO 8601 text: PostgreSQL reads it to the microsecond. */
+    readonly scheduledFor: string
     readonly config: JsonObject
     readonly traceContext: string | null
   }) =>

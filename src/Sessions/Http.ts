@@ -17,16 +17,7 @@ export const SessionsHttp = HttpApiBuilder.group(
     const organization = Effect.map(Effect.service(CurrentOrganization), (current) => current.id)
     return handlers.handleAll({
       create: ({ payload }) => Effect.flatMap(organization, (id) => sessions.create(id, payload)),
-      search: ({ payload }) =>
-        Effect.flatMap(organization, (id) =>
-          sessions.search(id, {
-            contactId: payload.contact_id,
-            status: payload.status,
-            metadata: payload.metadata,
-            offset: payload.offset ?? 0,
-            limit: payload.limit ?? 10
-          })
-        ),
+      search: ({ payload }) => Effect.flatMap(organization, (id) => sessions.search(id, payload)),
       get: ({ params }) => Effect.flatMap(organization, (id) => sessions.get(id, params.session_id)),
       update: ({ params, payload }) =>
         Effect.flatMap(organization, (id) => sessions.update(id, params.session_id, payload.fields)),

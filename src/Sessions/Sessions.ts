@@ -19,25 +19,19 @@ import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
-import type { Session, SessionStatus } from "../Domain/Session.ts"
+import type { Session } from "../Domain/Session.ts"
 import { Ids } from "../Shared/Ids.ts"
-import { type RunState, type SessionEvent, type SessionSearch, type SessionState, SessionsRepo } from "./Repo.ts"
+import type { CreateSessionPayload, SearchSessionsPayload, UpdateSessionPayload } from "./Api.ts"
+import { type RunState, type SessionEvent, type SessionState, SessionsRepo } from "./Repo.ts"
 
-/** Body of POST /sessions. */
-export interface CreateSession {
-  readonly contact_id: string
-  readonly contact_name: string
-  readonly agent_id?: string | null | undefined
-  readonly status?: SessionStatus | undefined
-  readonly metadata?: JsonObject | undefined
-}
+/** Sessions a search answers when the body gives no `limit` (D2). */
+const DEFAULT_SEARCH_LIMIT = 10
 
-/** `fields` of PATCH /sessions/{id} (D4): `agent_id` present and null removes the agent. */
-export interface SessionFields {
-  readonly metadata?: JsonObject | undefined
-  readonly status?: SessionStatus | undefined
-  readonly agent_id?: string | null | undefined
-}
+/** Body of POST /sessions, as its schema decodes it (`Api.ts`). */
+export type CreateSession = typeof CreateSessionPayload.Type
+
+/** `fields` of PATCH /sessions/{id} (D4), as its schema decodes it (`Api.ts`). */
+export type SessionFields = (typeof UpdateSessionPayload.Type)["fields"]
 
 /**
  * Why a session closes, which decides its events (W1): `finish` (POST finish,
@@ -85,8 +79,8 @@ export class Sessions extends Context.Service<
     create(organizationId: string, input: CreateSession): Effect.Effect<Session, AgentNotFound>
     /** GET /sessions/{id}. Fails with SessionNotFound (D1). */
     get(organizationId: string, sessionId: string): Effect.Effect<Session, SessionNotFound>
-    /** POST /sessions/search: newest first (D2). */
-    search(organizationId: string, search: SessionSearch): Effect.Effect<ReadonlyArray<Session>>
+    /** POST /sessions/search: newest first (D2), `offset` 0 and `limit` 10 unless given. */
+    search(organizationId: string, search: typeof SearchSessionsPayload.Type): Effect.Effect<ReadonlyArray<Session>>
     /** PATCH /sessions/{id} (D4). Fails with SessionNotFound, SessionNotOpen (D4, D5), AgentNotFound (D6). */
     update(
       organizationId: string,
@@ -225,7 +219,14 @@ export class Sessions extends Context.Service<
       )
 
       const search = Effect.fn("Sessions.search")(
-        (organizationId: string, search: SessionSearch) => repo.search(organizationId, search),
+        (organizationId: string, search: typeof SearchSessionsPayload.Type) =>
+          repo.search(organizationId, {
+            contactId: search.contact_id,
+            status: search.status,
+            metadata: search.metadata,
+            offset: search.offset ?? 0,
+            limit: search.limit ?? DEFAULT_SEARCH_LIMIT
+          }),
         Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 

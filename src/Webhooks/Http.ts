@@ -20,13 +20,7 @@ export const AppsHttp = HttpApiBuilder.group(
       updateApp: ({ params, payload }) => webhooks.updateApp(params.org_id, params.app_id, payload),
       deleteApp: ({ params }) => webhooks.deleteApp(params.org_id, params.app_id),
       listDeliveries: ({ params, query }) =>
-        webhooks
-          .listDeliveries(params.org_id, params.app_id, {
-            status: query.status,
-            limit: query.limit,
-            afterId: query.after_id
-          })
-          .pipe(Effect.map((body) => jsonText(body))),
+        webhooks.listDeliveries(params.org_id, params.app_id, query).pipe(Effect.map((body) => jsonText(body))),
       retryDelivery: ({ params }) => webhooks.retryDelivery(params.org_id, params.app_id, params.delivery_id)
     })
   })

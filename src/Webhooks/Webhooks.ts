@@ -15,36 +15,21 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
-import type { EventType } from "../Domain/Event.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
-import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import type { App, CreateAppPayload, DeliveriesQuery, Delivery, UpdateAppPayload } from "./Api.ts"
 import { makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret } from "./Signing.ts"
 
-/** Body of POST /organizations/{id}/apps (O6). */
-export interface CreateApp {
-  readonly name: string
-  readonly webhook_url: string
-  readonly events: ReadonlyArray<EventType>
-  readonly enabled?: boolean | undefined
-}
+/** Body of POST /organizations/{id}/apps (O6, W4), as its schema decodes it (`Api.ts`). */
+export type CreateApp = typeof CreateAppPayload.Type
 
-/** Body of PATCH /organizations/{id}/apps/{app_id}: members present are changed. */
-export interface UpdateApp {
-  readonly name?: string | undefined
-  readonly webhook_url?: string | undefined
-  readonly events?: ReadonlyArray<EventType> | undefined
-  readonly enabled?: boolean | undefined
-}
+/** Body of PATCH /organizations/{id}/apps/{app_id}: members present are changed (O6). */
+export type UpdateApp = typeof UpdateAppPayload.Type
 
-/** Query of GET .../deliveries (O6): `limit` 1-1000 (default 100), `afterId` = last id of the previous page. */
-export interface ListDeliveries {
-  readonly status?: DeliveryStatus | undefined
-  readonly limit?: number | undefined
-  readonly afterId?: string | undefined
-}
+/** Query of GET .../deliveries (O6): `status`, `limit` (default 100), `after_id` (keyset cursor). */
+export type ListDeliveries = typeof DeliveriesQuery.Type
 
 const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })
 const appNotFound = (appId: string) => new AppNotFound({ app_id: appId })
@@ -179,7 +164,7 @@ export class Webhooks extends Context.Service<
           return yield* repo.listDeliveries(organizationId, appId, {
             status: query.status,
             limit: query.limit ?? 100,
-            afterId: query.afterId
+            afterId: query.after_id
           })
         },
         Effect.catchTag("SqlError", Effect.die)

@@ -126,7 +126,7 @@ describe("API keys (O6, Errors 401)", () => {
       Effect.gen(function* () {
         yield* TestClock.setTime(Date.parse("2025-06-01T00:00:00Z"))
         const org = yield* admin.createOrganization("Expiring")
-        const key = yield* admin.createApiKey(org.id, { expiresAt: new Date("2025-06-01T00:01:00Z") })
+        const key = yield* admin.createApiKey(org.id, { expires_at: "2025-06-01T00:01:00.000000Z" })
         assert.strictEqual(key.expires_at, "2025-06-01T00:01:00.000000Z")
         yield* TestClock.adjust("59 seconds")
         assert.strictEqual(yield* admin.authenticate(key.token), org.id)

@@ -217,6 +217,21 @@ withApp()("input limits (D18)", (it) => {
       })
       assert.strictEqual(delivered.status, 200)
       assert.strictEqual(delivered.body.delivered_at, "2026-11-22T08:02:07.123000Z")
+      // Microseconds are kept, as the wire writes them (they were cut to milliseconds before).
+      const exact = yield* org.call("PATCH", `/sessions/${session.id}/messages/${message.body.id}`, {
+        delivered_at: "2026-11-22T09:02:07.123456+01:00"
+      })
+      assert.strictEqual(exact.body.delivered_at, "2026-11-22T08:02:07.123456Z")
+      const key = yield* api.request("POST", `/admin/v1/organizations/${org.id}/api-keys`, {
+        token: ADMIN_TOKEN,
+        body: { expires_at: "2099-01-02T03:04:05.654321-02:00" }
+      })
+      assert.strictEqual(key.body.expires_at, "2099-01-02T05:04:05.654321Z")
+      const scheduled = yield* org.call("POST", `/sessions/${session.id}/schedule`, {
+        scheduled_for: "2099-01-02T03:04:05.000001Z",
+        config: { type: "node", node_id: "later" }
+      })
+      assert.strictEqual(scheduled.body.scheduled_for, "2099-01-02T03:04:05.000001Z")
       const last = yield* org.call(
         "GET",
         `/data/sessions?created_before=${encodeURIComponent("9999-12-31T23:59:59.999999Z")}`

@@ -119,7 +119,7 @@ describe("Messages over the in-memory database", () => {
           const given = yield* post(messages, sessionId)
           const withTime = yield* messages.update(ORG, sessionId, given, {
             delivery_status: "delivered",
-            delivered_at: new Date(1_000)
+            delivered_at: "1970-01-01T00:00:01.000000Z"
           })
           assert.strictEqual(withTime.delivered_at, "1970-01-01T00:00:01.000000Z")
         })

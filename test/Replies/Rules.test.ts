@@ -192,7 +192,10 @@ describe("Replies over the in-memory repository", () => {
       Effect.gen(function* () {
         const session = addSession(store)
         const created = JSON.parse(
-          yield* replies.schedule(ORG, session.id, new Date(60_000), { type: "node", node_id: "follow_up" })
+          yield* replies.schedule(ORG, session.id, new Date(60_000).toISOString(), {
+            type: "node",
+            node_id: "follow_up"
+          })
         )
         assert.deepStrictEqual([created.status, created.config], ["pending", { type: "node", node_id: "follow_up" }])
         yield* replies.cancelSchedule(ORG, session.id, created.id)
@@ -208,7 +211,7 @@ describe("Replies over the in-memory repository", () => {
         }
         const closed = addSession(store, { status: "closed" })
         const refused = yield* Effect.flip(
-          replies.schedule(ORG, closed.id, new Date(0), { type: "node", node_id: "x" })
+          replies.schedule(ORG, closed.id, new Date(0).toISOString(), { type: "node", node_id: "x" })
         )
         assert.strictEqual(refused._tag, "SessionNotOpen")
         assert.strictEqual((yield* Effect.flip(replies.listSchedules(ORG, newId())))._tag, "SessionNotFound")

@@ -268,10 +268,16 @@ describe("Sessions over the in-memory database", () => {
             const staying = yield* create(sessions, { agent_id: ai })
             for (const session of [closing, staying]) {
               yield* replies.reply(ORG, session.id, {})
-              yield* replies.schedule(ORG, session.id, new Date(3_600_000), { type: "node", node_id: "later" })
+              yield* replies.schedule(ORG, session.id, new Date(3_600_000).toISOString(), {
+                type: "node",
+                node_id: "later"
+              })
             }
             // A schedule that already ran stays as it is.
-            const ran = yield* replies.schedule(ORG, closing.id, new Date(0), { type: "node", node_id: "now" })
+            const ran = yield* replies.schedule(ORG, closing.id, new Date(0).toISOString(), {
+              type: "node",
+              node_id: "now"
+            })
             db.schedules.find((schedule) => schedule.id === JSON.parse(ran).id)!.status = "done"
             yield* close(closing.id, staying.id)
             assert.strictEqual((yield* sessions.get(ORG, closing.id)).status, "closed", path)

@@ -383,7 +383,7 @@ describe("deliveries (O6, W5)", () => {
       withWebhooks((webhooks, store, org) =>
         Effect.gen(function* () {
           const { app, made } = yield* withDeliveries(webhooks, store, org)
-          const [succeeded, failed, pending] = made.map((delivery) => delivery.id)
+          const [succeeded, failed, pending] = made.map((delivery) => delivery.id) as [string, string, string]
           const ids = (listed: ReadonlyArray<Delivery>) => listed.map((delivery) => delivery.id)
           const all = yield* deliveries(webhooks, org, app.id)
           assert.deepStrictEqual(ids(all), [pending, failed, succeeded])
@@ -404,11 +404,11 @@ describe("deliveries (O6, W5)", () => {
           assert.deepStrictEqual(ids(yield* deliveries(webhooks, org, app.id, { status: "failed" })), [failed])
           const first = yield* deliveries(webhooks, org, app.id, { limit: 2 })
           assert.deepStrictEqual(ids(first), [pending, failed])
-          assert.deepStrictEqual(ids(yield* deliveries(webhooks, org, app.id, { limit: 2, afterId: failed })), [
+          assert.deepStrictEqual(ids(yield* deliveries(webhooks, org, app.id, { limit: 2, after_id: failed })), [
             succeeded
           ])
-          assert.deepStrictEqual(yield* deliveries(webhooks, org, app.id, { afterId: succeeded }), [])
-          assert.deepStrictEqual(yield* deliveries(webhooks, org, app.id, { afterId: "not-a-uuid" }), [])
+          assert.deepStrictEqual(yield* deliveries(webhooks, org, app.id, { after_id: succeeded }), [])
+          assert.deepStrictEqual(yield* deliveries(webhooks, org, app.id, { after_id: "not-a-uuid" }), [])
           // Another app's deliveries are not listed.
           const other = yield* webhooks.createApp(org, {
             name: "x",
@@ -438,7 +438,7 @@ describe("deliveries (O6, W5)", () => {
           const [retried] = yield* deliveries(webhooks, org, app.id, {
             status: "pending",
             limit: 1,
-            afterId: made[2]!.id
+            after_id: made[2]!.id
           })
           assert.strictEqual(retried?.id, made[1]!.id)
           assert.strictEqual(retried?.next_attempt_at, "2025-05-05T10:00:00.000000Z")

@@ -102,7 +102,9 @@ export class Sessions extends Context.Service<
     /**
      * Closes an open session for `reason` with its events (W1), inside the
      * caller's transaction when there is one (the row is locked). Answers
-     * false when the session is missing or already closed.
+     * false when the session is missing or already closed. Side effect (the
+     * trigger `sessions_closed`, see module docs): the session's pending
+     * schedules end `canceled` and its pending reply job is dropped (D15, R1).
      */
     close(organizationId: string, sessionId: string, reason: CloseReason): Effect.Effect<boolean>
     /**

@@ -14,10 +14,10 @@ import type { AdminStore } from "./MemoryRepo.ts"
 import { AdminRepo } from "./Repo.ts"
 
 /** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */
-export const TOKEN_PREFIX = "prl_"
+const TOKEN_PREFIX = "prl_"
 
 /** A new random API token: the prefix and 32 random bytes in base64url (O6). */
-export const generateToken = (): string => `${TOKEN_PREFIX}${crypto.randomBytes(32).toString("base64url")}`
+const generateToken = (): string => `${TOKEN_PREFIX}${crypto.randomBytes(32).toString("base64url")}`
 
 /** SHA-256 of a token, as stored (tokens themselves are never stored). */
 export const hashToken = (token: string): Uint8Array => crypto.createHash("sha256").update(token, "utf8").digest()

@@ -22,7 +22,7 @@ export const ExportQuery = {
 }
 
 /** The most ids of one batch request (D14). */
-export const MAX_BATCH_IDS = 1000
+const MAX_BATCH_IDS = 1000
 
 /** The export group, under the conversations base path, with API-key auth. */
 export class ExportApi extends HttpApiGroup.make("export")

@@ -167,7 +167,7 @@ LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${
 export const ingestStepStatement = stepStatement("SHARE")
 
 /** The step for calls that change the open session (locks it `FOR UPDATE`). */
-export const ingestControlStatement = stepStatement("UPDATE")
+const ingestControlStatement = stepStatement("UPDATE")
 
 /**
  * A new open session with its session.created event carrying its agent (W1;

@@ -4,8 +4,9 @@
  * and arrays that a fast test creates, fills and inspects. The repositories'
  * in-memory layers share it (`SessionsRepo.layerTest`, `MessagesRepo.layerTest`,
  * `IngestRepo.layerTest`, and `RepliesRepo.layerTest`, whose store this
- * extends), so a test of ingest sees the contacts, conversations, sessions,
- * messages, reply jobs and events that one call wrote, as PostgreSQL would
+ * extends, and `RuntimeRepo.layerTest`), so a test of ingest sees the
+ * contacts, conversations, sessions, messages, reply jobs and events that one
+ * call wrote, and a test of the runtime the run records, as PostgreSQL would
  * hold them (the columns the rules need, not every column of the migrations).
  *
  * Transactions ({@link memoryTransaction}) are serialized by one semaphore per
@@ -26,6 +27,7 @@ import type { Content } from "../Domain/Content.ts"
 import type { EventType } from "../Domain/Event.ts"
 import type { DeliveryStatus, MessageRole } from "../Domain/Message.ts"
 import type { MemoryJob, MemorySchedule, MemorySession, MemoryStore } from "../Replies/MemoryRepo.ts"
+import type { RunRecord } from "../Runtime/Repo.ts"
 import { makeIdGenerator } from "../Shared/Ids.ts"
 
 /** An agent (admin API, O6): AI agents have an `assistant_id`, human ones a `profile_id`. */
@@ -137,6 +139,8 @@ export interface MemoryDatabase extends MemoryStore {
   readonly schedules: Array<MemorySchedule>
   /** Every event written, in commit order (W1, W2). */
   readonly events: Array<MemoryEvent>
+  /** The AI runtime's run records (R2), in the order written. */
+  readonly runs: Array<RunRecord>
   /** One permit: the database's transactions run one at a time ({@link memoryTransaction}). */
   readonly lock: Semaphore.Semaphore
 }
@@ -152,7 +156,8 @@ const TABLES = [
   "receipts",
   "jobs",
   "schedules",
-  "events"
+  "events",
+  "runs"
 ] as const satisfies ReadonlyArray<keyof MemoryDatabase>
 
 /** An empty database. */
@@ -167,6 +172,7 @@ export const makeMemoryDatabase = (): MemoryDatabase => ({
   jobs: [],
   schedules: [],
   events: [],
+  runs: [],
   lock: Semaphore.makeUnsafe(1),
   newId: makeIdGenerator()
 })

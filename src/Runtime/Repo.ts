@@ -1,10 +1,14 @@
 /**
  * SQL of the AI runtime (R2): the run records (`runs`), the one table the
  * runtime owns. What a run reads and writes of sessions and messages goes
- * through the Sessions and Messages services.
+ * through the Sessions and Messages services. `RuntimeRepo.layerTest` is the
+ * same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql"
+import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
+import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** A finished run, as recorded (issue 5 "Runs"). */
 export interface RunRecord {
@@ -30,7 +34,6 @@ export interface RunRecord {
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
-  /** Records a finished run. */
   const insertRun = (run: RunRecord) =>
     sql`INSERT INTO runs (id, organization_id, session_id, trigger, job_id, assistant_id, commit_id, nodes, model,
           input_tokens, output_tokens, status, error, missing_node_id, started_at, finished_at, duration_ms)
@@ -40,12 +43,29 @@ const makeRepo = Effect.gen(function* () {
       Effect.asVoid
     )
 
-  return { insertRun }
+  return RuntimeRepo.of({ withTransaction: (self) => sql.withTransaction(self), insertRun })
 })
 
-/** The runtime repository (SQL only). Requires `PgClient`. */
-export class RuntimeRepo extends Context.Service<RuntimeRepo, Effect.Success<typeof makeRepo>>()(
-  "parley/Runtime/RuntimeRepo"
-) {
+/**
+ * The runtime repository (SQL only): `layer` over PostgreSQL, `layerTest` in
+ * memory. Every method may fail with `SqlError`.
+ */
+export class RuntimeRepo extends Context.Service<
+  RuntimeRepo,
+  {
+    /**
+     * Runs `self` in one transaction (a savepoint inside another): a run's
+     * turn, its messages, session changes, the caller's completion and the run
+     * record commit together or not at all (R2 "never half a reply").
+     */
+    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    /** Records a finished run (`runs`); `finished_at` is `startedAt + durationMs`. */
+    readonly insertRun: (run: RunRecord) => Effect.Effect<void, SqlError.SqlError>
+  }
+>()("parley/Runtime/RuntimeRepo") {
+  /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(RuntimeRepo, makeRepo)
+  /** In memory over `db` (its `runs` table), for fast tests of the `Runtime` service: no database. */
+  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
+    Layer.succeed(RuntimeRepo, makeMemoryRepo(db))
 }

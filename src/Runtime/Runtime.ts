@@ -21,10 +21,11 @@
  * A run that fails has a tagged reason (`RunFailure.ts`); its `message` is the
  * `error` recorded on the run.
  */
-import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
 import { Assistants } from "../Assistants/Assistants.ts"
+import { AssistantsRepo } from "../Assistants/Repo.ts"
 import { isUnavailable } from "../Database/Health.ts"
+import type { MemoryDatabase } from "../Database/Memory.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
@@ -136,11 +137,10 @@ export class Runtime extends Context.Service<
     recordFailure(request: RunRequest, reason: RunFailure.Reason): Effect.Effect<RunOutcome>
   }
 >()("parley/Runtime") {
-  /** Requires `Models`, `Assistants`, `Messages`, `Sessions`, `PgClient`, `AppConfig` (tool calls, W6). */
-  static readonly layer = Layer.effect(
+  /** The service alone: requires `RuntimeRepo`, `ToolCaller`, `Models`, `Assistants`, `Messages`, `Sessions` and `Ids`. */
+  static readonly layerNoDeps = Layer.effect(
     Runtime,
     Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
       const repo = yield* RuntimeRepo
       const { newId } = yield* Ids
       const models = yield* Models
@@ -253,7 +253,7 @@ export class Runtime extends Context.Service<
           )
 
         const write = (turn: Turn) =>
-          sql.withTransaction(
+          repo.withTransaction(
             Effect.gen(function* () {
               const completion: RunCompletion = { status: "succeeded" }
               if (!(yield* request.complete(completion))) return yield* new Lost()
@@ -272,7 +272,7 @@ export class Runtime extends Context.Service<
           )
 
         const writeFailure = (turn: Turn | undefined, reason: RunFailure.Reason) =>
-          sql.withTransaction(
+          repo.withTransaction(
             Effect.gen(function* () {
               const completion: RunCompletion = { status: "failed", reason }
               if (!(yield* request.complete(completion))) return yield* new Lost()
@@ -309,7 +309,7 @@ export class Runtime extends Context.Service<
         const startedAt = yield* Clock.currentTimeMillis
         const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
         const completion: RunCompletion = { status: "failed", reason }
-        const held = yield* sql
+        const held = yield* repo
           .withTransaction(
             Effect.gen(function* () {
               if (!(yield* request.complete(completion))) return false
@@ -325,5 +325,41 @@ export class Runtime extends Context.Service<
 
       return Runtime.of({ run, recordFailure })
     })
-  ).pipe(Layer.provide(RuntimeRepo.layer), Layer.provide(ToolCaller.layer))
+  )
+
+  /**
+   * Over PostgreSQL, tools over HTTP (W6). Requires `Models`, `Assistants`,
+   * `Messages`, `Sessions`, `Ids`, `PgClient` and `AppConfig`.
+   */
+  static readonly layer = Runtime.layerNoDeps.pipe(Layer.provide(RuntimeRepo.layer), Layer.provide(ToolCaller.layer))
+
+  /**
+   * The runtime over the in-memory database `db` (issue 13 item 8), for fast
+   * tests with no database and no network: its runs in `db.runs`, the
+   * `Sessions` and `Messages` services over `db`, the assistants domain in
+   * memory (`AssistantsRepo.layerTest`, its services included so a test
+   * creates and publishes assistants), the ids of `db`, the models of
+   * `models` (`Models.layerTest`), the tool answers of `tools` (default
+   * `ToolCaller.layerTest()`: `{ok: true}`) and the run records of `runs`
+   * (default `RuntimeRepo.layerTest(db)`; a test of a failing write wraps it).
+   */
+  static readonly layerTest = <E, R>(
+    db: MemoryDatabase,
+    models: Layer.Layer<Models, E, R>,
+    tools: Layer.Layer<ToolCaller> = ToolCaller.layerTest(),
+    runs: Layer.Layer<RuntimeRepo> = RuntimeRepo.layerTest(db)
+  ) =>
+    Runtime.layerNoDeps.pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(
+          runs,
+          Sessions.layerTest(db),
+          Messages.layerTest(db),
+          Assistants.layerDomain.pipe(Layer.provideMerge(AssistantsRepo.layerTest)),
+          models,
+          tools
+        )
+      ),
+      Layer.provideMerge(Ids.layerWith(db.newId))
+    )
 }

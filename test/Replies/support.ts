@@ -8,16 +8,7 @@ import { SqlClient } from "effect/sql"
 import { assistantFixture } from "../support/Assistants.ts"
 import { ADMIN_TOKEN, type TestOrganization } from "../support/TestApp.ts"
 
-/** An assistant snapshot: `nodes` and `tools`, the first node initial unless given. */
-export const snapshotOf = (
-  nodes: ReadonlyArray<Record<string, unknown>>,
-  tools: ReadonlyArray<Record<string, unknown>> = [],
-  initial: string = nodes[0]!.id as string
-) => ({
-  context: { assistant_name: "Support bot", assistant_description: "Answers customers" },
-  graph: { initial_node_id: initial, nodes },
-  tools
-})
+export { snapshotOf } from "../support/AssistantItems.ts"
 
 /**
  * An organization with an assistant holding `snapshot`, published on main

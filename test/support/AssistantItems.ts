@@ -18,3 +18,14 @@ export const tool = (name: string, extra: Record<string, unknown> = {}) => ({
   request: { url: "https://example.com/tools", method: "POST" as const },
   ...extra
 })
+
+/** An assistant snapshot: `nodes` and `tools`, the first node initial unless given. */
+export const snapshotOf = (
+  nodes: ReadonlyArray<Record<string, unknown>>,
+  tools: ReadonlyArray<Record<string, unknown>> = [],
+  initial: string = nodes[0]!.id as string
+) => ({
+  context: { assistant_name: "Support bot", assistant_description: "Answers customers" },
+  graph: { initial_node_id: initial, nodes },
+  tools
+})

@@ -15,19 +15,20 @@ import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 /** Ids for the fixtures (UUIDv7, as the application makes them). */
 const newId = makeIdGenerator()
 
-/** Adds an agent of `type` to the organization (O6); answers it. */
+/** Adds an agent of `type` to the organization (O6), an AI one for `assistantId` (default: a new id); answers it. */
 export const addAgent = (
   db: MemoryDatabase,
   organizationId: string,
   type: "ai" | "human",
-  name = type === "ai" ? "Bot" : "Operator"
+  name = type === "ai" ? "Bot" : "Operator",
+  assistantId: string = newId()
 ): MemoryAgent => {
   const agent: MemoryAgent = {
     id: newId(),
     organization_id: organizationId,
     name,
     type,
-    assistant_id: type === "ai" ? newId() : null,
+    assistant_id: type === "ai" ? assistantId : null,
     profile_id: type === "human" ? "profile_test" : null,
     created_at: new Date(0)
   }

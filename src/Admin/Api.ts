@@ -29,7 +29,7 @@ export const CreateAgentPayload = Schema.Struct({
   type: Schema.Literals(["ai", "human"]),
   assistant_id: Schema.optionalKey(Identifier),
   profile_id: Schema.optionalKey(Identifier)
-})
+}).annotate({ examples: [{ name: "Support bot", type: "ai", assistant_id: "0190a000-0000-7000-8000-00000000a001" }] })
 
 /** PATCH /organizations/{id}/settings body: members present are changed. */
 export const UpdateSettingsPayload = Schema.Struct({
@@ -50,46 +50,91 @@ export class AdminApi extends HttpApiGroup.make("admin")
     HttpApiEndpoint.post("createOrganization", "/organizations", {
       payload: CreateOrganizationPayload,
       success: Organization.pipe(HttpApiSchema.status(201))
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create an organization",
+        description: "A new organization: every conversation, assistant, app and API key belongs to one (O6)."
+      })
+    ),
     HttpApiEndpoint.get("getOrganization", "/organizations/:org_id", {
       params: organizationPath,
       success: Organization,
       error: OrganizationNotFound.Wire
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get an organization",
+        description: "The organization, or 404 `Organization not found` (O6)."
+      })
+    ),
     HttpApiEndpoint.post("createApiKey", "/organizations/:org_id/api-keys", {
       params: organizationPath,
       payload: CreateApiKeyPayload,
       success: ApiKeyCreated.pipe(HttpApiSchema.status(201)),
       error: OrganizationNotFound.Wire
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create an API key",
+        description:
+          "A new API key of the organization for the conversations and assistants APIs. The key (`prl_` and 43 characters) is in this answer only: Parley keeps its SHA-256 (O6). `expires_at` null or omitted: it never expires."
+      })
+    ),
     HttpApiEndpoint.delete("revokeApiKey", "/organizations/:org_id/api-keys/:key_id", {
       params: { org_id: Identifier, key_id: Identifier },
       success: HttpApiSchema.NoContent,
       error: [OrganizationNotFound.Wire, ApiKeyNotFound.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Revoke an API key",
+        description: "The key stops working at once: its requests answer 401 (O6)."
+      })
+    ),
     HttpApiEndpoint.post("createAgent", "/organizations/:org_id/agents", {
       params: organizationPath,
       payload: CreateAgentPayload,
       success: Agent.pipe(HttpApiSchema.status(201)),
       error: [OrganizationNotFound.Wire, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create an agent",
+        description:
+          "An agent sessions can be given: `ai` with the `assistant_id` it answers from, or `human` with a `profile_id` of your user system (O6)."
+      })
+    ),
     HttpApiEndpoint.get("listAgents", "/organizations/:org_id/agents", {
       params: organizationPath,
       success: Schema.Array(Agent),
       error: OrganizationNotFound.Wire
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({ summary: "List agents", description: "The organization's agents, oldest first (O6)." })
+    ),
     HttpApiEndpoint.get("getSettings", "/organizations/:org_id/settings", {
       params: organizationPath,
       success: Settings,
       error: OrganizationNotFound.Wire
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get settings",
+        description: "The organization's settings; an organization that never changed them answers the defaults (O6)."
+      })
+    ),
     HttpApiEndpoint.patch("updateSettings", "/organizations/:org_id/settings", {
       params: organizationPath,
       payload: UpdateSettingsPayload,
       success: Settings,
       error: [OrganizationNotFound.Wire, AgentNotFound.Wire]
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Update settings",
+        description:
+          "Changes the members present: `reply_debounce_seconds` (0-60, the ingest reply debounce, D11), `session_idle_timeout_seconds` (null: sessions never expire; else idle sessions close, D16), `default_agent_id` (the agent of new ingest sessions, D9; it must be an agent of the organization, D6)."
+      })
+    )
   )
   .middleware(AdminAuthorization)
   .prefix(adminBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Admin" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Admin",
+      description: "Organizations, their API keys, agents and settings (O6). Requests use the server's `ADMIN_TOKEN`."
+    })
+  ) {}

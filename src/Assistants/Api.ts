@@ -185,6 +185,12 @@ const assistantErrors = [AssistantNotFound.Wire, AssistantNotVersioned.Wire] as 
 /** Failures of every operation on a branch (A1). */
 const branchErrors = [...assistantErrors, BranchNotFound.Wire] as const
 
+/** The OpenAPI summary and description of an endpoint. */
+const doc = (summary: string, description: string) => OpenApi.annotations({ summary, description })
+
+/** `node` -> `Node`. */
+const capitalized = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1)
+
 const itemEndpoints = <
   const Kind extends string,
   const Param extends string,
@@ -194,7 +200,9 @@ const itemEndpoints = <
   kind: Kind,
   param: Param,
   item: S,
-  body: B
+  body: B,
+  /** The item's name in summaries (`node`); `Node` in its 404 detail. */
+  noun: string
 ) => {
   const params = { ...branchPath, [param]: ItemId } as {
     assistant_id: typeof Identifier
@@ -207,29 +215,44 @@ const itemEndpoints = <
       params: branchPath,
       success: Schema.Array(item),
       error: branchErrors
-    }),
+    }).annotateMerge(doc(`List a draft's ${kind}`, `The ${kind} of the branch's draft (A9).`)),
     HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       success: item,
       error: [...branchErrors, ItemNotFound.Wire]
-    }),
+    }).annotateMerge(doc(`Get a ${noun}`, `The ${noun} of the draft, or 404 \`${capitalized(noun)} not found\` (A9).`)),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       payload: body,
       success: item,
       error: [...branchErrors, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      doc(
+        `Create or replace a ${noun}`,
+        `Writes the ${noun} under this id in the draft. The draft must stay referentially valid, else nothing changes and it answers 422 (A9, A10).`
+      )
+    ),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       payload: JsonObjectInput,
       success: item,
       error: [...branchErrors, ItemNotFound.Wire, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      doc(
+        `Patch a ${noun}`,
+        `Applies the body to the draft's ${noun} as an RFC 7396 merge patch. The draft must stay referentially valid, else nothing changes and it answers 422 (A9, A10).`
+      )
+    ),
     HttpApiEndpoint.delete(`delete_${kind}`, `${draft}/${kind}/:${param}`, {
       params,
       success: HttpApiSchema.NoContent,
       error: [...branchErrors, ItemNotFound.Wire, ValidationFailed.Wire]
-    })
+    }).annotateMerge(
+      doc(
+        `Delete a ${noun}`,
+        `Removes the ${noun} from the draft (204). A ${noun} still referenced answers 422 at its path parameter, naming the referrers (A9, A10).`
+      )
+    )
   ] as const
 }
 
@@ -237,26 +260,37 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
   kind: Kind,
   schema: S,
   input: I
-) =>
-  [
+) => {
+  return [
     HttpApiEndpoint.get(`get_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       success: schema,
       error: branchErrors
-    }),
+    }).annotateMerge(doc(`Get the draft's ${kind}`, `The \`${kind}\` file of the branch's draft (A5).`)),
     HttpApiEndpoint.put(`put_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       payload: input,
       success: schema,
       error: [...branchErrors, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      doc(
+        `Replace the draft's ${kind}`,
+        `Replaces the \`${kind}\` file of the draft. The draft must stay referentially valid, else nothing changes and it answers 422 (A10).`
+      )
+    ),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}`, {
       params: branchPath,
       payload: JsonObjectInput,
       success: schema,
       error: [...branchErrors, ValidationFailed.Wire]
-    })
+    }).annotateMerge(
+      doc(
+        `Patch the draft's ${kind}`,
+        `Applies the body to the draft's \`${kind}\` as an RFC 7396 merge patch. The draft must stay referentially valid, else nothing changes and it answers 422 (A10).`
+      )
+    )
   ] as const
+}
 
 /**
  * The assistants group (API-key auth). Each endpoint lists the failures its
@@ -269,34 +303,61 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       payload: ChangesetPayload,
       success: ChangesetResult,
       error: [...branchErrors, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Apply a changeset to a draft",
+        description:
+          "Upserts and deletes items of the branch's draft in one edit (`nodes`, `tools`, `variables`, and `config`/`context` patches). The draft must stay referentially valid: `config.initial_node_id`, a node's `config.next_node` and an llm node's `config.tools` must name items of the draft after the edit, else nothing changes and it answers 422 naming the field (A10). Edits of one branch are serialized (A4)."
+      })
+    ),
     HttpApiEndpoint.get("getDraft", draft, {
       params: branchPath,
       query: PrefixQuery.fields,
       success: Snapshot,
       error: branchErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get a draft",
+        description: "The branch's draft as a snapshot; `prefix` limits it to the files whose paths start with it (A5)."
+      })
+    ),
     HttpApiEndpoint.get("draftIndex", `${draft}/index`, {
       params: branchPath,
       query: PrefixQuery.fields,
       success: Schema.Array(Schema.String),
       error: branchErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List a draft's files",
+        description:
+          "The paths of the draft's files (`context`, `config`, `nodes/<id>`, `tools/<id>`, `variables/<name>`, A5), optionally under `prefix`."
+      })
+    ),
     HttpApiEndpoint.post("discard", `${draft}/discard`, {
       params: branchPath,
       payload: DiscardPayload,
       success: HttpApiSchema.NoContent,
       error: [...branchErrors, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Discard a file's changes",
+        description: "Reverts one file of the draft (`path`) to its content at the branch's HEAD (A5)."
+      })
+    ),
     HttpApiEndpoint.post("reset", `${draft}/reset`, {
       params: branchPath,
       payload: CommitIdPayload,
       success: HttpApiSchema.NoContent,
       error: [...branchErrors, CommitNotFound.Wire]
-    }),
-    ...itemEndpoints("nodes", "node_id", Node, NodeBody),
-    ...itemEndpoints("tools", "tool_id", Tool, ToolBody),
-    ...itemEndpoints("variables", "variable_id", Variable, VariableBody),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Reset a draft to a commit",
+        description: "Replaces the whole draft with the files of `commit_id` (404 `Commit not found`, A1)."
+      })
+    ),
+    ...itemEndpoints("nodes", "node_id", Node, NodeBody, "node"),
+    ...itemEndpoints("tools", "tool_id", Tool, ToolBody, "tool"),
+    ...itemEndpoints("variables", "variable_id", Variable, VariableBody, "variable"),
     ...singletonEndpoints("config", Config, ConfigInput),
     ...singletonEndpoints("context", Context, ContextInput),
     HttpApiEndpoint.post("createBranch", branches, {
@@ -304,87 +365,176 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
       error: [...branchErrors, BranchAlreadyExists.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create a branch",
+        description:
+          "A branch from `main`'s HEAD with a draft holding that commit's files. Names are 1-100 of `A-Za-z0-9._/-` without a leading or trailing `/` or `..` (422 otherwise); in URLs a `/` in a name is sent as `%2F`; a name in use answers 409 `Branch already exists` (A3)."
+      })
+    ),
     HttpApiEndpoint.get("listBranches", branches, {
       params: assistantPath,
       success: Schema.Array(Branch),
       error: assistantErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List branches",
+        description: "The assistant's branches with their HEAD commits (A3)."
+      })
+    ),
     HttpApiEndpoint.post("fork", `${branches}/:branch_name/fork`, {
       params: branchPath,
       payload: BranchNamePayload,
       success: Branch.pipe(HttpApiSchema.status(201)),
       error: [...branchErrors, BranchAlreadyExists.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Fork a branch",
+        description: "A new branch `name` from this branch's HEAD, its draft a copy of this branch's draft (A3)."
+      })
+    ),
     HttpApiEndpoint.get("getBranch", `${branches}/:branch_name`, {
       params: branchPath,
       success: Snapshot,
       error: branchErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get a branch's HEAD snapshot",
+        description: "The snapshot at the branch's HEAD commit (A5)."
+      })
+    ),
     HttpApiEndpoint.delete("deleteBranch", `${branches}/:branch_name`, {
       params: branchPath,
       success: HttpApiSchema.NoContent,
       error: [...branchErrors, MainBranchUndeletable.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Delete a branch",
+        description:
+          "Deletes the branch and its draft; its commits stay reachable from other branches. `main` answers 400 `The main branch cannot be deleted` (A3)."
+      })
+    ),
     HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
       params: branchPath,
       payload: [PublishPayload, Schema.Null],
       success: CommitAnswer,
       error: [...branchErrors, NothingToPublish.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Publish a draft",
+        description:
+          "Commits the branch's draft as its new HEAD with `message`. A draft without changes answers 400 `No changes to publish`; concurrent publishes of one branch are serialized and none is lost (A4). A commit id is the first 12 hex characters of a SHA-256 over parent, files, message, author and time (A5). Publishing `main` changes what new AI runs answer from (R2)."
+      })
+    ),
     HttpApiEndpoint.post("rollback", `${branches}/:branch_name/rollback`, {
       params: branchPath,
       payload: CommitIdPayload,
       success: CommitAnswer,
       error: [...branchErrors, CommitNotFound.Wire, CommitNotInHistory.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Roll a branch back",
+        description:
+          "Moves the branch's HEAD to `commit_id`, HEAD or one of its ancestors, and resets the draft to it; a commit not in the history answers 400 `Commit is not in the history of this branch` (A7)."
+      })
+    ),
     HttpApiEndpoint.post("merge", `${branches}/:branch_name/merge`, {
       params: branchPath,
       payload: MergePayload,
       success: Schema.NullOr(Commit),
       error: [...branchErrors, MergeConflict.Wire, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Merge a branch into this one",
+        description:
+          "Merges `source_branch_name` into this branch from their merge base (the nearest common ancestor). Without changes of its own since the base, this branch fast-forwards to the source's HEAD. A path changed on both sides to different content is a conflict: 409 `Merge conflict on paths: ...`, nothing changed; identical changes are not conflicts. Answers the merge commit, or `null` when there was nothing to merge or `commit` is false (the result stays in the draft) (A6)."
+      })
+    ),
     HttpApiEndpoint.get("changes", `${branches}/:branch_name/changes`, {
       params: branchPath,
       success: ChangesAnswer,
       error: branchErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Whether a draft has changes",
+        description: "`has_changes`: whether the branch's draft differs from its HEAD (A4)."
+      })
+    ),
     HttpApiEndpoint.get("branchDiff", `${branches}/:branch_name/diff`, {
       params: branchPath,
       success: DiffAnswer,
       error: branchErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Diff a draft against HEAD",
+        description: "The files of the branch's draft that differ from its HEAD, file by file (A5)."
+      })
+    ),
     HttpApiEndpoint.get("listVersions", "/assistants/:assistant_id/versions", {
       params: assistantPath,
       query: VersionsQuery.fields,
       success: VersionsAnswer,
       error: branchErrors
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List versions",
+        description:
+          "The assistant's commits, newest first, paged by `limit` (default 20) and `offset`; with `branch_name`, only those reachable from that branch's HEAD over both parent links (A8)."
+      })
+    ),
     HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {
       params: assistantPath,
       query: VersionsDiffQuery.fields,
       success: DiffAnswer,
       error: [...assistantErrors, CommitNotFound.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Diff two versions",
+        description: "The files that differ between commits `commit_a` and `commit_b` (A5)."
+      })
+    ),
     HttpApiEndpoint.get("getVersion", "/assistants/:assistant_id/versions/:commit_id", {
       params: { assistant_id: Identifier, commit_id: Schema.String },
       success: VersionAnswer,
       error: [...assistantErrors, CommitNotFound.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get a version",
+        description: "A commit and its files (404 `Commit not found`, A1)."
+      })
+    ),
     HttpApiEndpoint.get("runtime", "/assistants/:assistant_id/runtime", {
       params: assistantPath,
       success: RuntimeAnswer,
       error: [AssistantNotFound.Wire, BranchNotFound.Wire, NoPublishedVersion.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get the runtime snapshot",
+        description:
+          "What the AI runs: the snapshot at `main`'s HEAD with its `commit_id`, or a legacy assistant's snapshot with `commit_id: null`. A versioned assistant never published answers 404 `Assistant has no published version` (A2, A11, R2)."
+      })
+    ),
     HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
       params: assistantPath,
       success: MigrateAnswer,
       error: [AssistantNotFound.Wire, AssistantAlreadyVersioned.Wire]
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Put a legacy assistant under version control",
+        description:
+          "Creates branch `main` with a first commit of the legacy snapshot and answers both; a second migrate answers 409 `Assistant is already versioned` (A11)."
+      })
+    )
   )
   .middleware(Authorization)
   .prefix(assistantsBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Assistants" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Assistants",
+      description:
+        "AI assistants under version control: branches with drafts, commits with content hashes, publish, rollback, merge, and the runtime snapshot the AI answers from (A1-A11). Requests use an organization's API key."
+    })
+  ) {}
 
 /** The admin API's assistant row (O6). */
 export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
@@ -394,8 +544,19 @@ export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
       payload: CreateAssistantPayload,
       success: Assistant.pipe(HttpApiSchema.status(201)),
       error: [OrganizationNotFound.Wire, ValidationFailed.Wire]
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create an assistant",
+        description:
+          "An assistant of the organization. Versioned (default): a branch `main` with no HEAD and a draft holding `snapshot` (A2). With `versioned: false`, a legacy assistant answering from `snapshot` until migrated (A11)."
+      })
+    )
   )
   .middleware(AdminAuthorization)
   .prefix(adminBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Admin: assistants" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Admin: assistants",
+      description: "Creating an organization's assistants (O6). Requests use the server's `ADMIN_TOKEN`."
+    })
+  ) {}

@@ -17,6 +17,14 @@ export const Identifier = Schema.String.pipe(Schema.check(Schema.isBetweenLength
 /** A free text of at most 255 characters (names, ids of external systems; D17). */
 export const ShortText = Schema.String.pipe(Schema.check(Schema.isMaxLength(MAX_IDENTIFIER_LENGTH)))
 
+/**
+ * An id Parley generates (a UUIDv7, lowercase), as answered: `format: uuid`
+ * in the OpenAPI document. A plain string to the decoder (no check): ids in
+ * paths are looked up as given, and one that is not a UUID is simply not
+ * found (D1).
+ */
+export const Uuid = Schema.String.annotate({ format: "uuid" })
+
 /** A JSON object of arbitrary key-value data, as stored and answered. */
 export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 export type JsonObject = typeof JsonObject.Type

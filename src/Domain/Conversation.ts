@@ -4,7 +4,7 @@
  * Integrators see it in the `conversation.created` event (W1).
  */
 import { Schema } from "effect"
-import { Timestamp } from "./Common.ts"
+import { Timestamp, Uuid } from "./Common.ts"
 
 /**
  * A conversation: the contact's, on the channel (`channel_type`, `channel_to`)
@@ -12,11 +12,15 @@ import { Timestamp } from "./Common.ts"
  * (D8). `created_at` ISO 8601.
  */
 export const Conversation = Schema.Struct({
-  id: Schema.String,
-  organization_id: Schema.String,
-  contact_id: Schema.String,
-  channel_type: Schema.NullOr(Schema.String),
-  channel_to: Schema.NullOr(Schema.String),
-  created_at: Timestamp
+  id: Uuid.annotate({ description: "The conversation's id." }),
+  organization_id: Uuid.annotate({ description: "The organization the conversation belongs to." }),
+  contact_id: Schema.String.annotate({ description: "Your id of the contact (D8)." }),
+  channel_type: Schema.NullOr(Schema.String).annotate({
+    description: "The channel of ingest (`whatsapp` by default, D9), or null for sessions made with POST /sessions."
+  }),
+  channel_to: Schema.NullOr(Schema.String).annotate({
+    description: "The `to` of ingest (your number or account on the channel), or null."
+  }),
+  created_at: Timestamp.annotate({ description: "When the conversation was created (ISO 8601, UTC, microseconds)." })
 }).annotate({ identifier: "Conversation" })
 export type Conversation = typeof Conversation.Type

@@ -2,7 +2,7 @@
  * The Message resource (conversations.md "Message", DECISIONS.md D13).
  */
 import { Schema } from "effect"
-import { JsonObject, Timestamp } from "./Common.ts"
+import { JsonObject, Timestamp, Uuid } from "./Common.ts"
 import { Content } from "./Content.ts"
 
 /** `user` or `assistant`. */
@@ -15,21 +15,40 @@ export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /** A message as every endpoint and the message.created event return it. */
 export const Message = Schema.Struct({
-  id: Schema.String,
-  session_id: Schema.String,
-  conversation_id: Schema.String,
-  organization_id: Schema.String,
-  role: MessageRole,
-  content: Content,
-  provider_message_id: Schema.NullOr(Schema.String),
-  replied_provider_message_id: Schema.NullOr(Schema.String),
-  run_id: Schema.NullOr(Schema.String),
-  delivery_status: DeliveryStatus,
-  delivery_error_code: Schema.NullOr(Schema.Int),
-  delivery_error_message: Schema.NullOr(Schema.String),
-  delivered_at: Schema.NullOr(Timestamp),
-  metadata: JsonObject,
-  created_at: Timestamp,
-  updated_at: Schema.NullOr(Timestamp)
+  id: Uuid.annotate({ description: "The message's id." }),
+  session_id: Uuid.annotate({ description: "The session the message belongs to." }),
+  conversation_id: Uuid.annotate({ description: "The conversation of that session (D8)." }),
+  organization_id: Uuid.annotate({ description: "The organization the message belongs to." }),
+  role: MessageRole.annotate({ description: "`user` (the contact) or `assistant` (the agent, human or AI)." }),
+  content: Content.annotate({
+    description:
+      "What was said: `text`, `image`, `audio`, `video` or `file`, or what the AI runtime wrote (`function_call`, `function_result`, `thought`) (D12)."
+  }),
+  provider_message_id: Schema.NullOr(Schema.String).annotate({
+    description: "The channel's id of the message (WhatsApp's `wamid...`, an SMS id); ingest is idempotent on it (D10)."
+  }),
+  replied_provider_message_id: Schema.NullOr(Schema.String).annotate({
+    description: "The channel's id of the message this one replies to."
+  }),
+  run_id: Schema.NullOr(Schema.String).annotate({ description: "The AI run that wrote the message (R2), or null." }),
+  delivery_status: DeliveryStatus.annotate({
+    description:
+      "`pending` until the channel reports; never goes back: `pending` < `sent` < `delivered` < `read`, and `failed`/`rejected` are final (D13)."
+  }),
+  delivery_error_code: Schema.NullOr(Schema.Int).annotate({
+    description: "The channel's error code of a failed delivery."
+  }),
+  delivery_error_message: Schema.NullOr(Schema.String).annotate({
+    description: "The channel's error text of a failed delivery."
+  }),
+  delivered_at: Schema.NullOr(Timestamp).annotate({
+    description:
+      "When the message was delivered; set when the status reaches `delivered` or `read` and none is given (D13)."
+  }),
+  metadata: JsonObject.annotate({
+    description: "Your data about the message (a reply's carries the reply request's metadata, R2)."
+  }),
+  created_at: Timestamp.annotate({ description: "When the message was stored (ISO 8601, UTC, microseconds)." }),
+  updated_at: Schema.NullOr(Timestamp).annotate({ description: "When its delivery last changed; null until then." })
 }).annotate({ identifier: "Message" })
 export type Message = typeof Message.Type

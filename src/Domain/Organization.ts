@@ -3,23 +3,26 @@
  * and the CLI (DECISIONS.md O6).
  */
 import { Context, Schema } from "effect"
-import { Timestamp } from "./Common.ts"
+import { Timestamp, Uuid } from "./Common.ts"
 
 /** `{id, name, created_at}` (O6). */
 export const Organization = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  created_at: Timestamp
+  id: Uuid.annotate({ description: "The organization's id." }),
+  name: Schema.String.annotate({ description: "The organization's name." }),
+  created_at: Timestamp.annotate({ description: "When it was created (ISO 8601, UTC)." })
 }).annotate({ identifier: "Organization" })
 export type Organization = typeof Organization.Type
 
 /** A new API key: the token is shown only in this answer (O6). */
 export const ApiKeyCreated = Schema.Struct({
-  id: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  token: Schema.String,
-  created_at: Timestamp,
-  expires_at: Schema.NullOr(Timestamp)
+  id: Uuid.annotate({ description: "The key's id, to revoke it." }),
+  name: Schema.NullOr(Schema.String).annotate({ description: "The key's name, if given." }),
+  token: Schema.String.annotate({
+    description:
+      "The key itself (`prl_` and 43 base64url characters): shown in this answer only, Parley keeps its SHA-256."
+  }),
+  created_at: Timestamp.annotate({ description: "When the key was created (ISO 8601, UTC)." }),
+  expires_at: Schema.NullOr(Timestamp).annotate({ description: "When the key stops working; null: never." })
 }).annotate({ identifier: "ApiKeyCreated" })
 export type ApiKeyCreated = typeof ApiKeyCreated.Type
 
@@ -29,9 +32,15 @@ export type ApiKeyCreated = typeof ApiKeyCreated.Type
  * agent given to new ingest sessions without one (D9).
  */
 export const Settings = Schema.Struct({
-  reply_debounce_seconds: Schema.Int,
-  session_idle_timeout_seconds: Schema.NullOr(Schema.Int),
-  default_agent_id: Schema.NullOr(Schema.String)
+  reply_debounce_seconds: Schema.Int.annotate({
+    description: "Seconds an automatic reply after ingest waits for more messages (0-60, default 3; D11, R1)."
+  }),
+  session_idle_timeout_seconds: Schema.NullOr(Schema.Int).annotate({
+    description: "Seconds after its latest message an open session closes by itself (`expired`); null: never (D16)."
+  }),
+  default_agent_id: Schema.NullOr(Uuid).annotate({
+    description: "The agent of a new ingest session given no `agent_id` (D9); null: none."
+  })
 }).annotate({ identifier: "Settings" })
 export type Settings = typeof Settings.Type
 

@@ -31,7 +31,13 @@ export class ExportApi extends HttpApiGroup.make("export")
       query: ExportQuery,
       success: Schema.Array(Session),
       error: InvalidCursor.Wire
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Export sessions",
+        description:
+          "Sessions of the organization in pages of `limit` (1-3000, default 100), for syncing into another store. Sorted by (`created_at`, `id`), or with `sort_by=updated_at` by (`updated_at`, or `created_at` when never updated, then `id`), so records never updated still sync. Pass the last `id` of a page as `after_id` for the next page (a keyset cursor; an unknown `after_id` answers 400 `Invalid cursor`). `created_*`/`updated_*` bound the range (D14)."
+      })
+    ),
     HttpApiEndpoint.get("sessionsBatch", "/data/sessions/batch", {
       query: {
         session_ids: Schema.Array(Identifier).pipe(
@@ -39,13 +45,31 @@ export class ExportApi extends HttpApiGroup.make("export")
         )
       },
       success: Schema.Array(Session)
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Export sessions by id",
+        description:
+          "The sessions of `session_ids` (1-1000 ids, repeated as `session_ids=a&session_ids=b`) that exist in the organization, in the order asked; a duplicate id is answered once, at its first position (D14)."
+      })
+    ),
     HttpApiEndpoint.get("messages", "/data/messages", {
       query: { ...ExportQuery, session_id: Schema.optionalKey(Identifier) },
       success: Schema.Array(Message),
       error: InvalidCursor.Wire
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Export messages",
+        description:
+          "Messages of the organization (or of `session_id`) in pages, every content type included (the runtime's too), sorted and paged as the sessions export: `limit` 1-3000, `sort_by`, `after_id` keyset cursor (400 `Invalid cursor`), time bounds (D14)."
+      })
+    )
   )
   .middleware(Authorization)
   .prefix(conversationsBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Data export" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Data export",
+      description:
+        "Sessions and messages in pages with keyset cursors, for syncing into a warehouse or another store (D14). Requests use an organization's API key."
+    })
+  ) {}

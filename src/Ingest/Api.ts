@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
-import { Identifier, JsonObjectInput, ShortText } from "../Domain/Common.ts"
+import { Identifier, JsonObjectInput, ShortText, Uuid } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
 import { AgentNotFound, InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
 import { MessageRole } from "../Domain/Message.ts"
@@ -50,16 +50,50 @@ export type IngestContact = typeof IngestContact.Type
  * patch, D17). Null `contact`, `content` and `provider_message_id` mean omitted.
  */
 export const IngestPayload = Schema.Struct({
-  to: Identifier,
-  from: Identifier,
-  channel_type: Schema.optionalKey(Identifier),
-  contact: Schema.optionalKey(Schema.NullOr(IngestContact)),
-  content: Schema.optionalKey(Schema.NullOr(ContentInput)),
-  role: Schema.optionalKey(MessageRole),
-  provider_message_id: Schema.optionalKey(Schema.NullOr(Identifier)),
-  session: Schema.optionalKey(IngestSessionMode),
-  agent_id: Schema.optionalKey(Schema.NullOr(Identifier)),
-  metadata: Schema.optionalKey(JsonObjectInput)
+  to: Identifier.annotate({
+    description: "Your side of the channel: the number or account the message went to or came from."
+  }),
+  from: Identifier.annotate({
+    description: "The contact's side of the channel; it is the contact's `contact_id` (D9)."
+  }),
+  channel_type: Schema.optionalKey(Identifier.annotate({ description: "The channel, `whatsapp` by default (D9)." })),
+  contact: Schema.optionalKey(
+    Schema.NullOr(IngestContact).annotate({
+      description: "The contact's `name` and `phone`, stored on the contact (D8)."
+    })
+  ),
+  content: Schema.optionalKey(
+    Schema.NullOr(ContentInput).annotate({ description: "The message; without it, only the session is acted on (D9)." })
+  ),
+  role: Schema.optionalKey(
+    MessageRole.annotate({ description: "`user` (default: the contact wrote) or `assistant` (you sent it)." })
+  ),
+  provider_message_id: Schema.optionalKey(
+    Schema.NullOr(Identifier).annotate({ description: "The channel's id of the message: a repeat is a no-op (D10)." })
+  ),
+  session: Schema.optionalKey(
+    IngestSessionMode.annotate({
+      description: "`continue` (default) the open session, `new` session, or `close` the session after this message."
+    })
+  ),
+  agent_id: Schema.optionalKey(
+    Schema.NullOr(Identifier).annotate({
+      description: "Omitted keeps the session's agent, null removes it, an id assigns that agent (D6)."
+    })
+  ),
+  metadata: Schema.optionalKey(
+    JsonObjectInput.annotate({ description: "An RFC 7396 merge patch on the session's metadata (D17)." })
+  )
+}).annotate({
+  examples: [
+    {
+      to: "+15550199",
+      from: "+15550100",
+      contact: { name: "Ada Lovelace" },
+      content: { type: "text", text: "Hi, where is my order?" },
+      provider_message_id: "wamid.HBgL001"
+    }
+  ]
 })
 export type IngestPayload = typeof IngestPayload.Type
 
@@ -72,11 +106,13 @@ export type IngestPayload = typeof IngestPayload.Type
  * both flags false (D10).
  */
 export const IngestResponse = Schema.Struct({
-  conversation_id: Schema.String,
-  session_id: Schema.NullOr(Schema.String),
-  message_id: Schema.NullOr(Schema.String),
-  created_conversation: Schema.Boolean,
-  created_session: Schema.Boolean
+  conversation_id: Uuid.annotate({ description: "The conversation of (`channel_type`, `to`, `from`) (D8)." }),
+  session_id: Schema.NullOr(Uuid).annotate({
+    description: "The session the call acted on; null for `close` without content and without an open session (D9)."
+  }),
+  message_id: Schema.NullOr(Uuid).annotate({ description: "The message stored; null without content." }),
+  created_conversation: Schema.Boolean.annotate({ description: "Whether this call created the conversation." }),
+  created_session: Schema.Boolean.annotate({ description: "Whether this call created the session." })
 }).annotate({ identifier: "IngestResponse" })
 export type IngestResponse = typeof IngestResponse.Type
 
@@ -87,8 +123,20 @@ export class IngestApi extends HttpApiGroup.make("ingest")
       payload: IngestPayload,
       success: IngestResponse,
       error: [AgentNotFound.Wire, InvalidContentType.Wire, ValidationFailed.Wire]
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Ingest a channel message",
+        description:
+          "One call per message received or sent on a channel: finds or creates the contact (`from`), the conversation of (`channel_type`, `to`, `from`) and its open session, stores the message, and triggers the AI reply for `user` messages after the organization's `reply_debounce_seconds` (D8, D9, D11). `session`: `continue` (default) reuses the open session or creates one, `new` closes it and starts another, `close` stores the message then closes the session. Calls for one (organization, `channel_type`, `to`, `from`) are serialized across every process (D9). Idempotent on `provider_message_id` within the conversation: a repeat stores and emits nothing and answers the first call's ids with both `created_*` false (D10). `metadata` is an RFC 7396 merge patch on the session's metadata (at most 16 KiB after the patch, D17)."
+      })
+    )
   )
   .middleware(Authorization)
   .prefix(conversationsBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Ingest" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Ingest",
+      description:
+        "One call per channel message (WhatsApp, SMS, web chat): contact, conversation, session and message in one idempotent, serialized step (D8-D11). Requests use an organization's API key."
+    })
+  ) {}

@@ -18,15 +18,21 @@ import { Int32 } from "../Domain/Limits.ts"
 import { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 
-const OptionalIdentifier = Schema.optionalKey(Schema.NullOr(Identifier))
+/** An optional identifier member (null: none) with its description. */
+const optionalIdentifier = (description: string) =>
+  Schema.optionalKey(Schema.NullOr(Identifier).annotate({ description }))
 
 /** POST /sessions/{id}/messages body; `content` is checked per type by the service (D12). */
 export const CreateMessagePayload = Schema.Struct({
   content: ContentInput,
-  role: MessageRole,
-  provider_message_id: OptionalIdentifier,
-  replied_provider_message_id: OptionalIdentifier,
-  run_id: OptionalIdentifier
+  role: MessageRole.annotate({ description: "`user` (the contact) or `assistant` (the agent)." }),
+  provider_message_id: optionalIdentifier("The channel's id of the message."),
+  replied_provider_message_id: optionalIdentifier("The channel's id of the message this one replies to."),
+  run_id: optionalIdentifier("The AI run the message comes from, if any.")
+}).annotate({
+  examples: [
+    { role: "user", content: { type: "text", text: "Hi, where is my order?" }, provider_message_id: "wamid.HBgL001" }
+  ]
 })
 
 /** PATCH /sessions/{id}/messages/{message_id} body: delivery tracking only (D13). */
@@ -60,25 +66,55 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       payload: CreateMessagePayload,
       success: Message.pipe(HttpApiSchema.status(201)),
       error: [SessionNotFound.Wire, SessionNotOpen.Wire, InvalidContentType.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Add a message to a session",
+        description:
+          "Stores a message of role `user` or `assistant` in an open session (400 `Session is not open` otherwise, D5) with delivery status `pending`, and emits `message.created` (W1). `content.type` is `text`, `image`, `video`, `audio` or `file`, each with its fields (422 for bad fields); another type, the runtime's `function_call`, `function_result` and `thought` included, answers 400 `Invalid content type` (D12). Storing a message does not trigger a reply: call reply, or use ingest (D11)."
+      })
+    ),
     HttpApiEndpoint.post("search", "/sessions/:session_id/messages/search", {
       params: sessionPath,
       payload: SearchMessagesPayload,
       success: Schema.Array(Message),
       error: [SessionNotFound.Wire, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Search a session's messages",
+        description:
+          "Messages of the session matching every given filter (`provider_message_id`, `replied_provider_message_id`, `role`), oldest first (`created_at`, then `id`); `limit` 1-1000, default 100; `offset` default 0. `session_id` in the body must equal the path's, else 422 (D3)."
+      })
+    ),
     HttpApiEndpoint.get("get", "/sessions/:session_id/messages/:message_id", {
       params: messagePath,
       success: Message,
       error: [SessionNotFound.Wire, MessageNotFound.Wire, Forbidden.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get a message",
+        description:
+          "The message. 404 `Session not found` for a session of another organization (D1), 403 `Forbidden` for a message of another organization, 404 `Message not found` for a missing one."
+      })
+    ),
     HttpApiEndpoint.patch("update", "/sessions/:session_id/messages/:message_id", {
       params: messagePath,
       payload: UpdateMessagePayload,
       success: Message,
       error: [SessionNotFound.Wire, MessageNotFound.Wire, Forbidden.Wire]
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Record a message's delivery",
+        description:
+          "Delivery tracking from the channel: `provider_message_id`, `replied_provider_message_id`, `delivery_status`, `delivery_error_code`, `delivery_error_message`, `delivered_at`. The status never goes back (`pending` < `sent` < `delivered` < `read`; `failed` and `rejected` are final): a PATCH that would move it backwards answers 200 and keeps the later status, its other members still applied; `delivered_at` is set when the status reaches `delivered` or `read` and none is given (D13). Works on closed sessions (D5). Emits `message.updated` when a delivery member changed (W1)."
+      })
+    )
   )
   .middleware(Authorization)
   .prefix(conversationsBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Messages" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Messages",
+      description:
+        "The messages of a session, with their delivery tracking (D13). Requests use an organization's API key."
+    })
+  ) {}

@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { adminBasePath } from "../Domain/BasePaths.ts"
-import { Identifier, Timestamp } from "../Domain/Common.ts"
+import { Identifier, Timestamp, Uuid } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { eventTypes } from "../Domain/Event.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
@@ -28,23 +28,27 @@ const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 2
  * created_at}`; `signing_secret` is `whsec_<base64>` (W4); `created_at` ISO 8601.
  */
 export const App = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  webhook_url: Schema.String,
-  events: Schema.Array(EventTypeSchema),
-  enabled: Schema.Boolean,
-  signing_secret: Schema.String,
-  created_at: Timestamp
+  id: Uuid.annotate({ description: "The app's id." }),
+  name: Schema.String.annotate({ description: "The app's name." }),
+  webhook_url: Schema.String.annotate({ description: "Where its events are POSTed (http or https, W6)." }),
+  events: Schema.Array(EventTypeSchema).annotate({ description: "The event types it receives (W1)." }),
+  enabled: Schema.Boolean.annotate({ description: "A disabled app gets no new deliveries." }),
+  signing_secret: Schema.String.annotate({
+    description: "`whsec_<base64>`: the key of the Standard Webhooks signatures of its requests (W4)."
+  }),
+  created_at: Timestamp.annotate({ description: "When it was created (ISO 8601, UTC)." })
 }).annotate({ identifier: "App" })
 export type App = typeof App.Type
 
 /** One attempt of a delivery (W5): its number (1-based), HTTP status (null without an answer), error, duration in ms, start (ISO 8601). */
 export const DeliveryAttempt = Schema.Struct({
-  attempt: Schema.Int,
-  status_code: Schema.NullOr(Schema.Int),
-  error: Schema.NullOr(Schema.String),
-  duration_ms: Schema.Int,
-  started_at: Timestamp
+  attempt: Schema.Int.annotate({ description: "Its number, from 1." }),
+  status_code: Schema.NullOr(Schema.Int).annotate({ description: "The app's HTTP status; null without an answer." }),
+  error: Schema.NullOr(Schema.String).annotate({
+    description: "Why it failed (timeout, refused address, connection error, non-2xx); null on success."
+  }),
+  duration_ms: Schema.Int.annotate({ description: "How long it took, in milliseconds." }),
+  started_at: Timestamp.annotate({ description: "When it started (ISO 8601, UTC)." })
 }).annotate({ identifier: "DeliveryAttempt" })
 export type DeliveryAttempt = typeof DeliveryAttempt.Type
 
@@ -58,18 +62,22 @@ export type DeliveryStatus = typeof DeliveryStatus.Type
  * while pending (ISO 8601), null otherwise.
  */
 export const Delivery = Schema.Struct({
-  id: Schema.String,
-  event_id: Schema.String,
-  event_type: Schema.String,
-  app_id: Schema.String,
-  status: DeliveryStatus,
-  attempts: Schema.Int,
-  last_status_code: Schema.NullOr(Schema.Int),
-  last_error: Schema.NullOr(Schema.String),
-  next_attempt_at: Schema.NullOr(Timestamp),
-  created_at: Timestamp,
-  updated_at: Schema.NullOr(Timestamp),
-  attempt_log: Schema.Array(DeliveryAttempt)
+  id: Uuid.annotate({ description: "The delivery's id." }),
+  event_id: Uuid.annotate({ description: "The event delivered (its `webhook-id`)." }),
+  event_type: Schema.String.annotate({ description: "The event's type (W1)." }),
+  app_id: Uuid.annotate({ description: "The app it goes to." }),
+  status: DeliveryStatus.annotate({
+    description: "`pending` (waiting or in flight), `succeeded`, or `failed` after the last retry (W5)."
+  }),
+  attempts: Schema.Int.annotate({ description: "How many attempts were made." }),
+  last_status_code: Schema.NullOr(Schema.Int).annotate({ description: "The status of the latest attempt." }),
+  last_error: Schema.NullOr(Schema.String).annotate({ description: "The error of the latest attempt." }),
+  next_attempt_at: Schema.NullOr(Timestamp).annotate({
+    description: "When the next attempt is due; null unless pending."
+  }),
+  created_at: Timestamp.annotate({ description: "When the event was fanned out to the app (ISO 8601, UTC)." }),
+  updated_at: Schema.NullOr(Timestamp).annotate({ description: "When the delivery last changed." }),
+  attempt_log: Schema.Array(DeliveryAttempt).annotate({ description: "Every attempt, oldest first." })
 }).annotate({ identifier: "Delivery" })
 export type Delivery = typeof Delivery.Type
 
@@ -79,6 +87,10 @@ export const CreateAppPayload = Schema.Struct({
   webhook_url: WebhookUrl,
   events: EventTypeList,
   enabled: Schema.optionalKey(Schema.Boolean)
+}).annotate({
+  examples: [
+    { name: "CRM sync", webhook_url: "https://crm.example.com/parley", events: ["message.created", "session.closed"] }
+  ]
 })
 
 /** PATCH /organizations/{id}/apps/{app_id} body: members present are changed. */
@@ -110,40 +122,82 @@ export class AppsApi extends HttpApiGroup.make("apps")
       payload: CreateAppPayload,
       success: App.pipe(HttpApiSchema.status(201)),
       error: [OrganizationNotFound.Wire, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create a webhook app",
+        description:
+          "An app receives the organization's events of the types in `events` at `webhook_url` (http or https; loopback, private, link-local and metadata addresses are refused unless the server allows them, W6), signed per Standard Webhooks with its `signing_secret` (W4). Delivery is at least once, retried on the server's schedule (W2, W5)."
+      })
+    ),
     HttpApiEndpoint.get("listApps", "/organizations/:org_id/apps", {
       params: { org_id: Identifier },
       success: Schema.Array(App),
       error: OrganizationNotFound.Wire
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List webhook apps",
+        description: "The organization's apps with their signing secrets (O6)."
+      })
+    ),
     HttpApiEndpoint.get("getApp", "/organizations/:org_id/apps/:app_id", {
       params: appPath,
       success: App,
       error: [OrganizationNotFound.Wire, AppNotFound.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({ summary: "Get a webhook app", description: "The app, or 404 `App not found` (O6)." })
+    ),
     HttpApiEndpoint.patch("updateApp", "/organizations/:org_id/apps/:app_id", {
       params: appPath,
       payload: UpdateAppPayload,
       success: App,
       error: [OrganizationNotFound.Wire, AppNotFound.Wire, ValidationFailed.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Update a webhook app",
+        description:
+          "Changes the members present. A disabled app gets no new deliveries; an app's `events` decide which later events it receives (W1)."
+      })
+    ),
     HttpApiEndpoint.delete("deleteApp", "/organizations/:org_id/apps/:app_id", {
       params: appPath,
       success: HttpApiSchema.NoContent,
       error: [OrganizationNotFound.Wire, AppNotFound.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Delete a webhook app",
+        description: "Deletes the app with its deliveries; nothing more is sent to it (O6)."
+      })
+    ),
     HttpApiEndpoint.get("listDeliveries", "/organizations/:org_id/apps/:app_id/deliveries", {
       params: appPath,
       query: DeliveriesQuery,
       success: Schema.Array(Delivery),
       error: [OrganizationNotFound.Wire, AppNotFound.Wire]
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List an app's deliveries",
+        description:
+          "Deliveries of events to the app, newest first, each with every attempt (status code, error, duration), filtered by `status`; `limit` 1-1000 (default 100), next page with `after_id` = the last id of the previous page (O6, W5)."
+      })
+    ),
     HttpApiEndpoint.post("retryDelivery", "/organizations/:org_id/apps/:app_id/deliveries/:delivery_id/retry", {
       params: { org_id: Identifier, app_id: Identifier, delivery_id: Identifier },
       success: HttpApiSchema.Empty(202),
       error: [OrganizationNotFound.Wire, AppNotFound.Wire, DeliveryNotFound.Wire]
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Retry a delivery",
+        description:
+          "Makes the delivery pending and due now; the same body is sent again, byte for byte (W3, W5). Answers 202."
+      })
+    )
   )
   .middleware(AdminAuthorization)
   .prefix(adminBasePath)
-  .annotateMerge(OpenApi.annotations({ title: "Apps (webhooks)" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Apps (webhooks)",
+      description:
+        "Apps receive the organization's events by signed webhooks (Standard Webhooks), at least once, with retries; their deliveries and every attempt can be read and retried (W1-W6). Requests use the server's `ADMIN_TOKEN`. The events are listed under Webhooks."
+    })
+  ) {}

@@ -7,6 +7,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "./Admin/Api.ts"
 import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
+import { finishDocument, webhookSchemas } from "./Document.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
 import { ExportApi } from "./Export/Api.ts"
 import { IngestApi } from "./Ingest/Api.ts"
@@ -28,11 +29,16 @@ export class ParleyApi extends HttpApi.make("parley")
   .add(AppsApi)
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
+  .annotate(HttpApi.AdditionalSchemas, webhookSchemas)
   .annotateMerge(
     OpenApi.annotations({
       title: "Parley",
       version: "0.1.0",
       description:
-        "Conversations between contacts and agents, AI replies, signed webhooks, bulk export and assistant version control."
+        "Conversations between contacts and agents, AI replies, signed webhooks, bulk export and assistant version control.",
+      // Relative: the server that serves the document (reference pages send their requests there).
+      servers: [{ url: "/", description: "This server" }],
+      license: { name: "MIT", identifier: "MIT" },
+      transform: finishDocument
     })
   ) {}

@@ -48,7 +48,7 @@ const AuthorizationLive = Layer.effect(
   Effect.gen(function* () {
     const admin = yield* Admin
     return Authorization.of({
-      bearer: Effect.fnUntraced(function* (httpEffect, { credential }) {
+      apiKey: Effect.fnUntraced(function* (httpEffect, { credential }) {
         const organizationId = yield* admin.authenticate(Redacted.value(credential))
         if (organizationId === undefined) return yield* new Unauthorized()
         return yield* Effect.provideService(httpEffect, CurrentOrganization, { id: organizationId })
@@ -70,7 +70,7 @@ const AdminAuthorizationLive = Layer.effect(
     const config = yield* AppConfig
     const expected = config.adminToken === undefined ? undefined : Redacted.value(config.adminToken)
     return AdminAuthorization.of({
-      adminBearer: Effect.fnUntraced(function* (httpEffect, { credential }) {
+      adminToken: Effect.fnUntraced(function* (httpEffect, { credential }) {
         if (expected === undefined || expected.length === 0 || !sameSecret(Redacted.value(credential), expected)) {
           return yield* new Unauthorized()
         }

@@ -1,7 +1,7 @@
 /**
  * The `parley` command (`npx parley ...`, `npm run parley -- ...`; O6): the
- * admin operations on the database directly, for humans, plus `migrate` and
- * `serve`. It uses `DATABASE_URL`, or attaches to the embedded server of
+ * admin operations on the database directly, for humans, plus `migrate`,
+ * `openapi` (the document, with no database) and `serve`. It uses `DATABASE_URL`, or attaches to the embedded server of
  * `DATA_DIR` (starting it for the command when no server runs).
  *
  * Output is shell-friendly: `eval "$(npx parley bootstrap)"` sets
@@ -12,8 +12,10 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { ConfigProvider, Console, Effect, Layer, Logger, Option, References } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
+import { OpenApi } from "effect/http-api"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
+import { ParleyApi } from "./Api.ts"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import type { ValidationIssue } from "./Domain/Errors.ts"
@@ -126,6 +128,14 @@ const migrate = Command.make(
   }, Effect.provide(Database.layer))
 ).pipe(Command.withDescription("Apply pending migrations"))
 
+const openapi = Command.make("openapi", {}, () =>
+  Console.log(JSON.stringify(OpenApi.fromApi(ParleyApi), null, 2))
+).pipe(
+  Command.withDescription(
+    "Print the OpenAPI 3.1 document (the server's /openapi.json), for generators and linters; needs no database"
+  )
+)
+
 const serve = Command.make("serve", {}, () => Layer.launch(AppLive)).pipe(
   Command.withDescription("Run the server (same as npm start)")
 )
@@ -147,6 +157,7 @@ const parley = Command.make("parley").pipe(
       Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])
     ),
     migrate.pipe(Command.provide(QuietLogging)),
+    openapi,
     serve
   ])
 )

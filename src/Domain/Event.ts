@@ -1,7 +1,13 @@
 /**
  * Outbox events as integrators receive them (DECISIONS.md W1, W3): the event
- * types. The events are written by the outbox (`src/Outbox/Outbox.ts`).
+ * types and the schema of each event. The events are written by the outbox
+ * (`src/Outbox/Outbox.ts`).
  */
+import { Schema } from "effect"
+import { Uuid } from "./Common.ts"
+import { Conversation } from "./Conversation.ts"
+import { Message } from "./Message.ts"
+import { Session } from "./Session.ts"
 
 /** Event types (W1). */
 export const eventTypes = [
@@ -16,3 +22,69 @@ export const eventTypes = [
 
 /** An event type (W1). */
 export type EventType = (typeof eventTypes)[number]
+
+/** What `action` a session.finished or session.closed event carries (W1). */
+const CloseAction = {
+  "session.finished": Schema.NullOr(Schema.Literal("expired")).annotate({
+    description: "null for finish and PATCH, `expired` for automatic closing (D16) (W1)."
+  }),
+  "session.closed": Schema.NullOr(Schema.Literals(["expired", "ingest"])).annotate({
+    description:
+      "null for finish and PATCH, `expired` for automatic closing (D16), `ingest` for ingest's `new` and `close` (W1)."
+  })
+} as const
+
+/** What each event type means (W1), for the OpenAPI document's webhooks and the event schemas. */
+export const eventDescriptions: { readonly [T in EventType]: string } = {
+  "message.created": "A message was stored: by POST message, ingest, a schedule or an AI reply.",
+  "message.updated": "A delivery member of a message changed (PATCH message, D13).",
+  "session.created":
+    "A session was created; it carries the agent the session was created with (that is not a transfer).",
+  "session.transferred": "A session's agent changed after its creation: transfer, PATCH or ingest.",
+  "session.finished": 'A session was finished: finish, PATCH to closed, or automatic closing (`action: "expired"`).',
+  "session.closed": 'A session closed, by any path (ingest\'s included: `action: "ingest"`).',
+  "conversation.created": "A conversation was created: a contact's first session on a channel (D8)."
+}
+
+/** The schema identifier of an event type's schema: `message.created` -> `MessageCreatedEvent`. */
+export const eventSchemaIdentifier = (type: EventType): string =>
+  `${type.replace(/(^|[._])(\w)/g, (_, _separator: string, letter: string) => letter.toUpperCase())}Event`
+
+/**
+ * The W3 envelope of an event of `type` about `object`: exactly `{id,
+ * timestamp, type, organization_id, data: {object}}`.
+ */
+const envelope = <const T extends EventType, O extends Schema.Top>(type: T, object: O) =>
+  Schema.Struct({
+    id: Uuid.annotate({
+      description:
+        "The event's id, also the `webhook-id` header: the same on every attempt, so receivers deduplicate by it (W2, W4)."
+    }),
+    timestamp: Schema.Int.annotate({ description: "When the change was committed, in Unix seconds (W3)." }),
+    type: Schema.Literal(type).annotate({ description: "The event type (W1)." }),
+    organization_id: Uuid.annotate({ description: "The organization of the change." }),
+    data: Schema.Struct({ object }).annotate({ description: "`object`: the resource as it is after the change." })
+  }).annotate({ identifier: eventSchemaIdentifier(type), description: eventDescriptions[type] })
+
+/** A session with the `action` of the close event `type` (W1). */
+const closedSession = (type: keyof typeof CloseAction) =>
+  Schema.Struct({ ...Session.fields, action: CloseAction[type] })
+
+/**
+ * The events an app receives, one schema per type of W1, each in the W3
+ * envelope: the `webhooks` of the OpenAPI document and the type a receiver
+ * decodes a request body into.
+ */
+export const eventSchemas = {
+  "message.created": envelope("message.created", Message),
+  "message.updated": envelope("message.updated", Message),
+  "session.created": envelope("session.created", Session),
+  "session.transferred": envelope("session.transferred", Session),
+  "session.finished": envelope("session.finished", closedSession("session.finished")),
+  "session.closed": envelope("session.closed", closedSession("session.closed")),
+  "conversation.created": envelope("conversation.created", Conversation)
+} as const satisfies { readonly [T in EventType]: Schema.Top }
+
+/** Any event (W1, W3), told apart by `type`. */
+export const WebhookEvent = Schema.Union(Object.values(eventSchemas)).annotate({ identifier: "WebhookEvent" })
+export type WebhookEvent = typeof WebhookEvent.Type

@@ -399,7 +399,7 @@ const operationsOf = (doc: any): ReadonlyArray<Operation> =>
         path,
         parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])],
         body: op.requestBody?.content?.["application/json"]?.schema,
-        auth: schemes.includes("adminBearer")
+        auth: schemes.includes("adminToken")
           ? "admin"
           : schemes.length > 0 || path.startsWith(C) || path.startsWith(A)
             ? "org"

@@ -1,0 +1,220 @@
+/**
+ * The finishing pass of the OpenAPI document (issue 14): what the schemas of
+ * the endpoints cannot say one by one, applied once to the whole document by
+ * the `OpenApi.Transform` annotation of `ParleyApi` (`src/Api.ts`).
+ *
+ * - Responses any operation can give, whatever it does (DECISIONS.md
+ *   "Errors", O9): 413 and 415 for operations with a body, 500, and 503 with
+ *   `Retry-After`, as shared `components.responses` with the `ErrorDetail`
+ *   body. 401 (security) and 422 (validation) come from the middleware of the
+ *   contract, the other 4xx from each endpoint's declared errors.
+ * - Objects never forbid members: requests may carry members the server
+ *   ignores, and answers may gain members in later versions (an additive
+ *   change), so `additionalProperties: false` is dropped everywhere; a
+ *   free-form object (`metadata`, `config`, ...) says `additionalProperties:
+ *   true`, which generators type as "any members" (a bare `{type: object}`
+ *   becomes `Record<string, never>` in openapi-typescript).
+ * - Component names are the schemas' own: the encoded side of an error
+ *   (`SessionNotFoundEncoded`, its `{detail}` body) is named as the error
+ *   (`SessionNotFound`) when no other component has that name.
+ * - `webhooks`: every event type of W1 as the request an app receives, with
+ *   its W3 envelope schema (`Domain/Event.ts`) and the Standard Webhooks
+ *   headers of W4.
+ *
+ * Imports only the contract's domain files, like `Api.ts`.
+ */
+import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
+
+/** An OpenAPI document or a part of it, as `OpenApi.fromApi` builds it (JSON). */
+type Json = Record<string, any>
+
+/** The `{detail}` body of every error but 422's (DECISIONS.md "Errors"). */
+const errorDetail = {
+  type: "object",
+  description: 'An error: `detail` says what went wrong, in a sentence fixed per error (DECISIONS.md "Errors").',
+  required: ["detail"],
+  properties: { detail: { type: "string", description: "What went wrong." } }
+}
+
+/** A response answering `detail` (an example of its body). */
+const detailResponse = (description: string, detail: string, headers?: Json): Json => ({
+  description,
+  ...(headers === undefined ? {} : { headers }),
+  content: {
+    "application/json": { schema: { $ref: "#/components/schemas/ErrorDetail" }, example: { detail } }
+  }
+})
+
+/** The shared responses, by status, and their component names. */
+const commonResponses = {
+  "413": [
+    "PayloadTooLarge",
+    detailResponse("The body is larger than the server's `MAX_BODY_BYTES` (D17).", "Request body too large")
+  ],
+  "415": [
+    "UnsupportedMediaType",
+    detailResponse(
+      'The body is not `application/json` (DECISIONS.md "Errors").',
+      "Content-Type must be application/json"
+    )
+  ],
+  "500": [
+    "InternalServerError",
+    detailResponse(
+      "An unexpected failure; its cause is in the server's log and trace, under the `x-request-id` of the answer (O8).",
+      "Internal server error"
+    )
+  ],
+  "503": [
+    "ServiceUnavailable",
+    detailResponse(
+      "The database cannot be reached, or the server is shutting down: retry after `Retry-After` seconds (O9).",
+      "Service unavailable",
+      { "retry-after": { description: "Seconds to wait before retrying.", schema: { type: "integer" } } }
+    )
+  ]
+} as const
+
+const METHODS = ["get", "put", "post", "delete", "patch"] as const
+
+/** Adds the shared responses to every operation that does not answer that status already. */
+const withCommonResponses = (paths: Json): void => {
+  for (const item of Object.values(paths)) {
+    for (const method of METHODS) {
+      const operation = item[method]
+      if (operation === undefined) continue
+      for (const [status, [name]] of Object.entries(commonResponses)) {
+        if (status === "413" || status === "415") {
+          if (operation.requestBody === undefined) continue
+        }
+        operation.responses[status] ??= { $ref: `#/components/responses/${name}` }
+      }
+    }
+  }
+}
+
+/**
+ * Drops `additionalProperties: false`, opens free-form objects and reduces a
+ * union with an empty schema (any value) to that schema, in place, through
+ * the whole value (see module docs).
+ */
+const openObjects = (value: unknown): void => {
+  if (Array.isArray(value)) {
+    for (const item of value) openObjects(item)
+    return
+  }
+  if (typeof value !== "object" || value === null) return
+  const node = value as Json
+  if (node.additionalProperties === false) delete node.additionalProperties
+  // `anyOf: [{}, {type: "null"}]` (a nullable free-form value) is any value: `{}`.
+  if (Array.isArray(node.anyOf) && node.anyOf.some((member: Json) => Object.keys(member).length === 0)) {
+    delete node.anyOf
+  }
+  if (
+    node.type === "object" &&
+    node.properties === undefined &&
+    node.additionalProperties === undefined &&
+    node.patternProperties === undefined
+  ) {
+    node.additionalProperties = true
+  }
+  for (const child of Object.values(node)) openObjects(child)
+}
+
+/** Renames the components `<Name>Encoded` to `<Name>` where that name is free, and their references. */
+const readableComponentNames = (spec: Json): void => {
+  const schemas: Json = spec.components.schemas
+  const renames = new Map<string, string>()
+  for (const name of Object.keys(schemas)) {
+    const plain = name.replace(/Encoded$/, "")
+    if (plain !== name && !(plain in schemas))
+      renames.set(`#/components/schemas/${name}`, `#/components/schemas/${plain}`)
+  }
+  spec.components.schemas = Object.fromEntries(
+    Object.entries(schemas).map(([name, schema]) => [
+      renames.has(`#/components/schemas/${name}`) ? name.replace(/Encoded$/, "") : name,
+      schema
+    ])
+  )
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item)
+      return
+    }
+    if (typeof value !== "object" || value === null) return
+    const node = value as Json
+    if (typeof node.$ref === "string" && renames.has(node.$ref)) node.$ref = renames.get(node.$ref)
+    for (const child of Object.values(node)) visit(child)
+  }
+  visit(spec)
+}
+
+/** The Standard Webhooks headers of every event request (W4) and its trace context. */
+const webhookHeaders = [
+  ["webhook-id", "The event's id, the same on every attempt: deduplicate by it (W2, W4)."],
+  ["webhook-timestamp", "When this attempt was signed, in Unix seconds; refuse old ones to stop replays (W4)."],
+  [
+    "webhook-signature",
+    "`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the app's signing secret (the base64 after `whsec_`), per the Standard Webhooks specification (W4)."
+  ],
+  ["traceparent", "The W3C trace context of the change that produced the event (W4)."]
+] as const
+
+/** The tag of the webhook events. */
+const WEBHOOKS_TAG = "Webhook events"
+
+/** The `webhooks` member: one POST per event type (W1), its body the event schema of `components`. */
+const webhooks = (): Json =>
+  Object.fromEntries(
+    eventTypes.map((type) => [
+      type,
+      {
+        post: {
+          tags: [WEBHOOKS_TAG],
+          operationId: `${eventSchemaIdentifier(type)}Webhook`,
+          summary: type,
+          description: `${eventDescriptions[type]} Sent to the apps subscribed to \`${type}\`, at least once (W2); any 2xx answer within the server's \`WEBHOOK_TIMEOUT_MS\` is success, anything else is retried on \`WEBHOOK_RETRY_SCHEDULE\` (W5). The body is byte-identical on every attempt (W3).`,
+          parameters: webhookHeaders.map(([name, description]) => ({
+            name,
+            in: "header",
+            required: name !== "traceparent",
+            description,
+            schema: { type: "string" }
+          })),
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": { schema: { $ref: `#/components/schemas/${eventSchemaIdentifier(type)}` } }
+            }
+          },
+          responses: {
+            "2XX": { description: "Received: the delivery succeeded." },
+            default: { description: "Anything else: the delivery is attempted again later (W5)." }
+          }
+        }
+      }
+    ])
+  )
+
+/**
+ * Finishes the generated document (see module docs): shared responses,
+ * open objects, the webhooks section and its tag. Returns `spec`, changed in
+ * place.
+ */
+export const finishDocument = (spec: Json): Json => {
+  spec.components.schemas.ErrorDetail = errorDetail
+  spec.components.responses = Object.fromEntries(Object.values(commonResponses).map(([name, body]) => [name, body]))
+  withCommonResponses(spec.paths)
+  spec.webhooks = webhooks()
+  spec.tags.push({
+    name: WEBHOOKS_TAG,
+    description:
+      "What an app receives at its `webhook_url`: a POST with the event as JSON, signed per Standard Webhooks (W1-W5). Verify the signature with the app's `signing_secret` before trusting the body."
+  })
+  readableComponentNames(spec)
+  openObjects(spec)
+  return spec
+}
+
+/** The event schemas the webhooks refer to, for `HttpApi.AdditionalSchemas` (each has an identifier). */
+export const webhookSchemas = Object.values(eventSchemas)

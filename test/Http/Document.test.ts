@@ -1,0 +1,199 @@
+/**
+ * The OpenAPI document as integrators' tools read it (issue 14 "A document a
+ * generator and a reader can use", "Webhooks in the document"): every
+ * operation and tag described, bearer schemes a reference page offers a token
+ * field for, ids `format: uuid`, the shared error responses, objects that do
+ * not forbid members, and the `webhooks` of W1 with the W3 envelope and the W4
+ * headers. `parley openapi` prints the document the server serves.
+ */
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import { eventTypes } from "../../src/Domain/Event.ts"
+import { runNode } from "../support/Processes.ts"
+import { C, TestApi, withApp } from "../support/TestApp.ts"
+
+const METHODS = ["get", "put", "post", "delete", "patch"] as const
+
+/** Every operation of the document: `[METHOD path, operation]`. */
+const operationsOf = (doc: any): Array<[string, any]> =>
+  Object.entries(doc.paths as Record<string, any>).flatMap(([path, item]) =>
+    METHODS.filter((method) => item[method] !== undefined).map((method): [string, any] => [
+      `${method.toUpperCase()} ${path}`,
+      item[method]
+    ])
+  )
+
+/** Every value in `value` (depth first), with the path that leads to it. */
+const walk = (value: unknown, visit: (node: any, path: string) => void, path = "#"): void => {
+  if (typeof value !== "object" || value === null) return
+  visit(value, path)
+  for (const [key, child] of Object.entries(value)) walk(child, visit, `${path}/${key}`)
+}
+
+/** The schema `$ref` points at. */
+const resolve = (doc: any, schema: any): any =>
+  typeof schema?.$ref === "string"
+    ? schema.$ref
+        .slice(2)
+        .split("/")
+        .reduce((node: any, key: string) => node[key], doc)
+    : schema
+
+withApp()("the OpenAPI document", (it) => {
+  it.effect(
+    "issue 14: every operation has a summary and a description, every tag a description; servers and license are set",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const operations = operationsOf(doc)
+        assert.isAbove(operations.length, 70)
+        for (const [name, operation] of operations) {
+          assert.isString(operation.summary, name)
+          assert.isAbove(operation.summary.length, 5, name)
+          assert.isString(operation.description, name)
+          assert.isAbove(operation.description.length, 20, name)
+        }
+        for (const tag of doc.tags) assert.isAbove(tag.description?.length ?? 0, 20, tag.name)
+        const used = new Set(operations.flatMap(([, operation]) => operation.tags))
+        for (const name of used)
+          assert.isDefined(
+            doc.tags.find((tag: any) => tag.name === name),
+            name
+          )
+        assert.deepStrictEqual(doc.servers, [{ url: "/", description: "This server" }])
+        assert.strictEqual(doc.info.license.identifier, "MIT")
+      })
+  )
+
+  it.effect(
+    "issue 14: the API key and the admin token are bearer schemes (lowercase: reference pages offer a token field), per API",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const schemes = doc.components.securitySchemes
+        assert.deepStrictEqual(Object.keys(schemes).sort(), ["adminToken", "apiKey"])
+        for (const scheme of Object.values(schemes) as Array<any>) {
+          assert.deepStrictEqual([scheme.type, scheme.scheme], ["http", "bearer"])
+          assert.isString(scheme.description)
+        }
+        for (const [name, operation] of operationsOf(doc)) {
+          const expected = name.includes(" /admin/v1/") ? "adminToken" : "apiKey"
+          assert.deepStrictEqual(operation.security, [{ [expected]: [] }], name)
+        }
+      })
+  )
+
+  it.effect(
+    "issue 14: ids Parley makes are format uuid; free-form objects take any member; no object forbids members",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const schemas = doc.components.schemas
+        for (const [schema, field] of [
+          ["Session", "id"],
+          ["Session", "organization_id"],
+          ["Session", "conversation_id"],
+          ["Message", "id"],
+          ["Message", "session_id"],
+          ["Conversation", "id"],
+          ["App", "id"],
+          ["Delivery", "event_id"],
+          ["SessionSchedule", "id"]
+        ] as const) {
+          assert.strictEqual(schemas[schema].properties[field].format, "uuid", `${schema}.${field}`)
+          assert.isString(schemas[schema].properties[field].description, `${schema}.${field}`)
+        }
+        assert.strictEqual(schemas.Session.properties.metadata.additionalProperties, true)
+        walk(doc, (node, path) => {
+          assert.notStrictEqual(node.additionalProperties, false, path)
+          if (node.type === "object" && node.properties === undefined) {
+            assert.isDefined(node.additionalProperties ?? node.patternProperties, `${path}: a bare object`)
+          }
+        })
+        // The body of POST /sessions is open: the server ignores members it does not know.
+        const create = resolve(doc, doc.paths[`${C}/sessions`].post.requestBody.content["application/json"].schema)
+        assert.isUndefined(create.additionalProperties)
+        assert.isArray(create.examples)
+      })
+  )
+
+  it.effect(
+    "issue 14, DECISIONS 'Errors', O9: every operation documents 500 and 503, those with a body 413 and 415, from shared components",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        for (const [name, operation] of operationsOf(doc)) {
+          const statuses = Object.keys(operation.responses)
+          for (const status of ["401", "422", "500", "503"]) assert.include(statuses, status, name)
+          if (operation.requestBody !== undefined) {
+            assert.deepStrictEqual(operation.responses["413"], { $ref: "#/components/responses/PayloadTooLarge" })
+            assert.deepStrictEqual(operation.responses["415"], {
+              $ref: "#/components/responses/UnsupportedMediaType"
+            })
+          }
+        }
+        const unavailable = doc.components.responses.ServiceUnavailable
+        assert.deepStrictEqual(unavailable.content["application/json"].example, { detail: "Service unavailable" })
+        assert.isDefined(unavailable.headers["retry-after"])
+        walk(doc, (node, path) => {
+          if (typeof node.$ref === "string") assert.isDefined(resolve(doc, node), `${path} -> ${node.$ref}`)
+        })
+        const names = Object.keys(doc.components.schemas)
+        assert.deepStrictEqual(
+          names.filter((name) => name.endsWith("Encoded")),
+          [],
+          "component names are the errors' and resources' own"
+        )
+      })
+  )
+
+  it.effect(
+    "issue 14, W1, W3, W4: webhooks lists every event type with its envelope, data.object and the Standard Webhooks headers",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        assert.deepStrictEqual(Object.keys(doc.webhooks).sort(), [...eventTypes].sort())
+        const objects: Record<string, string> = {
+          "message.created": "Message",
+          "message.updated": "Message",
+          "session.created": "Session",
+          "session.transferred": "Session",
+          "conversation.created": "Conversation"
+        }
+        for (const type of eventTypes) {
+          const operation = doc.webhooks[type].post
+          assert.deepStrictEqual(
+            operation.parameters.map((parameter: any) => [parameter.in, parameter.name, parameter.required]),
+            [
+              ["header", "webhook-id", true],
+              ["header", "webhook-timestamp", true],
+              ["header", "webhook-signature", true],
+              ["header", "traceparent", false]
+            ]
+          )
+          const event = resolve(doc, operation.requestBody.content["application/json"].schema)
+          assert.deepStrictEqual(event.required, ["id", "timestamp", "type", "organization_id", "data"])
+          assert.deepStrictEqual(resolve(doc, event.properties.type).enum ?? [event.properties.type.const], [type])
+          const object = event.properties.data.properties.object
+          if (objects[type] !== undefined) {
+            assert.strictEqual(object.$ref, `#/components/schemas/${objects[type]}`, type)
+          } else {
+            // session.finished and session.closed: the session with its action (W1).
+            assert.includeMembers(object.required, ["id", "status", "action"], type)
+          }
+          assert.include(operation.responses, { "2XX": operation.responses["2XX"] })
+        }
+      })
+  )
+
+  it.effect("issue 14: `parley openapi` prints the document the server serves, with no database", () =>
+    Effect.gen(function* () {
+      const served = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+      const printed = yield* Effect.promise(() =>
+        runNode("src/cli.ts", ["openapi"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })
+      )
+      assert.strictEqual(printed.code, 0, printed.stderr)
+      assert.deepStrictEqual(JSON.parse(printed.stdout), served)
+    })
+  )
+})

@@ -1,0 +1,60 @@
+/**
+ * `parley/webhooks`: verifying and reading the requests Parley sends to an
+ * app's `webhook_url` (DECISIONS.md W1-W4), for receivers written in
+ * TypeScript. Imports no server code.
+ *
+ * ```ts
+ * import { verifyWebhook } from "parley/webhooks"
+ * // body: the raw request body as text (verify before parsing: the signature covers the bytes)
+ * const event = verifyWebhook(process.env.PARLEY_SIGNING_SECRET!, request.headers, body)
+ * if (event.type === "message.created") console.log(event.data.object.content)
+ * ```
+ */
+import { Schema } from "effect"
+import { Webhook, WebhookVerificationError } from "standardwebhooks"
+import { WebhookEvent } from "./Domain/Event.ts"
+
+export { eventTypes } from "./Domain/Event.ts"
+export type { WebhookEvent }
+export { WebhookVerificationError }
+
+const decodeEvent = Schema.decodeUnknownSync(WebhookEvent)
+
+/** Request headers as Node (`IncomingHttpHeaders`), fetch (`Headers`) or a plain record give them. */
+export type WebhookHeaders = Headers | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/** The three Standard Webhooks headers, lower-cased, from `headers` (a repeated header: its first value). */
+const signatureHeadersOf = (headers: WebhookHeaders): Record<string, string> => {
+  const get = (name: string): string =>
+    headers instanceof Headers
+      ? (headers.get(name) ?? "")
+      : (() => {
+          const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]
+          return (Array.isArray(entry) ? entry[0] : (entry as string | undefined)) ?? ""
+        })()
+  return {
+    "webhook-id": get("webhook-id"),
+    "webhook-timestamp": get("webhook-timestamp"),
+    "webhook-signature": get("webhook-signature")
+  }
+}
+
+/**
+ * Checks a webhook request and answers its event (W1, W3).
+ *
+ * - `secret`: the app's `signing_secret` (`whsec_<base64>`).
+ * - `headers`: the request's headers; `webhook-id`, `webhook-timestamp` and
+ *   `webhook-signature` are read (W4). Any of the signatures may match (during
+ *   a secret rotation a request carries two).
+ * - `body`: the raw body, as received (text or bytes), before any JSON parse.
+ *
+ * Throws `WebhookVerificationError` when a header is missing, the signature
+ * does not match, or the timestamp is more than 5 minutes from now (a
+ * replay); throws a `Schema` error (`SchemaError`) when the body is not an
+ * event of W1 in the W3 envelope (a newer server's event type included:
+ * update this package to read it).
+ */
+export const verifyWebhook = (secret: string, headers: WebhookHeaders, body: string | Uint8Array): WebhookEvent => {
+  const payload = typeof body === "string" ? body : Buffer.from(body)
+  return decodeEvent(new Webhook(secret).verify(payload, signatureHeadersOf(headers)))
+}

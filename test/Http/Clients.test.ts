@@ -1,0 +1,173 @@
+/**
+ * The typed clients of the contract (issue 14 "Typed clients"): `parley/client`
+ * (an `HttpApiClient` of `ParleyApi` with the API key and the admin token
+ * each sent where they belong) and `parley/webhooks` (a Standard Webhooks
+ * verifier answering the typed event of W1/W3). Both import no server code,
+ * and resolve by the package's name from a plain Node process.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { Webhook } from "standardwebhooks"
+import { makeClient } from "../../src/client.ts"
+import { eventTypes } from "../../src/Domain/Event.ts"
+import { verifyWebhook, WebhookVerificationError } from "../../src/webhooks.ts"
+import { root, runNode } from "../support/Processes.ts"
+import { eventually, receiver } from "../support/Receiver.ts"
+import { ADMIN_TOKEN, TestApi, withApp, withWorkers } from "../support/TestApp.ts"
+
+withApp()("parley/client", (test) => {
+  test.effect(
+    "makeClient: the API key goes to the conversations API, the admin token to /admin/v1; errors decode by tag (D1)",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const parley = yield* makeClient({ baseUrl: api.baseUrl, apiKey: org.token, adminToken: ADMIN_TOKEN })
+        const session = yield* parley.sessions.create({ payload: { contact_id: "+15550100", contact_name: "Ada" } })
+        assert.strictEqual(session.organization_id, org.id)
+        const message = yield* parley.messages.create({
+          params: { session_id: session.id },
+          payload: { role: "user", content: { type: "text", text: "Hello" } }
+        })
+        assert.deepStrictEqual(message.content, { type: "text", text: "Hello" })
+        const organization = yield* parley.admin.getOrganization({ params: { org_id: org.id } })
+        assert.strictEqual(organization.id, org.id)
+        const missing = yield* Effect.flip(parley.sessions.get({ params: { session_id: crypto.randomUUID() } }))
+        assert.strictEqual(missing._tag, "SessionNotFound")
+
+        const anonymous = yield* makeClient({ baseUrl: api.baseUrl })
+        const refused = yield* Effect.flip(anonymous.sessions.get({ params: { session_id: session.id } }))
+        assert.strictEqual(refused._tag, "Unauthorized")
+      }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
+})
+
+withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.millis(100)] })(
+  "parley/webhooks",
+  (test) => {
+    test.effect(
+      "W1, W3, W4: every event type as delivered verifies and decodes into its typed event; a wrong secret, a changed body or a body that is no event are refused",
+      () =>
+        Effect.gen(function* () {
+          const api = yield* TestApi
+          const org = yield* api.organization()
+          const hook = yield* receiver()
+          const app = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/apps`, {
+            token: ADMIN_TOKEN,
+            body: { name: "receiver", webhook_url: hook.url, events: eventTypes }
+          })).body
+          const session = yield* org.session()
+          const message = (yield* org.call("POST", `/sessions/${session.id}/messages`, {
+            role: "user",
+            content: { type: "text", text: "Hello" }
+          })).body
+          yield* org.call("PATCH", `/sessions/${session.id}/messages/${message.id}`, { delivery_status: "sent" })
+          yield* org.call("POST", `/sessions/${session.id}/transfer`, { agent_id: yield* org.agent("human") })
+          yield* org.call("POST", `/sessions/${session.id}/finish`, {})
+          yield* eventually(() => hook.received.length >= eventTypes.length, 10_000, "every event type")
+
+          const events = hook.received.map((request) =>
+            verifyWebhook(app.signing_secret, request.headers, request.body)
+          )
+          assert.sameMembers([...new Set(events.map((event) => event.type))], [...eventTypes])
+          for (const event of events) {
+            assert.strictEqual(event.organization_id, org.id)
+            switch (event.type) {
+              case "message.created":
+              case "message.updated":
+                assert.strictEqual(event.data.object.id, message.id)
+                break
+              case "session.finished":
+              case "session.closed":
+                assert.strictEqual(event.data.object.action, null)
+                assert.strictEqual(event.data.object.status, "closed")
+                break
+              case "conversation.created":
+                assert.strictEqual(event.data.object.id, session.conversation_id)
+                break
+              default:
+                assert.strictEqual(event.data.object.id, session.id)
+            }
+          }
+
+          const request = hook.received[0]!
+          const otherSecret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`
+          assert.throws(() => verifyWebhook(otherSecret, request.headers, request.body), WebhookVerificationError)
+          assert.throws(
+            () => verifyWebhook(app.signing_secret, request.headers, `${request.body} `),
+            WebhookVerificationError
+          )
+          const fetchHeaders = new Headers(request.headers as Record<string, string>)
+          assert.strictEqual(
+            verifyWebhook(app.signing_secret, fetchHeaders, Buffer.from(request.body)).id,
+            events[0]!.id
+          )
+          const notAnEvent = JSON.stringify({ id: "x", type: "order.paid" })
+          const now = new Date()
+          const signed = {
+            "webhook-id": "msg_1",
+            "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+            "webhook-signature": new Webhook(app.signing_secret).sign("msg_1", now, notAnEvent)
+          }
+          assert.throws(() => verifyWebhook(app.signing_secret, signed, notAnEvent), /Expected|Missing|type/)
+        })
+    )
+  }
+)
+
+/** The files and packages `entry` imports, transitively (relative imports followed, packages by name). */
+const importGraph = (entry: string) => {
+  const files = new Set<string>()
+  const packages = new Set<string>()
+  const visit = (file: string) => {
+    if (files.has(file)) return
+    files.add(file)
+    const source = fs.readFileSync(file, "utf8")
+    for (const [, specifier] of source.matchAll(/^(?:import|export)\s[^;]*?\sfrom\s+"([^"]+)"/gms)) {
+      if (specifier!.startsWith(".")) visit(path.resolve(path.dirname(file), specifier!))
+      else
+        packages.add(
+          specifier!
+            .split("/")
+            .slice(0, specifier!.startsWith("@") ? 2 : 1)
+            .join("/")
+        )
+    }
+  }
+  visit(path.join(root, entry))
+  return { files: [...files].map((file) => path.relative(root, file)), packages: [...packages].sort() }
+}
+
+describe("the clients' imports", () => {
+  it.effect("issue 14: parley/client and parley/webhooks import only effect, standardwebhooks and contract files", () =>
+    Effect.sync(() => {
+      for (const entry of ["src/client.ts", "src/webhooks.ts"]) {
+        const graph = importGraph(entry)
+        assert.includeMembers(["effect", "standardwebhooks"], graph.packages, entry)
+        for (const file of graph.files) {
+          assert.match(
+            file,
+            /^src\/(client|webhooks|Api|Document)\.ts$|^src\/Domain\/[A-Za-z]+\.ts$|^src\/[A-Za-z]+\/(Api|Errors)\.ts$/,
+            `${entry} imports ${file}`
+          )
+        }
+      }
+    })
+  )
+
+  it.effect("issue 14: both resolve by the package's name (`exports`) in a plain Node process", () =>
+    Effect.gen(function* () {
+      const script = path.join(root, "test/artifacts/import-by-name.mjs")
+      fs.mkdirSync(path.dirname(script), { recursive: true })
+      fs.writeFileSync(
+        script,
+        `import { makeClient } from "parley/client"\nimport { verifyWebhook, eventTypes } from "parley/webhooks"\nconsole.log(typeof makeClient, typeof verifyWebhook, eventTypes.length)\n`
+      )
+      const run = yield* Effect.promise(() => runNode(script, [], {}))
+      assert.strictEqual(run.stdout.trim(), "function function 7", run.stderr)
+    })
+  )
+})

@@ -93,18 +93,22 @@ const withCommonResponses = (paths: Json): void => {
   }
 }
 
-/**
- * Drops `additionalProperties: false`, opens free-form objects and reduces a
- * union with an empty schema (any value) to that schema, in place, through
- * the whole value (see module docs).
- */
-const openObjects = (value: unknown): void => {
+/** Calls `visit` on every object in `value` (arrays looked through), parents before their members. */
+const eachObject = (value: unknown, visit: (node: Json) => void): void => {
   if (Array.isArray(value)) {
-    for (const item of value) openObjects(item)
+    for (const item of value) eachObject(item, visit)
     return
   }
   if (typeof value !== "object" || value === null) return
-  const node = value as Json
+  visit(value as Json)
+  for (const child of Object.values(value)) eachObject(child, visit)
+}
+
+/**
+ * Drops `additionalProperties: false`, opens free-form objects and reduces a
+ * union with an empty schema (any value) to that schema (see module docs).
+ */
+const openObject = (node: Json): void => {
   if (node.additionalProperties === false) delete node.additionalProperties
   // `anyOf: [{}, {type: "null"}]` (a nullable free-form value) is any value: `{}`.
   if (Array.isArray(node.anyOf) && node.anyOf.some((member: Json) => Object.keys(member).length === 0)) {
@@ -118,7 +122,6 @@ const openObjects = (value: unknown): void => {
   ) {
     node.additionalProperties = true
   }
-  for (const child of Object.values(node)) openObjects(child)
 }
 
 /** Renames the components `<Name>Encoded` to `<Name>` where that name is free, and their references. */
@@ -127,26 +130,16 @@ const readableComponentNames = (spec: Json): void => {
   const renames = new Map<string, string>()
   for (const name of Object.keys(schemas)) {
     const plain = name.replace(/Encoded$/, "")
-    if (plain !== name && !(plain in schemas))
-      renames.set(`#/components/schemas/${name}`, `#/components/schemas/${plain}`)
+    if (plain !== name && !(plain in schemas)) renames.set(name, plain)
   }
   spec.components.schemas = Object.fromEntries(
-    Object.entries(schemas).map(([name, schema]) => [
-      renames.has(`#/components/schemas/${name}`) ? name.replace(/Encoded$/, "") : name,
-      schema
-    ])
+    Object.entries(schemas).map(([name, schema]) => [renames.get(name) ?? name, schema])
   )
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) {
-      for (const item of value) visit(item)
-      return
-    }
-    if (typeof value !== "object" || value === null) return
-    const node = value as Json
-    if (typeof node.$ref === "string" && renames.has(node.$ref)) node.$ref = renames.get(node.$ref)
-    for (const child of Object.values(node)) visit(child)
-  }
-  visit(spec)
+  const prefix = "#/components/schemas/"
+  eachObject(spec, (node) => {
+    const renamed = typeof node.$ref === "string" ? renames.get(node.$ref.slice(prefix.length)) : undefined
+    if (renamed !== undefined && node.$ref.startsWith(prefix)) node.$ref = `${prefix}${renamed}`
+  })
 }
 
 /** The Standard Webhooks headers of every event request (W4) and its trace context. */
@@ -212,7 +205,7 @@ export const finishDocument = (spec: Json): Json => {
       "What an app receives at its `webhook_url`: a POST with the event as JSON, signed per Standard Webhooks (W1-W5). Verify the signature with the app's `signing_secret` before trusting the body."
   })
   readableComponentNames(spec)
-  openObjects(spec)
+  eachObject(spec, openObject)
   return spec
 }
 

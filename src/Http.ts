@@ -20,7 +20,7 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "effect/http"
-import { HttpApi, HttpApiBuilder, type HttpApiEndpoint, HttpApiError, HttpApiScalar } from "effect/http-api"
+import { HttpApi, HttpApiBuilder, type HttpApiEndpoint, HttpApiError } from "effect/http-api"
 import { Admin } from "./Admin/Admin.ts"
 import { AdminHttp } from "./Admin/Http.ts"
 import { ParleyApi } from "./Api.ts"
@@ -36,6 +36,7 @@ import { dedupeIssues, validationIssues } from "./Domain/Validation.ts"
 import { ExportHttp } from "./Export/Http.ts"
 import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
+import { ReferencePageRoutes, referencePaths } from "./ReferencePage.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
 import { Ids } from "./Shared/Ids.ts"
@@ -370,12 +371,7 @@ const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json"
 )
 
 /** All routes: the API, health, docs and the error shaping. */
-export const AllRoutes = Layer.mergeAll(
-  ApiRoutes,
-  HealthRoutes,
-  HttpApiScalar.layer(ParleyApi, { path: "/docs" }),
-  ErrorShaping
-)
+export const AllRoutes = Layer.mergeAll(ApiRoutes, HealthRoutes, ReferencePageRoutes, ErrorShaping)
 
 /**
  * The route template of a request (`/conversations/v2/api/v1/sessions/:session_id`),
@@ -388,7 +384,7 @@ const routeTemplateOf: (method: string, url: string) => string | undefined = (()
     onGroup: () => undefined,
     onEndpoint: ({ endpoint }) => router.on(endpoint.method, endpoint.path as `/${string}`, endpoint.path)
   })
-  for (const path of ["/healthz", "/readyz", "/openapi.json", "/docs"] as const) router.on("GET", path, path)
+  for (const path of ["/healthz", "/readyz", "/openapi.json", ...referencePaths] as const) router.on("GET", path, path)
   return (method, url) => router.find(method, url)?.handler
 })()
 

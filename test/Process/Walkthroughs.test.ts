@@ -1,0 +1,135 @@
+/**
+ * The README's walkthroughs, run as written (issue 14 "the README walkthroughs
+ * run verbatim"): for each of "Walkthrough", "Admin API walkthrough" and
+ * "Webhooks walkthrough", the server is started as its first block says
+ * (`npm start` with the variables set there; `node src/main.ts` on a free port
+ * and an embedded database of the test's own), and the section's other shell
+ * blocks run in one bash, unchanged but for the server's address
+ * (`localhost:8080` becomes the test server's). The test checks what the
+ * README's comments promise.
+ */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { freePort, root, sleep } from "../support/Processes.ts"
+
+const README = fs.readFileSync(path.join(root, "README.md"), "utf8")
+
+/** This process's environment without DATABASE_URL: the walkthroughs use the embedded database of DATA_DIR. */
+const { DATABASE_URL: _databaseUrl, ...inherited } = process.env
+
+/** The `sh` blocks of the section under `heading` (up to the next `## ` heading). */
+const shellBlocks = (heading: string): Array<string> => {
+  const start = README.indexOf(`\n${heading}\n`)
+  if (start < 0) throw new Error(`README has no section ${heading}`)
+  const end = README.indexOf("\n## ", start + heading.length + 2)
+  const section = README.slice(start, end < 0 ? undefined : end)
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!)
+}
+
+/** The variables a server-start block sets (`export NAME=value`, `NAME=value npm start`). */
+const serverEnv = (block: string): Record<string, string> =>
+  Object.fromEntries(
+    [...block.matchAll(/(?:^|\s)([A-Z_]+)=([^\s]+)(?=\s)/g)].map((match) => [match[1]!, match[2]!] as const)
+  )
+
+/** Runs `command` in bash from the repository root; resolves with its exit code and output. */
+const bash = (script: string, env: Record<string, string>, timeoutMs: number) =>
+  new Promise<{ code: number | null; output: string }>((resolve) => {
+    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], {
+      cwd: root,
+      env: { ...inherited, ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.on("data", (chunk) => (output += chunk))
+    child.stderr.on("data", (chunk) => (output += chunk))
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, output })
+    })
+  })
+
+/** Runs a section: its server as its first block says, then its other blocks; answers their output. */
+const runSection = async (heading: string) => {
+  const blocks = shellBlocks(heading)
+  const startBlock = blocks.find((block) => /\bnpm start\b/.test(block) && block.split("\n").length <= 4)
+  const steps = blocks.filter((block) => block !== startBlock && !/^npm install && npm start/m.test(block))
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-walkthrough-"))
+  const port = await freePort()
+  const env = {
+    ...(startBlock === undefined ? {} : serverEnv(startBlock)),
+    DATA_DIR: path.join(dataDir, "data"),
+    PORT: String(port)
+  }
+  const server = spawn(process.execPath, ["src/main.ts"], {
+    cwd: root,
+    env: { ...inherited, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true
+  })
+  let serverLog = ""
+  server.stdout!.on("data", (chunk) => (serverLog += chunk))
+  server.stderr!.on("data", (chunk) => (serverLog += chunk))
+  try {
+    for (let i = 0; ; i++) {
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (response) => response.status === 200,
+        () => false
+      )
+      if (ready) break
+      if (i > 300) throw new Error(`server not ready:\n${serverLog}`)
+      await sleep(100)
+    }
+    const script = steps.join("\n").replaceAll("localhost:8080", `127.0.0.1:${port}`)
+    const run = await bash(
+      script,
+      { ...env, PATH: `${path.join(root, "node_modules/.bin")}:${inherited.PATH}` },
+      120_000
+    )
+    return { ...run, serverLog }
+  } finally {
+    try {
+      process.kill(-server.pid!, "SIGTERM")
+    } catch {}
+    await new Promise((resolve) => server.once("exit", resolve))
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+describe("README walkthroughs, as written", () => {
+  it("Walkthrough: bootstrap, a session, a message, read back, ingest", { timeout: 180_000 }, async () => {
+    const run = await runSection("## Walkthrough")
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toMatch(/"contact_name"|"contact_id":"\+4915112345678"/)
+    expect(run.output).toContain('"text":"Hello!"')
+    expect(run.output).toContain('"created_conversation":true')
+  })
+
+  it("Admin API walkthrough: organization, API key, agent, settings, and the default agent on ingest", {
+    timeout: 180_000
+  }, async () => {
+    const run = await runSection("## Admin API walkthrough")
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toMatch(/"token":"prl_[A-Za-z0-9_-]{43}"/)
+    expect(run.output).toContain('"session_idle_timeout_seconds":3600')
+    // The last command prints the session's agent name (curl's answers before it end without a newline).
+    expect(run.output.trim()).toMatch(/Grace$/)
+  })
+
+  it("Webhooks walkthrough: an app, a verifying receiver, signed events received, deliveries listed", {
+    timeout: 180_000
+  }, async () => {
+    const run = await runSection("## Webhooks walkthrough")
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toMatch(/^401$/m)
+    expect(run.output).toMatch(/received session\.created /)
+    expect(run.output).toMatch(/received message\.created /)
+    expect(run.output).toContain("message.created: succeeded after 1 attempt(s), HTTP 204")
+    expect(run.output).toContain("session.created: succeeded after 1 attempt(s), HTTP 204")
+    expect(fs.existsSync(path.join(root, "receiver.ts"))).toBe(false)
+  })
+})

@@ -33,7 +33,7 @@ import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { MessageRole } from "../Domain/Message.ts"
-import { insertMessageCtes } from "../Messages/Repo.ts"
+import { insertMessageCtes, type MessageRow } from "../Messages/Repo.ts"
 import { conversationCtes, openSessionCtes, upsertContactSql } from "../Sessions/Repo.ts"
 import { makeMemoryRepo } from "./MemoryRepo.ts"
 
@@ -130,20 +130,15 @@ const stepStatement = (lock: "SHARE" | "UPDATE") =>
     phone: p.contactPhone,
     when: "NOT EXISTS (SELECT 1 FROM d)"
   })}
-), ${insertMessageCtes({
+), ${ingestMessageCtes({
       id: p.messageId,
       organizationId: p.organizationId,
-      sessionId: "s.id",
       conversationId: "(SELECT id FROM c0)",
       role: p.role,
       content: p.content,
       providerMessageId: p.providerMessageId,
-      repliedProviderMessageId: "NULL",
-      runId: "NULL",
-      metadata: "'{}'::jsonb",
       eventId: p.messageEventId,
       traceContext: p.traceContext,
-      from: "s",
       where: `${p.append} AND NOT EXISTS (SELECT 1 FROM d)`
     })}
 SELECT c.id AS conversation_id, c.created AS conversation_created,
@@ -162,6 +157,24 @@ LEFT JOIN organization_settings os ON os.organization_id = ${p.organizationId}
 LEFT JOIN agents da ON da.id = os.default_agent_id
 LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${p.organizationId}`
   )
+
+/**
+ * The CTEs writing the message of an ingest call and its message.created
+ * event ({@link insertMessageCtes}) into the session row `s`: a channel
+ * message has no replied message, no run and empty metadata (the call's
+ * `metadata` patches the session, D17).
+ */
+const ingestMessageCtes = (
+  row: Omit<MessageRow, "sessionId" | "repliedProviderMessageId" | "runId" | "metadata" | "from">
+): string =>
+  insertMessageCtes({
+    ...row,
+    sessionId: "s.id",
+    repliedProviderMessageId: "NULL",
+    runId: "NULL",
+    metadata: "'{}'::jsonb",
+    from: "s"
+  })
 
 /** The step for calls that may append a message to the open session (locks it `FOR SHARE`; the hot path). */
 export const ingestStepStatement = stepStatement("SHARE")
@@ -205,20 +218,15 @@ export const ingestOpenStatement = fixedStatement(
     metadata: p.metadata,
     eventId: p.sessionEventId,
     traceContext: p.traceContext
-  })}, ${insertMessageCtes({
+  })}, ${ingestMessageCtes({
     id: p.messageId,
     organizationId: "s.organization_id",
-    sessionId: "s.id",
     conversationId: "s.conversation_id",
     role: p.role,
     content: p.content,
     providerMessageId: p.providerMessageId,
-    repliedProviderMessageId: "NULL",
-    runId: "NULL",
-    metadata: "'{}'::jsonb",
     eventId: p.messageEventId,
     traceContext: p.traceContext,
-    from: "s",
     where: `${p.messageId} IS NOT NULL`
   })}
 SELECT (SELECT id FROM s) AS session_id, (SELECT id FROM j) AS message_id`
@@ -242,20 +250,15 @@ export const ingestMessageStatement = fixedStatement(
   (p) => `WITH s AS (
   SELECT id, conversation_id FROM sessions
   WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId} AND status = 'open'
-), ${insertMessageCtes({
+), ${ingestMessageCtes({
     id: p.messageId,
     organizationId: p.organizationId,
-    sessionId: "s.id",
     conversationId: "s.conversation_id",
     role: p.role,
     content: p.content,
     providerMessageId: p.providerMessageId,
-    repliedProviderMessageId: "NULL",
-    runId: "NULL",
-    metadata: "'{}'::jsonb",
     eventId: p.messageEventId,
     traceContext: p.traceContext,
-    from: "s",
     where: "true"
   })}
 SELECT (SELECT id FROM j) AS message_id`

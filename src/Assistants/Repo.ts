@@ -7,6 +7,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
+import type { WithTransaction } from "../Database/Database.ts"
 import { isoTimestamp } from "../Database/Json.ts"
 import { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -64,7 +65,7 @@ export class AssistantsRepo extends Context.Service<
   AssistantsRepo,
   {
     /** Runs `self` in one transaction (nested: a savepoint). */
-    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    readonly withTransaction: WithTransaction
     /** Inserts an assistant; answers it as the admin API does (O6). */
     readonly insertAssistant: (row: NewAssistant) => Effect.Effect<Assistant, SqlError.SqlError>
     /** The organization's assistant (A1); `forUpdate` locks its row. An id that is no UUID finds nothing. */

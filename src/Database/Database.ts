@@ -8,7 +8,7 @@ import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
 import { AppConfig } from "../Config.ts"
 import * as Embedded from "./Embedded.ts"
@@ -102,3 +102,11 @@ export const isReady = Effect.gen(function* () {
   Effect.timeout("2 seconds"),
   Effect.catchCause(() => Effect.succeed(false))
 )
+
+/**
+ * A repository's transaction (`sql.withTransaction` over PostgreSQL,
+ * `memoryTransaction` in memory): runs `self` in one transaction that the
+ * repository's statements join (nested: a savepoint); fails with `SqlError`
+ * too. Repositories whose services compose several writes offer it.
+ */
+export type WithTransaction = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>

@@ -28,6 +28,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
+import type { WithTransaction } from "../Database/Database.ts"
 import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -437,7 +438,7 @@ export class IngestRepo extends Context.Service<
   IngestRepo,
   {
     /** Runs `self` in one transaction, which the statements join (nested: a savepoint). */
-    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    readonly withTransaction: WithTransaction
     /** Takes the pair's advisory transaction lock (D9, {@link ingestLockStatement}); inside a transaction only. */
     readonly lock: (
       organizationId: string,

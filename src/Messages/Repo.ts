@@ -11,6 +11,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
+import type { WithTransaction } from "../Database/Database.ts"
 import { messageJson } from "../Database/Json.ts"
 import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
@@ -329,7 +330,7 @@ export class MessagesRepo extends Context.Service<
   MessagesRepo,
   {
     /** Runs `self` in one transaction, which the statements join (nested: a savepoint). */
-    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    readonly withTransaction: WithTransaction
     /**
      * Inserts a message (delivery `pending`) into an open session of the
      * organization with its message.created event (W1, W2), in one statement

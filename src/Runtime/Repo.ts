@@ -7,6 +7,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
+import type { WithTransaction } from "../Database/Database.ts"
 import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { makeMemoryRepo } from "./MemoryRepo.ts"
 
@@ -58,7 +59,7 @@ export class RuntimeRepo extends Context.Service<
      * turn, its messages, session changes, the caller's completion and the run
      * record commit together or not at all (R2 "never half a reply").
      */
-    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    readonly withTransaction: WithTransaction
     /** Records a finished run (`runs`); `finished_at` is `startedAt + durationMs`. */
     readonly insertRun: (run: RunRecord) => Effect.Effect<void, SqlError.SqlError>
   }

@@ -11,6 +11,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
+import type { WithTransaction } from "../Database/Database.ts"
 import { columnsOf, conversationJson, sessionJson, sessionMembers } from "../Database/Json.ts"
 import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
@@ -409,7 +410,7 @@ export class SessionsRepo extends Context.Service<
   SessionsRepo,
   {
     /** Runs `self` in one transaction, which the statements join (nested: a savepoint). */
-    readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+    readonly withTransaction: WithTransaction
     /** What a run needs of its session (R2); undefined when it is not in the organization. */
     readonly runState: (
       organizationId: string,

@@ -52,7 +52,8 @@ const signatureHeadersOf = (headers: WebhookHeaders): Record<string, string> => 
  * does not match, or the timestamp is more than 5 minutes from now (a
  * replay); throws a `Schema` error (`SchemaError`) when the body is not an
  * event of W1 in the W3 envelope (a newer server's event type included:
- * update this package to read it).
+ * update this package to read it). A `secret` that is not `whsec_<base64>` is
+ * a configuration error: the `standardwebhooks` package throws a plain `Error`.
  */
 export const verifyWebhook = (secret: string, headers: WebhookHeaders, body: string | Uint8Array): WebhookEvent => {
   const payload = typeof body === "string" ? body : Buffer.from(body)

@@ -100,6 +100,8 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
             () => verifyWebhook(app.signing_secret, request.headers, `${request.body} `),
             WebhookVerificationError
           )
+          assert.throws(() => verifyWebhook(app.signing_secret, {}, request.body), WebhookVerificationError)
+          assert.throws(() => verifyWebhook("not-a-secret", request.headers, request.body), Error)
           const fetchHeaders = new Headers(request.headers as Record<string, string>)
           assert.strictEqual(
             verifyWebhook(app.signing_secret, fetchHeaders, Buffer.from(request.body)).id,

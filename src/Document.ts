@@ -23,6 +23,7 @@
  *
  * Imports only the contract's domain files, like `Api.ts`.
  */
+import { transportDetails } from "./Domain/Errors.ts"
 import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
 
 /** An OpenAPI document or a part of it, as `OpenApi.fromApi` builds it (JSON). */
@@ -49,27 +50,24 @@ const detailResponse = (description: string, detail: string, headers?: Json): Js
 const commonResponses = {
   "413": [
     "PayloadTooLarge",
-    detailResponse("The body is larger than the server's `MAX_BODY_BYTES` (D17).", "Request body too large")
+    detailResponse("The body is larger than the server's `MAX_BODY_BYTES` (D17).", transportDetails.tooLarge)
   ],
   "415": [
     "UnsupportedMediaType",
-    detailResponse(
-      'The body is not `application/json` (DECISIONS.md "Errors").',
-      "Content-Type must be application/json"
-    )
+    detailResponse('The body is not `application/json` (DECISIONS.md "Errors").', transportDetails.unsupportedMediaType)
   ],
   "500": [
     "InternalServerError",
     detailResponse(
       "An unexpected failure; its cause is in the server's log and trace, under the `x-request-id` of the answer (O8).",
-      "Internal server error"
+      transportDetails.internal
     )
   ],
   "503": [
     "ServiceUnavailable",
     detailResponse(
       "The database cannot be reached, or the server is shutting down: retry after `Retry-After` seconds (O9).",
-      "Service unavailable",
+      transportDetails.unavailable,
       { "retry-after": { description: "Seconds to wait before retrying.", schema: { type: "integer" } } }
     )
   ]
@@ -84,9 +82,8 @@ const withCommonResponses = (paths: Json): void => {
       const operation = item[method]
       if (operation === undefined) continue
       for (const [status, [name]] of Object.entries(commonResponses)) {
-        if (status === "413" || status === "415") {
-          if (operation.requestBody === undefined) continue
-        }
+        // 413 and 415 answer a body: operations without one never give them.
+        if ((status === "413" || status === "415") && operation.requestBody === undefined) continue
         operation.responses[status] ??= { $ref: `#/components/responses/${name}` }
       }
     }

@@ -28,7 +28,7 @@ import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { DatabaseHealth } from "./Database/Health.ts"
-import { Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
+import { transportDetails, Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { isStorableString, STRING_INVALID_MESSAGE, unstorableStringPaths } from "./Domain/Limits.ts"
 import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
@@ -249,7 +249,7 @@ const undecodablePath = HttpServerResponse.jsonUnsafe(
 )
 
 /** O9: the answer while the database cannot be reached; clients retry 5xx after `Retry-After`. */
-const unavailable = detail(503, "Service unavailable", { "retry-after": "1" })
+const unavailable = detail(503, transportDetails.unavailable, { "retry-after": "1" })
 
 /** Maps a failure that escaped the handlers to its `{detail}` response (see module docs). */
 const shapeFailure = (
@@ -262,11 +262,11 @@ const shapeFailure = (
     if (failure.value.reason._tag === "RouteNotFound") {
       return Effect.succeed(isDecodablePath(request.url) ? detail(404, "Not Found") : undecodablePath)
     }
-    if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, "Request body too large"))
+    if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, transportDetails.tooLarge))
   }
   const defect = Cause.findDefect(cause)
   if (defect._tag === "Success" && isBodyTooLarge(defect.success)) {
-    return Effect.succeed(detail(413, "Request body too large"))
+    return Effect.succeed(detail(413, transportDetails.tooLarge))
   }
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
   return Effect.flatMap(health.isOutage(cause), (outage) =>
@@ -275,13 +275,13 @@ const shapeFailure = (
       : Effect.logError("Unhandled error in request", cause).pipe(
           // O8: with the request id (annotated for the whole request) the line leads to the request.
           Effect.annotateLogs({ "http.request.method": request.method, "http.route": routeOf(request) ?? "unmatched" }),
-          Effect.as(detail(500, "Internal server error"))
+          Effect.as(detail(500, transportDetails.internal))
         )
   )
 }
 
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
-  response.status === 415 ? detail(415, "Content-Type must be application/json") : response
+  response.status === 415 ? detail(415, transportDetails.unsupportedMediaType) : response
 
 /**
  * The router-level error shaping described in the module docs, 503 while the
@@ -297,7 +297,7 @@ const ErrorShaping = HttpRouter.middleware(
     const draining = yield* Draining
     const { newId } = yield* Ids
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
-    const tooLarge = Effect.succeed(detail(413, "Request body too large", { connection: "close" }))
+    const tooLarge = Effect.succeed(detail(413, transportDetails.tooLarge, { connection: "close" }))
     return (httpEffect) =>
       Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
         const started = performance.now()

@@ -176,3 +176,17 @@ export class InvalidCursor extends Schema.TaggedError<InvalidCursor>()(
 ) {
   static readonly Wire = InvalidCursor.pipe(asDetail(Schema.Literal("Invalid cursor")))
 }
+
+/**
+ * The fixed `detail` of the answers the HTTP layer gives outside any endpoint
+ * (DECISIONS.md "Errors", O9): 413 over `MAX_BODY_BYTES`, 415 for a body that
+ * is not JSON, 503 while the database is unreachable or the server drains, 500
+ * for an unexpected failure. `Http.ts` answers them; `Document.ts` documents
+ * them.
+ */
+export const transportDetails = {
+  tooLarge: "Request body too large",
+  unsupportedMediaType: "Content-Type must be application/json",
+  unavailable: "Service unavailable",
+  internal: "Internal server error"
+} as const

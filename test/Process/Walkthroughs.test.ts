@@ -1,7 +1,8 @@
 /**
  * The README's walkthroughs, run as written (issue 14 "the README walkthroughs
- * run verbatim"): for each of "Walkthrough", "Admin API walkthrough" and
- * "Webhooks walkthrough", the server is started as its first block says
+ * run verbatim"): for each of "Walkthrough", "Admin API walkthrough",
+ * "Webhooks walkthrough" and "Typed client walkthrough" (issue 14 item 3b:
+ * openapi-typescript types and an openapi-fetch program typechecked, then run), the server is started as its first block says
  * (`npm start` with the variables set there; `node src/main.ts` on a free port
  * and an embedded database of the test's own), and the section's other shell
  * blocks run in one bash, unchanged but for the server's address
@@ -16,6 +17,10 @@ import { describe, expect, it } from "vitest"
 import { freePort, root, sleep } from "../support/Processes.ts"
 
 const README = fs.readFileSync(path.join(root, "README.md"), "utf8")
+
+/** The integrator's project (an npm workspace with TypeScript 5, openapi-typescript and openapi-fetch). */
+const integrator = path.join(root, "test/integrator")
+const typedClientHeading = "## Typed client walkthrough (openapi-typescript, openapi-fetch)"
 
 /** This process's environment without DATABASE_URL: the walkthroughs use the embedded database of DATA_DIR. */
 const { DATABASE_URL: _databaseUrl, ...inherited } = process.env
@@ -35,11 +40,11 @@ const serverEnv = (block: string): Record<string, string> =>
     [...block.matchAll(/(?:^|\s)([A-Z_]+)=([^\s]+)(?=\s)/g)].map((match) => [match[1]!, match[2]!] as const)
   )
 
-/** Runs `command` in bash from the repository root; resolves with its exit code and output. */
-const bash = (script: string, env: Record<string, string>, timeoutMs: number) =>
+/** Runs `script` in bash (from the repository root unless `cwd` says); resolves with its exit code and output. */
+const bash = (script: string, env: Record<string, string>, timeoutMs: number, cwd = root) =>
   new Promise<{ code: number | null; output: string }>((resolve) => {
     const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], {
-      cwd: root,
+      cwd,
       env: { ...inherited, ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -131,5 +136,52 @@ describe("README walkthroughs, as written", () => {
     expect(run.output).toContain("message.created: succeeded after 1 attempt(s), HTTP 204")
     expect(run.output).toContain("session.created: succeeded after 1 attempt(s), HTTP 204")
     expect(fs.existsSync(path.join(root, "receiver.ts"))).toBe(false)
+  })
+
+  it("Typed client walkthrough: openapi-typescript types from /openapi.json, an openapi-fetch program typechecked and run", {
+    timeout: 180_000
+  }, async () => {
+    const run = await runSection(typedClientHeading)
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toContain('session open +4915112345678 {"whatsapp_instance_id":"inst-1"}')
+    expect(run.output).toContain("messages Hello!")
+    expect(run.output).toMatch(/^404 Session not found$/m)
+    for (const file of ["parley-api.ts", "walkthrough.ts"])
+      expect(fs.existsSync(path.join(integrator, file))).toBe(false)
+  })
+
+  it("Typed client walkthrough: the same typecheck fails a program that breaks the contract", {
+    timeout: 120_000
+  }, async () => {
+    // The README's program, against types generated from `parley openapi` (no server), as it is
+    // and with a role the contract does not have: the first passes, the second fails on it.
+    const program = shellBlocks(typedClientHeading)
+      .join("\n")
+      .match(/cat > walkthrough\.ts <<'EOF'\n([\s\S]*?)\nEOF\n/)![1]!
+      .replace("./parley-api.ts", "./check-api.ts")
+    const files = {
+      "check-api.json": "",
+      "check-good.ts": program,
+      "check-bad.ts": program.replace('role: "user", content', 'role: "robot", content')
+    }
+    expect(files["check-bad.ts"]).not.toBe(program)
+    const tsc = (file: string) =>
+      `npx --no-install tsc --noEmit --strict --target es2022 --module nodenext --allowImportingTsExtensions ${file}`
+    try {
+      for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(integrator, file), text)
+      const script = [
+        `"${process.execPath}" ../../src/cli.ts openapi > check-api.json`,
+        "npx --no-install openapi-typescript check-api.json -o check-api.ts",
+        tsc("check-good.ts"),
+        `if ${tsc("check-bad.ts")}; then echo "check-bad.ts typechecked"; exit 1; fi`
+      ].join("\n")
+      const run = await bash(script, {}, 110_000, integrator)
+      expect(run.code, run.output).toBe(0)
+      expect(run.output).toMatch(/check-bad\.ts\(\d+,\d+\): error TS2322: Type '"robot"' is not assignable/)
+      expect(run.output).not.toMatch(/check-good\.ts\(/)
+    } finally {
+      for (const file of [...Object.keys(files), "check-api.ts"])
+        fs.rmSync(path.join(integrator, file), { force: true })
+    }
   })
 })

@@ -34,6 +34,7 @@ import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
 import { dedupeIssues, validationIssues } from "./Domain/Validation.ts"
 import { ExportHttp } from "./Export/Http.ts"
+import { Idempotency } from "./Idempotency/Idempotency.ts"
 import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
 import { ReferencePageRoutes, referencePaths } from "./ReferencePage.ts"
@@ -284,7 +285,9 @@ const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =
   response.status === 415 ? detail(415, transportDetails.unsupportedMediaType) : response
 
 /**
- * The router-level error shaping described in the module docs, 503 while the
+ * The router-level error shaping described in the module docs, Idempotency-Key
+ * around every handler (D19, `Idempotency.around`: after the 413 check, inside
+ * the error shaping, so a kept answer is the one sent), 503 while the
  * database is unreachable (O9), the request id of every response, log line and
  * server span (O8, {@link requestIdOf}), and the
  * `http.server.request.duration` metric of every request (on every request:
@@ -296,6 +299,7 @@ const ErrorShaping = HttpRouter.middleware(
     const health = yield* DatabaseHealth
     const draining = yield* Draining
     const { newId } = yield* Ids
+    const idempotency = yield* Idempotency
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const tooLarge = Effect.succeed(detail(413, transportDetails.tooLarge, { connection: "close" }))
     return (httpEffect) =>
@@ -305,7 +309,11 @@ const ErrorShaping = HttpRouter.middleware(
         const response =
           length !== undefined && Number(length) > config.maxBodyBytes
             ? tooLarge
-            : Effect.provideService(httpEffect, HttpServerRequest.MaxBodySize, maxBytes).pipe(
+            : Effect.provideService(
+                idempotency.around(request, httpEffect),
+                HttpServerRequest.MaxBodySize,
+                maxBytes
+              ).pipe(
                 Effect.map(unsupportedMediaType),
                 Effect.catchCause((cause) => shapeFailure(health, request, cause))
               )

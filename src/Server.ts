@@ -12,6 +12,7 @@ import * as Database from "./Database/Database.ts"
 import { DatabaseHealth } from "./Database/Health.ts"
 import { Export } from "./Export/Export.ts"
 import { ServerLive } from "./Http.ts"
+import { Idempotency, IdempotencySweeperLive } from "./Idempotency/Idempotency.ts"
 import { Ingest } from "./Ingest/Ingest.ts"
 import { IngestRepo } from "./Ingest/Repo.ts"
 import { Messages } from "./Messages/Messages.ts"
@@ -46,6 +47,7 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
   ).pipe(Layer.provideMerge(Ids.layer))
   const domain = Layer.mergeAll(
     Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
+    Idempotency.layer,
     Export.layer,
     Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer)),
     Replies.layer.pipe(Layer.provide(RepliesRepo.layer)),
@@ -64,14 +66,17 @@ export const DatabaseLive = Database.migrateLayer.pipe(Layer.provideMerge(Databa
 /**
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
  * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
- * jobs, schedules), the expiry sweeper (R1, D15, D16) and the sampler of the
+ * jobs, schedules), the expiry sweeper (R1, D15, D16), the sweep of expired
+ * Idempotency-Key answers (D19) and the sampler of the
  * database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient` and `AppConfig`.
  */
 export const WorkersLive = Layer.unwrap(
   Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
-    config.role === "api" ? Layer.empty : Layer.mergeAll(WebhookWorkerLive, RepliesWorkerLive, GaugeSamplerLive)
+    config.role === "api"
+      ? Layer.empty
+      : Layer.mergeAll(WebhookWorkerLive, RepliesWorkerLive, IdempotencySweeperLive, GaugeSamplerLive)
   )
 )
 

@@ -1,0 +1,35 @@
+/**
+ * The `Idempotency-Key` request header (DECISIONS.md D19): its value rule, its
+ * fixed answers and its description, used by the server (`src/Idempotency/`)
+ * and the OpenAPI document (`src/Document.ts`).
+ */
+import type { ValidationIssue } from "./Errors.ts"
+
+/** The request header (lower case, as Node gives headers). */
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+
+/** The answer header of a replay. */
+export const REPLAYED_HEADER = "idempotent-replayed"
+
+/** A key as D19 allows it: 1-255 visible ASCII characters (0x21-0x7e). */
+const KEY = /^[\x21-\x7e]{1,255}$/
+
+/** Whether `value` is a valid `Idempotency-Key` (D19). */
+export const isIdempotencyKey = (value: string): boolean => KEY.test(value)
+
+/** The 422 problem of a key that is not 1-255 visible ASCII characters (D19). */
+export const invalidKeyIssue: ValidationIssue = {
+  loc: ["header", IDEMPOTENCY_KEY_HEADER],
+  msg: "Idempotency-Key must be 1-255 visible ASCII characters",
+  type: "value_error"
+}
+
+/** The fixed `detail` texts of D19's answers. */
+export const idempotencyDetails = {
+  inProgress: "A request with this Idempotency-Key is in progress",
+  differentRequest: "Idempotency-Key was used with a different request"
+} as const
+
+/** The header's description in the OpenAPI document. */
+export const idempotencyKeyDescription =
+  "Makes the request safe to retry (D19): the first answer for this key is kept 24 hours per organization; a repeat with the same method, path and body (compared as canonical JSON) answers it again, status and bytes, with `Idempotent-Replayed: true`, and changes nothing. The same key with another request answers 422; a repeat while the first still runs, 409. 401, 413, 415, 422, 429 and 5xx answers are not kept (a retry runs again). 1-255 visible ASCII characters, such as a UUID."

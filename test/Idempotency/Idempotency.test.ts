@@ -1,0 +1,256 @@
+/**
+ * Idempotency-Key (DECISIONS.md D19, issue 15 item 1), sentence by sentence,
+ * over HTTP on one server: the header's values, the kept answer replayed byte
+ * for byte with `Idempotent-Replayed: true`, canonical JSON comparison, 422 for
+ * another request, 409 while the first still runs, the answers that are not
+ * kept, keys per organization, the assistants API, expiry and the sweep.
+ * Two processes and kill -9: test/Process/Idempotency.test.ts.
+ */
+import { assert } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { SqlClient } from "effect/sql"
+import { Idempotency } from "../../src/Idempotency/Idempotency.ts"
+import { C, TestApi, type TestOrganization, type TestResponse, withApp } from "../support/TestApp.ts"
+
+const A = "/assistants/api/v2"
+
+/** A request of `org` with an `Idempotency-Key` (none when `key` is undefined). */
+const send = (
+  org: TestOrganization,
+  method: string,
+  path: string,
+  body: unknown,
+  key: string | undefined,
+  token = org.token
+): Effect.Effect<TestResponse, never, TestApi> =>
+  Effect.flatMap(Effect.service(TestApi), (api) =>
+    api.request(method, path, {
+      token,
+      body,
+      ...(key === undefined ? {} : { headers: { "idempotency-key": key } })
+    })
+  )
+
+/** The organization's sessions of `contactId`. */
+const sessionsOf = (org: TestOrganization, contactId: string) =>
+  Effect.map(
+    org.call("POST", "/sessions/search", { contact_id: contactId, limit: 100 }),
+    (found) => found.body as Array<any>
+  )
+
+const replayed = (response: TestResponse) => response.headers.get("idempotent-replayed")
+
+withApp()("Idempotency-Key (D19)", (it) => {
+  it.effect(
+    "D19: a repeat answers the kept status and body byte for byte, with Idempotent-Replayed, and changes nothing",
+    () =>
+      Effect.gen(function* () {
+        const org = yield* (yield* TestApi).organization()
+        const body = { contact_id: "replay", contact_name: "Ada", metadata: { a: 1, b: [1, 2] } }
+        const first = yield* send(org, "POST", `${C}/sessions`, body, "key-1")
+        assert.strictEqual(first.status, 201)
+        assert.isNull(replayed(first))
+        const again = yield* send(org, "POST", `${C}/sessions`, body, "key-1")
+        assert.strictEqual(again.status, 201)
+        assert.strictEqual(again.text, first.text)
+        assert.strictEqual(replayed(again), "true")
+        assert.strictEqual(again.headers.get("content-type"), first.headers.get("content-type"))
+        // D19: the body is compared as canonical JSON: member order and spacing do not matter.
+        const reordered = yield* send(
+          org,
+          "POST",
+          `${C}/sessions`,
+          JSON.stringify({ metadata: { b: [1, 2], a: 1.0 }, contact_name: "Ada", contact_id: "replay" }, null, 2),
+          "key-1"
+        )
+        assert.strictEqual(reordered.text, first.text)
+        assert.strictEqual(replayed(reordered), "true")
+        assert.strictEqual((yield* sessionsOf(org, "replay")).length, 1)
+        // Without the header, requests behave as before: each POST creates.
+        yield* send(org, "POST", `${C}/sessions`, body, undefined)
+        yield* send(org, "POST", `${C}/sessions`, body, undefined)
+        assert.strictEqual((yield* sessionsOf(org, "replay")).length, 3)
+      })
+  )
+
+  it.effect("D19: the same key with another body, path or method answers 422 and changes nothing", () =>
+    Effect.gen(function* () {
+      const org = yield* (yield* TestApi).organization()
+      const session = yield* org.session({ contact_id: "other" })
+      const path = `${C}/sessions/${session.id}/messages`
+      const message = { role: "user", content: { type: "text", text: "one" } }
+      assert.strictEqual((yield* send(org, "POST", path, message, "k")).status, 201)
+      const mismatch = { detail: "Idempotency-Key was used with a different request" }
+      const otherBody = yield* send(org, "POST", path, { ...message, content: { type: "text", text: "two" } }, "k")
+      assert.strictEqual(otherBody.status, 422)
+      assert.deepStrictEqual(otherBody.body, mismatch)
+      const otherPath = yield* send(org, "POST", `${C}/sessions`, message, "k")
+      assert.deepStrictEqual([otherPath.status, otherPath.body], [422, mismatch])
+      const otherMethod = yield* send(
+        org,
+        "PATCH",
+        `${C}/sessions/${session.id}`,
+        { fields: { metadata: { x: 1 } } },
+        "k"
+      )
+      assert.deepStrictEqual([otherMethod.status, otherMethod.body], [422, mismatch])
+      const messages = yield* org.call("POST", `/sessions/${session.id}/messages/search`, { session_id: session.id })
+      assert.deepStrictEqual(
+        messages.body.map((m: any) => m.content.text),
+        ["one"]
+      )
+      assert.deepStrictEqual((yield* org.call("GET", `/sessions/${session.id}`)).body.metadata, {})
+    })
+  )
+
+  it.effect("D19: a key is 1-255 visible ASCII characters; another value is 422 at [header, idempotency-key]", () =>
+    Effect.gen(function* () {
+      const org = yield* (yield* TestApi).organization()
+      const body = { contact_id: "keys", contact_name: "K" }
+      for (const key of ["", "a b", "é", "x".repeat(256), "tab\there"]) {
+        const refused = yield* send(org, "POST", `${C}/sessions`, body, key)
+        assert.strictEqual(refused.status, 422, JSON.stringify(key))
+        assert.deepStrictEqual(refused.body.detail[0].loc, ["header", "idempotency-key"])
+      }
+      assert.strictEqual((yield* sessionsOf(org, "keys")).length, 0)
+      const longest = "~".repeat(255)
+      assert.strictEqual((yield* send(org, "POST", `${C}/sessions`, body, longest)).status, 201)
+      assert.strictEqual(replayed(yield* send(org, "POST", `${C}/sessions`, body, longest)), "true")
+      assert.strictEqual((yield* sessionsOf(org, "keys")).length, 1)
+    })
+  )
+
+  it.effect("D19: 401 and 422 validation answers are not kept; a 404 is kept and replayed", () =>
+    Effect.gen(function* () {
+      const org = yield* (yield* TestApi).organization()
+      const body = { contact_id: "unkept", contact_name: "U" }
+      const unauthorized = yield* send(org, "POST", `${C}/sessions`, body, "u-1", "prl_wrong")
+      assert.strictEqual(unauthorized.status, 401)
+      const afterUnauthorized = yield* send(org, "POST", `${C}/sessions`, body, "u-1")
+      assert.deepStrictEqual([afterUnauthorized.status, replayed(afterUnauthorized)], [201, null])
+      const invalid = yield* send(org, "POST", `${C}/sessions`, { contact_id: "unkept" }, "u-2")
+      assert.strictEqual(invalid.status, 422)
+      const afterInvalid = yield* send(org, "POST", `${C}/sessions`, body, "u-2")
+      assert.deepStrictEqual([afterInvalid.status, replayed(afterInvalid)], [201, null])
+      assert.strictEqual((yield* sessionsOf(org, "unkept")).length, 2)
+      const missing = `${C}/sessions/00000000-0000-7000-8000-000000000000/messages`
+      const message = { role: "user", content: { type: "text", text: "hi" } }
+      const notFound = yield* send(org, "POST", missing, message, "u-3")
+      assert.strictEqual(notFound.status, 404)
+      const notFoundAgain = yield* send(org, "POST", missing, message, "u-3")
+      assert.deepStrictEqual(
+        [notFoundAgain.status, notFoundAgain.text, replayed(notFoundAgain)],
+        [404, notFound.text, "true"]
+      )
+    })
+  )
+
+  it.effect("D19: answers are kept per organization, and for the assistants API too", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const [one, two] = [yield* api.organization(), yield* api.organization()]
+      const body = { contact_id: "per-org", contact_name: "P" }
+      const first = yield* send(one, "POST", `${C}/sessions`, body, "shared")
+      const second = yield* send(two, "POST", `${C}/sessions`, body, "shared")
+      assert.deepStrictEqual([first.status, second.status, replayed(second)], [201, 201, null])
+      assert.notStrictEqual(first.body.id, second.body.id)
+      const assistant = yield* api.request("POST", `/admin/v1/organizations/${one.id}/assistants`, {
+        token: "test-admin-token",
+        body: { name: "Helper" }
+      })
+      assert.strictEqual(assistant.status, 201)
+      const branch = `${A}/assistants/${assistant.body.id}/branches`
+      const created = yield* send(one, "POST", branch, { name: "idem", source_branch_name: "main" }, "branch-1")
+      assert.strictEqual(created.status, 201, created.text)
+      const again = yield* send(one, "POST", branch, { name: "idem", source_branch_name: "main" }, "branch-1")
+      assert.deepStrictEqual([again.status, again.text, replayed(again)], [201, created.text, "true"])
+      const plain = yield* send(one, "POST", branch, { name: "idem", source_branch_name: "main" }, undefined)
+      assert.strictEqual(plain.status, 409)
+    })
+  )
+
+  it.effect("D19: a repeat while the first request still runs answers 409, then the kept answer", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* (yield* TestApi).organization()
+      const session = yield* org.session({ contact_id: "running" })
+      const patch = { fields: { metadata: { step: 1 } } }
+      const path = `${C}/sessions/${session.id}`
+      yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            // The session row locked: the first PATCH waits inside its transaction, holding the key.
+            yield* sql`SELECT 1 FROM sessions WHERE id = ${session.id} FOR UPDATE`
+            const first = yield* Effect.forkChild(send(org, "PATCH", path, patch, "slow"))
+            for (let waited = 0; ; waited++) {
+              const [row] = yield* sql<{
+                waiting: number
+              }>`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted`
+              if (row!.waiting > 0) break
+              if (waited > 200) assert.fail("the first request never waited on the session's lock")
+              yield* Effect.sleep("25 millis")
+            }
+            const during = yield* send(org, "PATCH", path, patch, "slow")
+            assert.deepStrictEqual(
+              [during.status, during.body],
+              [409, { detail: "A request with this Idempotency-Key is in progress" }]
+            )
+            return first
+          })
+        )
+        .pipe(
+          Effect.flatMap((first) => Fiber.join(first)),
+          Effect.tap((first) => Effect.sync(() => assert.strictEqual(first.status, 200))),
+          Effect.flatMap((first) =>
+            Effect.map(send(org, "PATCH", path, patch, "slow"), (after) => {
+              assert.deepStrictEqual([after.status, after.text, replayed(after)], [200, first.text, "true"])
+            })
+          )
+        )
+    })
+  )
+
+  it.effect("D19: ten parallel requests with one key run the operation once", () =>
+    Effect.gen(function* () {
+      const org = yield* (yield* TestApi).organization()
+      const body = { contact_id: "parallel", contact_name: "P" }
+      const answers = yield* Effect.all(
+        Array.from({ length: 10 }, () => send(org, "POST", `${C}/sessions`, body, "parallel")),
+        { concurrency: "unbounded" }
+      )
+      const created = answers.filter((answer) => answer.status === 201)
+      assert.isAtLeast(created.length, 1)
+      for (const answer of answers) assert.include([201, 409], answer.status, answer.text)
+      assert.strictEqual(new Set(created.map((answer) => answer.body.id)).size, 1)
+      assert.strictEqual(created.filter((answer) => replayed(answer) === null).length, 1)
+      assert.strictEqual((yield* sessionsOf(org, "parallel")).length, 1)
+    })
+  )
+
+  it.effect("D19: an answer expires after 24 hours: then the key runs again, and the sweep deletes it", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* (yield* TestApi).organization()
+      const body = { contact_id: "expiry", contact_name: "E" }
+      const first = yield* send(org, "POST", `${C}/sessions`, body, "old")
+      const [kept] = yield* sql<{
+        hours: number
+      }>`SELECT round(extract(epoch FROM expires_at - created_at) / 3600)::int AS hours
+        FROM idempotency_keys WHERE organization_id = ${org.id} AND key = 'old'`
+      assert.strictEqual(kept!.hours, 24)
+      yield* sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
+        WHERE organization_id = ${org.id} AND key = 'old'`
+      const later = yield* send(org, "POST", `${C}/sessions`, body, "old")
+      assert.deepStrictEqual([later.status, replayed(later)], [201, null])
+      assert.notStrictEqual(later.body.id, first.body.id)
+      assert.strictEqual(replayed(yield* send(org, "POST", `${C}/sessions`, body, "old")), "true")
+      yield* sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE organization_id = ${org.id}`
+      const idempotency = yield* Idempotency
+      assert.isAtLeast(yield* idempotency.sweep(1_000), 1)
+      const [left] = yield* sql<{
+        n: number
+      }>`SELECT count(*)::int AS n FROM idempotency_keys WHERE organization_id = ${org.id}`
+      assert.strictEqual(left!.n, 0)
+    })
+  )
+})

@@ -12,6 +12,8 @@ export interface LoadOptions {
   readonly method?: string
   readonly headers?: Record<string, string>
   readonly body?: string
+  /** Headers made per request (for example a new `Idempotency-Key` each time), merged over `headers`. */
+  readonly headersPerRequest?: () => Record<string, string>
   readonly connections: number
   /** Seconds. */
   readonly duration: number
@@ -67,6 +69,18 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
     method: options.method ?? "GET",
     ...(options.headers !== undefined ? { headers: options.headers } : {}),
     ...(options.body !== undefined ? { body: options.body } : {}),
+    ...(options.headersPerRequest !== undefined
+      ? {
+          requests: [
+            {
+              setupRequest: (request: { headers?: Record<string, string> }) => ({
+                ...request,
+                headers: { ...options.headers, ...request.headers, ...options.headersPerRequest!() }
+              })
+            }
+          ]
+        }
+      : {}),
     connections: options.connections,
     duration: options.duration,
     timeout: 10

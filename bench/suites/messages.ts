@@ -6,6 +6,10 @@
  * non-2xx, RSS and CPU of each run, the ratio Parley/baseline of req/s (goal
  * >= 0.8), and writes bench/results/messages-<timestamp>.{json,md}.
  *
+ * Parley is also measured with a new `Idempotency-Key` on every request
+ * (D19, issue 15: "parley key" rows), in the same rounds; its ratio to plain
+ * Parley (goal >= 0.9) is printed too.
+ *
  * Settings: BENCH_DURATION (s, 15), BENCH_ROUNDS (2), BENCH_CONNECTIONS (50),
  * BENCH_WARMUP (s, 3), BENCH_DATABASE_URL (a server to create the database on;
  * default an embedded PostgreSQL), BENCH_SYNCHRONOUS_COMMIT (e.g. `off`, set
@@ -42,6 +46,10 @@ import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const GOAL = 0.8
+/** Issue 15: POST message with an Idempotency-Key keeps >= 0.9 of plain POST message. */
+const KEY_GOAL = 0.9
+/** The name of Parley's runs with an `Idempotency-Key` on every request. */
+const PARLEY_KEY = "parley key"
 /** "other" CPU (percent of one core) above which a run is flagged as disturbed by foreign load. */
 const OTHER_CPU_LIMIT = 40
 const BASE = "/conversations/v2/api/v1"
@@ -326,7 +334,7 @@ export const run = async (args: ReadonlyArray<string>) => {
 
     const runs: Array<Run> = []
     const windows: Record<string, Array<Window>> = { parley: [], baseline: [] }
-    const measure = async (server: ServerProcess, round: number, durationSeconds: number) => {
+    const measure = async (server: ServerProcess, round: number, durationSeconds: number, withKey = false) => {
       const sessionId = await setup.createSession()
       const start = nowMicros()
       const result = await runLoad({
@@ -334,14 +342,15 @@ export const run = async (args: ReadonlyArray<string>) => {
         method: "POST",
         headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
         body: JSON.stringify(MESSAGE),
+        ...(withKey ? { headersPerRequest: () => ({ "idempotency-key": randomUUID() }) } : {}),
         connections: options.connections,
         duration: durationSeconds,
         serverPid: server.pid,
         postmasterPid: database.postmasterPid
       })
-      if (round > 0) windows[server.name]!.push([start, nowMicros()])
+      if (round > 0 && !withKey) windows[server.name]!.push([start, nowMicros()])
       const entry: Run = {
-        server: server.name,
+        server: withKey ? PARLEY_KEY : server.name,
         round,
         durationSeconds,
         ...result,
@@ -352,13 +361,15 @@ export const run = async (args: ReadonlyArray<string>) => {
       }
       runs.push(entry)
       log(
-        `  ${server.name} ${round === 0 ? "warmup" : `round ${round}`}: ${fixed(entry.requestsPerSecond, 0)} req/s, p50 ${fixed(entry.p50)} ms, p99 ${fixed(entry.p99)} ms, non-2xx ${entry.non2xx}`
+        `  ${entry.server} ${round === 0 ? "warmup" : `round ${round}`}: ${fixed(entry.requestsPerSecond, 0)} req/s, p50 ${fixed(entry.p50)} ms, p99 ${fixed(entry.p99)} ms, non-2xx ${entry.non2xx}`
       )
       await sleep(1_000)
     }
     for (const server of servers) await measure(server, 0, options.warmupSeconds)
+    await measure(parley, 0, options.warmupSeconds, true)
     for (let round = 1; round <= options.rounds; round++) {
       for (const server of servers) await measure(server, round, options.durationSeconds)
+      await measure(parley, round, options.durationSeconds, true)
     }
 
     const profileOf = async (server: ServerProcess, stop: () => Promise<void>) => {
@@ -373,7 +384,9 @@ export const run = async (args: ReadonlyArray<string>) => {
       : undefined
 
     const parleySummary = summarize(runs, "parley")
+    const parleyKeySummary = summarize(runs, PARLEY_KEY)
     const baselineSummary = summarize(runs, "baseline")
+    const keyRatio = parleyKeySummary.requestsPerSecond / parleySummary.requestsPerSecond
     const ratio = parleySummary.requestsPerSecond / baselineSummary.requestsPerSecond
     const roundRatios = Array.from({ length: options.rounds }, (_, i) => {
       const of = (server: string) => runs.find((run) => run.server === server && run.round === i + 1)!
@@ -383,7 +396,8 @@ export const run = async (args: ReadonlyArray<string>) => {
     const disturbed = runs.filter((run) => run.round > 0 && (run.cpu.other ?? 0) > OTHER_CPU_LIMIT)
     const failed = runs.filter((run) => run.round > 0 && (run.non2xx > 0 || run.errors > 0 || run.timeouts > 0))
     const verdict = `ratio Parley/baseline req/s: ${ratio.toFixed(2)} (rounds: ${roundRatios.map((r) => r.toFixed(2)).join(", ")}); goal >= ${GOAL}: ${ratio >= GOAL ? "met" : "NOT met"}`
-    const summaryRows = [summaryRow(parleySummary), summaryRow(baselineSummary)]
+    const keyVerdict = `ratio Parley with Idempotency-Key / plain Parley req/s: ${keyRatio.toFixed(2)}; goal >= ${KEY_GOAL}: ${keyRatio >= KEY_GOAL ? "met" : "NOT met"}`
+    const summaryRows = [summaryRow(parleySummary), summaryRow(parleyKeySummary), summaryRow(baselineSummary)]
 
     log("")
     log(formatTable(runColumns, runs.map(runRow)))
@@ -391,6 +405,7 @@ export const run = async (args: ReadonlyArray<string>) => {
     log(formatTable(summaryColumns, summaryRows))
     log("")
     log(verdict)
+    log(keyVerdict)
     if (failed.length > 0) log(`WARNING: ${failed.length} measured run(s) had non-2xx responses or errors`)
     const disturbedText = `WARNING: other CPU above ${OTHER_CPU_LIMIT}% of a core (something else was running) in ${disturbed
       .map((run) => `${run.server} round ${run.round}`)
@@ -412,8 +427,11 @@ export const run = async (args: ReadonlyArray<string>) => {
       runs,
       summary: {
         parley: parleySummary,
+        parleyKey: parleyKeySummary,
         baseline: baselineSummary,
         ratio,
+        keyRatio,
+        keyGoal: KEY_GOAL,
         roundRatios,
         goal: GOAL,
         goalMet: ratio >= GOAL
@@ -438,6 +456,8 @@ export const run = async (args: ReadonlyArray<string>) => {
       markdownTable(summaryColumns, summaryRows),
       "",
       `**${verdict}**`,
+      "",
+      `**${keyVerdict}**`,
       ...(failed.length > 0 ? ["", `WARNING: ${failed.length} measured run(s) had non-2xx responses or errors.`] : []),
       ...(disturbed.length > 0 ? ["", disturbedText] : []),
       "",

@@ -305,12 +305,13 @@ const ErrorShaping = HttpRouter.middleware(
     return (httpEffect) =>
       Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
         const started = performance.now()
+        const route = routeOf(request)
         const length = request.headers["content-length"]
         const response =
           length !== undefined && Number(length) > config.maxBodyBytes
             ? tooLarge
             : Effect.provideService(
-                idempotency.around(request, httpEffect),
+                idempotency.around(request, route, httpEffect),
                 HttpServerRequest.MaxBodySize,
                 maxBytes
               ).pipe(
@@ -327,7 +328,7 @@ const ErrorShaping = HttpRouter.middleware(
           Effect.tap((sent) =>
             Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
               "http.request.method": request.method,
-              "http.route": routeOf(request) ?? "unmatched",
+              "http.route": route ?? "unmatched",
               "http.response.status_code": sent.status
             })
           ),

@@ -17,6 +17,7 @@ interface ParameterTypes {
   readonly text: string
   readonly jsonb: string
   readonly boolean: boolean
+  readonly bytea: Uint8Array
   readonly int4: number
   readonly "uuid[]": ReadonlyArray<string>
   readonly "text[]": ReadonlyArray<string>

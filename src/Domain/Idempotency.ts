@@ -3,6 +3,7 @@
  * fixed answers and its description, used by the server (`src/Idempotency/`)
  * and the OpenAPI document (`src/Document.ts`).
  */
+import { Context } from "effect"
 import type { ValidationIssue } from "./Errors.ts"
 
 /** The request header (lower case, as Node gives headers). */
@@ -33,3 +34,35 @@ export const idempotencyDetails = {
 /** The header's description in the OpenAPI document. */
 export const idempotencyKeyDescription =
   "Makes the request safe to retry (D19): the first answer for this key is kept 24 hours per organization; a repeat with the same method, path and body (compared as canonical JSON) answers it again, status and bytes, with `Idempotent-Replayed: true`, and changes nothing. The same key with another request answers 422; a repeat while the first still runs, 409. 401, 413, 415, 422, 429 and 5xx answers are not kept (a retry runs again). 1-255 visible ASCII characters, such as a UUID."
+
+/** An answer as kept (D19): the request's fingerprint, and the status, content type and bytes sent. */
+export interface KeptAnswer {
+  readonly fingerprint: Uint8Array
+  readonly status: number
+  readonly contentType: string
+  readonly body: Uint8Array
+}
+
+/**
+ * What a statement that keeps its own answer found instead of running (D19):
+ * the key held by another transaction (`in-progress`), a live answer kept for
+ * it (to replay, or 422 when the fingerprints differ), or a unique violation
+ * on the kept answer (`conflict`: an answer committed meanwhile, or an expired
+ * one not swept yet).
+ */
+export type StatementOutcome = "in-progress" | "conflict" | KeptAnswer
+
+/**
+ * The Idempotency-Key of the current request, for an operation whose own
+ * statement claims the key and keeps its answer (POST message, the measured hot
+ * path: `npm run bench`); provided by `Idempotency.around` to those routes
+ * only. `outcome` is set by that statement when it did not run the operation.
+ */
+export class IdempotencyRequest extends Context.Service<
+  IdempotencyRequest,
+  {
+    readonly key: string
+    readonly fingerprint: Uint8Array
+    outcome: StatementOutcome | undefined
+  }
+>()("parley/Domain/IdempotencyRequest") {}

@@ -6,17 +6,10 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import { organizationOfTokenSql } from "../Admin/Repo.ts"
+import type { KeptAnswer } from "../Domain/Idempotency.ts"
 
 /** How long an answer is kept (D19): 24 hours. */
 export const KEPT_FOR_HOURS = 24
-
-/** An answer as kept: the request's fingerprint, and the status, content type and bytes sent. */
-export interface KeptAnswer {
-  readonly fingerprint: Uint8Array
-  readonly status: number
-  readonly contentType: string
-  readonly body: Uint8Array
-}
 
 /**
  * What a claim found for an API key's token and an `Idempotency-Key`:
@@ -30,15 +23,88 @@ export type Claim =
   | { readonly organizationId: string; readonly acquired: boolean; readonly kept: KeptAnswer | undefined }
 
 /**
+ * The advisory transaction lock of (organization, key): a try, true when
+ * taken. Its 64-bit hash covers a JSON array, as ingest's lock does (D9),
+ * tagged so the two never mean the same lock; a collision only answers 409 to
+ * a request that could have run. `organizationId` is a text expression.
+ */
+const tryKeyLockSql = (organizationId: string, key: string) =>
+  `pg_try_advisory_xact_lock(hashtextextended(json_build_array('idempotency', ${organizationId}, ${key})::text, 0))`
+
+/** The live (not expired) kept answer of (organization, key), as a row source. */
+const liveAnswerSql = (organizationId: string, key: string) =>
+  `SELECT fingerprint, status, content_type, body FROM idempotency_keys
+  WHERE organization_id = ${organizationId} AND key = ${key} AND expires_at > statement_timestamp()`
+
+/** `expires_at` of an answer kept now. */
+const keptUntilSql = `statement_timestamp() + interval '${KEPT_FOR_HOURS} hours'`
+
+/**
+ * The parts of a statement that keeps its own answer (D19 on the hot path,
+ * POST message: `npm run bench`), given the placeholders of its organization
+ * (uuid), key (text) and fingerprint (bytea):
+ * - `ctes`: `ik_lock` (the key's lock tried, {@link tryKeyLockSql}) and
+ *   `ik_live` (the live answer), to come first;
+ * - `locked`: whether the lock was taken, a condition for the statement's
+ *   first row lock (so a repeat answers 409 at once instead of waiting behind
+ *   the first request's row locks);
+ * - `unanswered`: no live answer, the condition of the statement's change;
+ * - `keep(status, body, from)`: the CTE `ik_kept` inserting the answer (status,
+ *   JSON text) for each row of `from`; a plain INSERT, so an answer committed
+ *   meanwhile (or an expired one not swept yet) fails the whole statement with
+ *   a unique violation of `idempotency_keys_pkey` and nothing is written;
+ * - `columns`: `ik_acquired` and the live answer's `ik_fingerprint`,
+ *   `ik_status`, `ik_content_type`, `ik_body` ({@link statementOutcome} reads them).
+ */
+export const statementKeptParts = (p: { organizationId: string; key: string; fingerprint: string }) => ({
+  ctes: `ik_lock AS (SELECT ${tryKeyLockSql(`${p.organizationId}::text`, p.key)} AS acquired),
+ik_live AS (${liveAnswerSql(p.organizationId, p.key)})`,
+  locked: "(SELECT acquired FROM ik_lock)",
+  unanswered: "NOT EXISTS (SELECT 1 FROM ik_live)",
+  keep: (status: number, body: string, from: string) => `ik_kept AS (
+  INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
+  SELECT ${p.organizationId}, ${p.key}, ${p.fingerprint}, ${status}, 'application/json', convert_to(${body}, 'UTF8'), ${keptUntilSql}
+  FROM ${from}
+  RETURNING 1
+)`,
+  columns: `(SELECT acquired FROM ik_lock) AS ik_acquired, (SELECT fingerprint FROM ik_live) AS ik_fingerprint,
+  (SELECT status FROM ik_live) AS ik_status, (SELECT content_type FROM ik_live) AS ik_content_type,
+  (SELECT body FROM ik_live) AS ik_body`
+})
+
+/** The columns {@link statementKeptParts} adds to a statement's row. */
+export interface StatementKeptColumns {
+  readonly ik_acquired: boolean
+  readonly ik_fingerprint: Uint8Array | null
+  readonly ik_status: number | null
+  readonly ik_content_type: string | null
+  readonly ik_body: Uint8Array | null
+}
+
+/** What a statement of {@link statementKeptParts} found instead of running: undefined when it ran. */
+export const statementOutcome = (row: StatementKeptColumns): "in-progress" | KeptAnswer | undefined =>
+  !row.ik_acquired
+    ? "in-progress"
+    : row.ik_fingerprint === null
+      ? undefined
+      : {
+          fingerprint: row.ik_fingerprint,
+          status: row.ik_status!,
+          contentType: row.ik_content_type!,
+          body: row.ik_body!
+        }
+
+/** Whether `error` is the unique violation of a kept answer (see {@link statementKeptParts}). */
+export const isKeptAnswerConflict = (error: SqlError.SqlError): boolean =>
+  error.cause._tag === "UniqueViolation" && error.cause.constraint === "idempotency_keys_pkey"
+
+/**
  * The claim, in one round trip inside the caller's transaction: the token's
  * organization (the API-key check of `AdminRepo`, {@link organizationOfTokenSql}),
  * a try of the advisory transaction lock of (organization, key), and the kept
- * answer. $1 token hash, $2 key. The lock's 64-bit hash covers a JSON array,
- * as ingest's does (D9), tagged so the two never mean the same lock; a
- * collision only answers 409 to a request that could have run.
+ * answer. $1 token hash, $2 key.
  */
-const claimSql = `SELECT a.organization_id,
-  pg_try_advisory_xact_lock(hashtextextended(json_build_array('idempotency', a.organization_id, $2::text)::text, 0)) AS acquired,
+const claimSql = `SELECT a.organization_id, ${tryKeyLockSql("a.organization_id", "$2::text")} AS acquired,
   k.fingerprint, k.status, k.content_type, k.body
 FROM (${organizationOfTokenSql}) a
 LEFT JOIN idempotency_keys k
@@ -50,12 +116,36 @@ LEFT JOIN idempotency_keys k
  * after the claim's snapshot was taken).
  */
 const keepSql = `INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
-VALUES ($1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, statement_timestamp() + interval '${KEPT_FOR_HOURS} hours')
+VALUES ($1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql})
 ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
   content_type = EXCLUDED.content_type, body = EXCLUDED.body, created_at = statement_timestamp(),
   expires_at = EXCLUDED.expires_at
 WHERE idempotency_keys.expires_at <= statement_timestamp()
 RETURNING 1 AS kept`
+
+/**
+ * Keeps an answer that changed nothing (a 4xx of a statement-kept operation)
+ * for the token's organization, after the fact; answers the live answer kept
+ * before, if any (then nothing is written). $1 token hash, $2 key,
+ * $3 fingerprint, $4 status, $5 content type, $6 body.
+ */
+const keepUnchangedSql = `WITH a AS (${organizationOfTokenSql}),
+live AS (SELECT k.* FROM a JOIN idempotency_keys k ON k.organization_id = a.organization_id::uuid
+  AND k.key = $2::text AND k.expires_at > statement_timestamp()),
+kept AS (
+  INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
+  SELECT a.organization_id::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql}
+  FROM a WHERE NOT EXISTS (SELECT 1 FROM live)
+  ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
+    content_type = EXCLUDED.content_type, body = EXCLUDED.body, created_at = statement_timestamp(),
+    expires_at = EXCLUDED.expires_at
+  WHERE idempotency_keys.expires_at <= statement_timestamp()
+)
+SELECT fingerprint, status, content_type, body FROM live`
+
+/** Deletes the expired answer of (token's organization, $2 key), if any. $1 token hash. */
+const deleteExpiredSql = `DELETE FROM idempotency_keys k USING (${organizationOfTokenSql}) a
+WHERE k.organization_id = a.organization_id::uuid AND k.key = $2::text AND k.expires_at <= statement_timestamp()`
 
 /** Deletes at most $1 expired answers (oldest expiry first); answers how many. */
 const sweepSql = `WITH expired AS (
@@ -81,6 +171,18 @@ export class IdempotencyRepo extends Context.Service<
       key: string,
       answer: KeptAnswer
     ) => Effect.Effect<boolean, SqlError.SqlError>
+    /**
+     * Keeps `answer` of an operation that changed nothing, for the token's
+     * organization, outside any transaction; answers the live answer kept
+     * before instead, if any (then it writes nothing).
+     */
+    readonly keepUnchanged: (
+      tokenHash: Uint8Array,
+      key: string,
+      answer: KeptAnswer
+    ) => Effect.Effect<KeptAnswer | undefined, SqlError.SqlError>
+    /** Deletes the token's organization's expired answer for `key`, if any. */
+    readonly deleteExpired: (tokenHash: Uint8Array, key: string) => Effect.Effect<void, SqlError.SqlError>
     /** Deletes at most `limit` expired answers; answers how many it deleted. */
     readonly sweep: (limit: number) => Effect.Effect<number, SqlError.SqlError>
   }
@@ -130,6 +232,18 @@ export class IdempotencyRepo extends Context.Service<
             ]),
             (rows) => rows.length > 0
           ),
+        keepUnchanged: (tokenHash, key, answer) =>
+          Effect.map(
+            sql.unsafe<{ fingerprint: Uint8Array; status: number; content_type: string; body: Uint8Array }>(
+              keepUnchangedSql,
+              [tokenHash, key, answer.fingerprint, answer.status, answer.contentType, answer.body]
+            ),
+            ([row]) =>
+              row === undefined
+                ? undefined
+                : { fingerprint: row.fingerprint, status: row.status, contentType: row.content_type, body: row.body }
+          ),
+        deleteExpired: (tokenHash, key) => Effect.asVoid(sql.unsafe(deleteExpiredSql, [tokenHash, key])),
         sweep: (limit) => Effect.map(sql.unsafe(sweepSql, [limit]), (rows) => rows.length)
       })
     })

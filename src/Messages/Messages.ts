@@ -4,7 +4,7 @@
  * Transactions are the repository's (`MessagesRepo.withTransaction`), so the
  * service runs over PostgreSQL (`layer`) or in memory (`layerTest`).
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
@@ -16,6 +16,7 @@ import {
   SessionNotOpen,
   ValidationFailed
 } from "../Domain/Errors.ts"
+import { IdempotencyRequest } from "../Domain/Idempotency.ts"
 import type { DeliveryStatus, Message } from "../Domain/Message.ts"
 import type { CreateMessagePayload, SearchMessagesPayload, UpdateMessagePayload } from "./Api.ts"
 import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage } from "./Repo.ts"
@@ -108,13 +109,20 @@ export class Messages extends Context.Service<
       const create = Effect.fn("Messages.create")(
         function* (organizationId: string, sessionId: string, input: CreateMessage) {
           const content = yield* validateContent(input.content)
-          const result = yield* repo.insert(organizationId, sessionId, {
-            role: input.role,
-            content,
-            provider_message_id: input.provider_message_id ?? null,
-            replied_provider_message_id: input.replied_provider_message_id ?? null,
-            run_id: input.run_id ?? null
-          })
+          // D19 on the hot path: the statement claims the key and keeps the answer (Idempotency.around).
+          const idempotency = yield* Effect.serviceOption(IdempotencyRequest)
+          const result = yield* repo.insert(
+            organizationId,
+            sessionId,
+            {
+              role: input.role,
+              content,
+              provider_message_id: input.provider_message_id ?? null,
+              replied_provider_message_id: input.replied_provider_message_id ?? null,
+              run_id: input.run_id ?? null
+            },
+            Option.getOrUndefined(idempotency)
+          )
           if (result.status === undefined) return yield* new SessionNotFound()
           if (result.body === undefined) return yield* new SessionNotOpen()
           return result.body as JsonText<Message>

@@ -4,12 +4,16 @@
  * for byte with `Idempotent-Replayed: true`, canonical JSON comparison, 422 for
  * another request, 409 while the first still runs, the answers that are not
  * kept, keys per organization, the assistants API, expiry and the sweep.
- * Two processes and kill -9: test/Process/Idempotency.test.ts.
+ * Two processes, kill -9, and 409 on POST message (its statement waits on a
+ * row lock; on one process that would hold up the pool connection the repeat
+ * is multiplexed onto): test/Process/Idempotency.test.ts.
  */
 import { assert } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
+import postgres from "postgres"
 import { Idempotency } from "../../src/Idempotency/Idempotency.ts"
+import { TestDatabaseUrl } from "../support/Database.ts"
 import { C, TestApi, type TestOrganization, type TestResponse, withApp } from "../support/TestApp.ts"
 
 const A = "/assistants/api/v2"
@@ -39,6 +43,40 @@ const sessionsOf = (org: TestOrganization, contactId: string) =>
   )
 
 const replayed = (response: TestResponse) => response.headers.get("idempotent-replayed")
+
+/**
+ * Sends `first` while the session's row is locked FOR UPDATE on a connection of
+ * the test's own (the app's pool multiplexes its statements onto connections,
+ * one of which a transaction of the test would pin), waits until the request
+ * waits on a lock, then sends `second`; unlocks and answers both answers.
+ */
+const whileFirstWaits = (
+  sessionId: string,
+  first: Effect.Effect<TestResponse, never, TestApi>,
+  second: Effect.Effect<TestResponse, never, TestApi>
+) =>
+  Effect.gen(function* () {
+    const db = postgres(yield* TestDatabaseUrl, { max: 1 })
+    const locker = yield* Effect.promise(() => db.reserve())
+    yield* Effect.promise(async () => {
+      await locker`BEGIN`
+      await locker`SELECT 1 FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+    })
+    const running = yield* Effect.forkChild(first)
+    for (let waited = 0; ; waited++) {
+      const [row] = yield* Effect.promise(() => locker`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted`)
+      if (row!.waiting > 0) break
+      if (waited > 200) assert.fail("the first request never waited on the session's lock")
+      yield* Effect.sleep("25 millis")
+    }
+    const during = yield* second
+    yield* Effect.promise(async () => {
+      await locker`COMMIT`
+      locker.release()
+      await db.end()
+    })
+    return [yield* Fiber.join(running), during] as const
+  })
 
 withApp()("Idempotency-Key (D19)", (it) => {
   it.effect(
@@ -171,42 +209,24 @@ withApp()("Idempotency-Key (D19)", (it) => {
 
   it.effect("D19: a repeat while the first request still runs answers 409, then the kept answer", () =>
     Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
+      const _sql = yield* SqlClient.SqlClient
       const org = yield* (yield* TestApi).organization()
       const session = yield* org.session({ contact_id: "running" })
       const patch = { fields: { metadata: { step: 1 } } }
       const path = `${C}/sessions/${session.id}`
-      yield* sql
-        .withTransaction(
-          Effect.gen(function* () {
-            // The session row locked: the first PATCH waits inside its transaction, holding the key.
-            yield* sql`SELECT 1 FROM sessions WHERE id = ${session.id} FOR UPDATE`
-            const first = yield* Effect.forkChild(send(org, "PATCH", path, patch, "slow"))
-            for (let waited = 0; ; waited++) {
-              const [row] = yield* sql<{
-                waiting: number
-              }>`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted`
-              if (row!.waiting > 0) break
-              if (waited > 200) assert.fail("the first request never waited on the session's lock")
-              yield* Effect.sleep("25 millis")
-            }
-            const during = yield* send(org, "PATCH", path, patch, "slow")
-            assert.deepStrictEqual(
-              [during.status, during.body],
-              [409, { detail: "A request with this Idempotency-Key is in progress" }]
-            )
-            return first
-          })
-        )
-        .pipe(
-          Effect.flatMap((first) => Fiber.join(first)),
-          Effect.tap((first) => Effect.sync(() => assert.strictEqual(first.status, 200))),
-          Effect.flatMap((first) =>
-            Effect.map(send(org, "PATCH", path, patch, "slow"), (after) => {
-              assert.deepStrictEqual([after.status, after.text, replayed(after)], [200, first.text, "true"])
-            })
-          )
-        )
+      // The session row locked: the first PATCH waits inside its transaction, holding the key.
+      const [first, during] = yield* whileFirstWaits(
+        session.id,
+        send(org, "PATCH", path, patch, "slow"),
+        send(org, "PATCH", path, patch, "slow")
+      )
+      assert.deepStrictEqual(
+        [during.status, during.body],
+        [409, { detail: "A request with this Idempotency-Key is in progress" }]
+      )
+      assert.strictEqual(first.status, 200)
+      const after = yield* send(org, "PATCH", path, patch, "slow")
+      assert.deepStrictEqual([after.status, after.text, replayed(after)], [200, first.text, "true"])
     })
   )
 
@@ -252,5 +272,74 @@ withApp()("Idempotency-Key (D19)", (it) => {
       }>`SELECT count(*)::int AS n FROM idempotency_keys WHERE organization_id = ${org.id}`
       assert.strictEqual(left!.n, 0)
     })
+  )
+
+  it.effect(
+    "D19 on POST message (its own statement claims the key and keeps the answer): replay, 422, 409, parallel, expired",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const org = yield* (yield* TestApi).organization()
+        const session = yield* org.session({ contact_id: "hot-path" })
+        const path = `${C}/sessions/${session.id}/messages`
+        const message = (text: string) => ({ role: "user", content: { type: "text", text } })
+        const texts = Effect.map(
+          org.call("POST", `/sessions/${session.id}/messages/search`, { session_id: session.id, limit: 100 }),
+          (found) => (found.body as Array<any>).map((m) => m.content.text)
+        )
+        const first = yield* send(org, "POST", path, message("one"), "m-1")
+        assert.deepStrictEqual([first.status, replayed(first)], [201, null])
+        const again = yield* send(org, "POST", path, message("one"), "m-1")
+        assert.deepStrictEqual([again.status, again.text, replayed(again)], [201, first.text, "true"])
+        assert.strictEqual(again.headers.get("content-type"), first.headers.get("content-type"))
+        const other = yield* send(org, "POST", path, message("two"), "m-1")
+        assert.deepStrictEqual(
+          [other.status, other.body],
+          [422, { detail: "Idempotency-Key was used with a different request" }]
+        )
+        assert.deepStrictEqual(yield* texts, ["one"])
+
+        // Ten at once with one key: one message.
+        const answers = yield* Effect.all(
+          Array.from({ length: 10 }, () => send(org, "POST", path, message("ten"), "m-ten")),
+          { concurrency: "unbounded" }
+        )
+        for (const answer of answers) assert.include([201, 409], answer.status, answer.text)
+        const created = answers.filter((answer) => answer.status === 201)
+        assert.strictEqual(created.filter((answer) => replayed(answer) === null).length, 1)
+        assert.strictEqual(new Set(created.map((answer) => answer.body.id)).size, 1)
+        assert.deepStrictEqual(yield* texts, ["one", "ten"])
+
+        // While the first request holds the key (waiting on the session's row lock): 409.
+        // Expired but not swept yet: the key runs again (the expired answer is replaced).
+        yield* sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
+        WHERE organization_id = ${org.id} AND key = 'm-1'`
+        const rerun = yield* send(org, "POST", path, message("one"), "m-1")
+        assert.deepStrictEqual([rerun.status, replayed(rerun)], [201, null])
+        assert.notStrictEqual(rerun.body.id, first.body.id)
+        assert.strictEqual(replayed(yield* send(org, "POST", path, message("one"), "m-1")), "true")
+        assert.deepStrictEqual(yield* texts, ["one", "ten", "one"])
+      })
+  )
+
+  it.effect(
+    "D19 and D18: a refused request with a key and a 5,000-level JSON body answers 422, as without the key (found by the fuzz test)",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        let deep = "1"
+        for (let i = 0; i < 5_000; i++) deep = `[{"a":${deep}}]`
+        const body = `{"scheduled_for":"x","config":{},"instructions":["\\udc00"],"mime_type":${deep}}`
+        const path = `${C}/sessions/C.qf%ED%BF%BF%7C0I7rr/schedule`
+        const without = yield* api.request("POST", path, { token: org.token, body })
+        const withKey = yield* api.request("POST", path, {
+          token: org.token,
+          body,
+          headers: { "idempotency-key": "deep" }
+        })
+        assert.strictEqual(without.status, 422)
+        assert.deepStrictEqual([withKey.status, withKey.body], [422, without.body])
+      })
   )
 })

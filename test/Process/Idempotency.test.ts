@@ -125,4 +125,66 @@ describe("Idempotency-Key across processes (D19)", () => {
       }),
     120_000
   )
+
+  it.live(
+    "D19: POST message while the same key's first request still runs on the other process answers 409, then the replay",
+    () =>
+      Effect.promise(async () => {
+        const [one, two] = await Promise.all([startServer(env()), startServer(env())])
+        const db = postgres(databaseUrl(), { max: 1 })
+        try {
+          const org = await organization(one)
+          const session = (
+            await callJson(one.baseUrl, "POST", `${C}/sessions`, org.token, { contact_id: "hot", contact_name: "H" })
+          ).body
+          const post = (server: ServerProcess) =>
+            fetch(`${server.baseUrl}${C}/sessions/${session.id}/messages`, {
+              method: "POST",
+              headers: {
+                authorization: `Bearer ${org.token}`,
+                "content-type": "application/json",
+                "idempotency-key": "hot"
+              },
+              body: JSON.stringify({ role: "user", content: { type: "text", text: "hot" } })
+            }).then(async (response) => ({
+              status: response.status,
+              text: await response.text(),
+              replayed: response.headers.get("idempotent-replayed")
+            }))
+          const locker = await db.reserve()
+          await locker`BEGIN`
+          await locker`SELECT 1 FROM sessions WHERE id = ${session.id} FOR UPDATE`
+          // The first request holds the key while its statement waits for the session's row lock.
+          const first = post(one)
+          for (let waited = 0; ; waited++) {
+            const [row] = await locker<Array<{ waiting: number }>>`
+              SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted`
+            if (row!.waiting > 0) break
+            if (waited > 200) throw new Error("the first request never waited on the session's lock")
+            await sleep(25)
+          }
+          const during = await post(two)
+          await locker`COMMIT`
+          locker.release()
+          assert.deepStrictEqual(
+            [during.status, JSON.parse(during.text)],
+            [409, { detail: "A request with this Idempotency-Key is in progress" }]
+          )
+          const done = await first
+          assert.deepStrictEqual([done.status, done.replayed], [201, null])
+          const after = await post(two)
+          assert.deepStrictEqual([after.status, after.text, after.replayed], [201, done.text, "true"])
+          const [row] = await db<
+            Array<{ n: number }>
+          >`SELECT count(*)::int AS n FROM messages WHERE session_id = ${session.id}`
+          assert.strictEqual(row!.n, 1)
+        } finally {
+          await db.end()
+          one.child.kill("SIGTERM")
+          two.child.kill("SIGTERM")
+          assert.deepStrictEqual(await Promise.all([one.exited, two.exited]), [0, 0])
+        }
+      }),
+    120_000
+  )
 })

@@ -17,14 +17,19 @@
  * - Component names are the schemas' own: the encoded side of an error
  *   (`SessionNotFoundEncoded`, its `{detail}` body) is named as the error
  *   (`SessionNotFound`) when no other component has that name.
+ * - Idempotency-Key (D19): the optional header on every POST and PATCH of the
+ *   conversations and assistants APIs, their 409 and 422 answers, and the
+ *   `Idempotent-Replayed` header of their successes.
  * - `webhooks`: every event type of W1 as the request an app receives, with
  *   its W3 envelope schema (`Domain/Event.ts`) and the Standard Webhooks
  *   headers of W4.
  *
  * Imports only the contract's domain files, like `Api.ts`.
  */
+import { assistantsBasePath, conversationsBasePath } from "./Domain/BasePaths.ts"
 import { transportDetails } from "./Domain/Errors.ts"
 import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
+import { idempotencyDetails, idempotencyKeyDescription } from "./Domain/Idempotency.ts"
 
 /** An OpenAPI document or a part of it, as `OpenApi.fromApi` builds it (JSON). */
 type Json = Record<string, any>
@@ -186,6 +191,72 @@ const webhooks = (): Json =>
     ])
   )
 
+/** The 409 and 422 answers of D19 (Idempotency-Key). */
+const idempotencyResponses = {
+  "409": [
+    "IdempotencyKeyInProgress",
+    "A request with the same `Idempotency-Key` is still running, in this or another process (D19): retry later.",
+    idempotencyDetails.inProgress
+  ],
+  "422": [
+    "IdempotencyKeyReused",
+    "The `Idempotency-Key` was used with another method, path or body (D19); nothing changed.",
+    idempotencyDetails.differentRequest
+  ]
+} as const
+
+/**
+ * D19 in the document: every POST and PATCH of the conversations and
+ * assistants APIs takes the optional `Idempotency-Key` header, may answer the
+ * 409 and 422 of {@link idempotencyResponses} (beside its own answers of those
+ * statuses), and its successes may carry `Idempotent-Replayed: true`.
+ */
+const withIdempotencyKey = (spec: Json): void => {
+  spec.components.parameters = {
+    ...spec.components.parameters,
+    IdempotencyKey: {
+      name: "Idempotency-Key",
+      in: "header",
+      required: false,
+      description: idempotencyKeyDescription,
+      schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+      example: "5f0c6f7e-8a51-4f0e-9d4e-2b6a0c1d9e3f"
+    }
+  }
+  const replayed = {
+    description: "`true` when this is the kept answer of an earlier request with the same `Idempotency-Key` (D19).",
+    schema: { type: "string", enum: ["true"] }
+  }
+  for (const [path, item] of Object.entries(spec.paths as Json)) {
+    if (!path.startsWith(`${conversationsBasePath}/`) && !path.startsWith(`${assistantsBasePath}/`)) continue
+    for (const method of ["post", "patch"] as const) {
+      const operation = item[method]
+      if (operation === undefined) continue
+      operation.parameters = [...(operation.parameters ?? []), { $ref: "#/components/parameters/IdempotencyKey" }]
+      for (const [status, [name, description, text]] of Object.entries(idempotencyResponses)) {
+        const own = operation.responses[status]
+        if (own === undefined) spec.components.responses[name] ??= detailResponse(description, text)
+        operation.responses[status] =
+          own === undefined
+            ? { $ref: `#/components/responses/${name}` }
+            : {
+                description: `${own.description}; or ${description}`,
+                content: {
+                  "application/json": {
+                    schema: {
+                      anyOf: [own.content["application/json"].schema, { $ref: "#/components/schemas/ErrorDetail" }]
+                    }
+                  }
+                }
+              }
+      }
+      for (const [status, response] of Object.entries(operation.responses as Json)) {
+        if (status.startsWith("2")) response.headers = { ...response.headers, "Idempotent-Replayed": replayed }
+      }
+    }
+  }
+}
+
 /**
  * Finishes the generated document (see module docs): shared responses,
  * open objects, the webhooks section and its tag. Returns `spec`, changed in
@@ -195,6 +266,7 @@ export const finishDocument = (spec: Json): Json => {
   spec.components.schemas.ErrorDetail = errorDetail
   spec.components.responses = Object.fromEntries(Object.values(commonResponses).map(([name, body]) => [name, body]))
   withCommonResponses(spec.paths)
+  withIdempotencyKey(spec)
   spec.webhooks = webhooks()
   spec.tags.push({
     name: WEBHOOKS_TAG,

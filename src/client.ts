@@ -21,7 +21,17 @@
  * Each method fails with the errors its endpoint declares, decoded as tagged
  * errors (`SessionNotFound`, `MergeConflict {paths}`, ...), so a client tells
  * them apart by `_tag` while the wire stays `{detail}`.
+ *
+ * A write made safe to retry (D19) sends an `Idempotency-Key`: wrap the call
+ * in {@link withIdempotencyKey} and retry that same effect on a 5xx or a
+ * network error, and the operation runs once:
+ *
+ * ```ts
+ * const create = parley.messages.create({ params, payload }).pipe(withIdempotencyKey(crypto.randomUUID()))
+ * yield* Effect.retry(create, { times: 3, schedule: Schedule.exponential("200 millis") })
+ * ```
  */
+import { Context, Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { ParleyApi } from "./Api.ts"
@@ -39,19 +49,39 @@ export interface ClientOptions {
   readonly adminToken?: string | undefined
 }
 
+/** The `Idempotency-Key` the client sends with the requests of an effect (D19); none by default. */
+export const IdempotencyKey = Context.Reference<string | undefined>("parley/client/IdempotencyKey", {
+  defaultValue: () => undefined
+})
+
+/**
+ * Sends `key` as the `Idempotency-Key` of every request `self` makes (D19:
+ * 1-255 visible ASCII characters, such as a UUID; POST and PATCH of the
+ * conversations and assistants APIs). Keep the key of a write for its retries:
+ * the server answers a repeat with the kept answer and changes nothing.
+ */
+export const withIdempotencyKey =
+  (key: string) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.provideService(self, IdempotencyKey, key)
+
 /**
  * The client: one method per operation, grouped as the API is
  * (`sessions.create`, `assistants.merge`, `admin.createOrganization`, ...).
  * Each request carries `Authorization: Bearer` with `adminToken` under
- * `/admin/v1` and `apiKey` elsewhere (none when not given). Requires an
+ * `/admin/v1` and `apiKey` elsewhere (none when not given), and the
+ * {@link IdempotencyKey} of the calling effect when set. Requires an
  * `HttpClient` (for example `FetchHttpClient.layer`).
  */
 export const makeClient = (options: ClientOptions) =>
   HttpApiClient.make(ParleyApi, {
     baseUrl: options.baseUrl,
-    transformClient: HttpClient.mapRequest((request) => {
-      const admin = new URL(request.url, "http://base").pathname.includes(`${adminBasePath}/`)
-      const token = admin ? options.adminToken : options.apiKey
-      return token === undefined ? request : HttpClientRequest.bearerToken(request, token)
-    })
+    transformClient: HttpClient.mapRequestEffect<never, never>((request) =>
+      Effect.map(Effect.service(IdempotencyKey), (key) => {
+        const admin = new URL(request.url, "http://base").pathname.includes(`${adminBasePath}/`)
+        const token = admin ? options.adminToken : options.apiKey
+        const authorized = token === undefined ? request : HttpClientRequest.bearerToken(request, token)
+        return key === undefined ? authorized : HttpClientRequest.setHeader(authorized, "idempotency-key", key)
+      })
+    )
   })

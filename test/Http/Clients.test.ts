@@ -11,7 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Webhook } from "standardwebhooks"
-import { makeClient } from "../../src/client.ts"
+import { makeClient, withIdempotencyKey } from "../../src/client.ts"
 import { eventTypes } from "../../src/Domain/Event.ts"
 import { verifyWebhook, WebhookVerificationError } from "../../src/webhooks.ts"
 import { root, runNode } from "../support/Processes.ts"
@@ -42,6 +42,36 @@ withApp()("parley/client", (test) => {
         const refused = yield* Effect.flip(anonymous.sessions.get({ params: { session_id: session.id } }))
         assert.strictEqual(refused._tag, "Unauthorized")
       }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
+
+  test.effect("issue 15 (D19): withIdempotencyKey sends the key, so a retried create answers the first result", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const parley = yield* makeClient({ baseUrl: api.baseUrl, apiKey: org.token })
+      const session = yield* parley.sessions.create({ payload: { contact_id: "retry", contact_name: "R" } })
+      const create = parley.messages
+        .create({
+          params: { session_id: session.id },
+          payload: { role: "user", content: { type: "text", text: "once" } }
+        })
+        .pipe(withIdempotencyKey("client-retry-1"))
+      const [first, again] = [yield* create, yield* create]
+      assert.deepStrictEqual(again, first)
+      const plain = yield* parley.messages.create({
+        params: { session_id: session.id },
+        payload: { role: "user", content: { type: "text", text: "once" } }
+      })
+      assert.notStrictEqual(plain.id, first.id)
+      const stored = yield* parley.messages.search({
+        params: { session_id: session.id },
+        payload: { session_id: session.id }
+      })
+      assert.deepStrictEqual(
+        stored.map((message) => message.id),
+        [first.id, plain.id]
+      )
+    }).pipe(Effect.provide(FetchHttpClient.layer))
   )
 })
 

@@ -41,6 +41,35 @@ const resolve = (doc: any, schema: any): any =>
 
 withApp()("the OpenAPI document", (it) => {
   it.effect(
+    "issue 15 (D19): every POST and PATCH of the conversations and assistants APIs takes Idempotency-Key, documents its 409 and 422, and Idempotent-Replayed on success; admin operations do not",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const header = doc.components.parameters.IdempotencyKey
+        assert.deepStrictEqual([header.name, header.in, header.required], ["Idempotency-Key", "header", false])
+        assert.deepStrictEqual([header.schema.minLength, header.schema.maxLength], [1, 255])
+        let covered = 0
+        for (const [name, operation] of operationsOf(doc)) {
+          const writes = name.startsWith("POST ") || name.startsWith("PATCH ")
+          const api = / \/(conversations|assistants)\//.test(name)
+          const takesKey = (operation.parameters ?? []).some(
+            (parameter: any) => parameter.$ref === "#/components/parameters/IdempotencyKey"
+          )
+          assert.strictEqual(takesKey, writes && api, name)
+          if (!takesKey) continue
+          covered++
+          const texts = (status: string) => JSON.stringify(resolve(doc, operation.responses[status]))
+          assert.match(texts("409"), /Idempotency-Key/, name)
+          assert.match(texts("422"), /Idempotency-Key|ErrorDetail/, name)
+          for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+            if (status.startsWith("2")) assert.isDefined(resolve(doc, response).headers?.["Idempotent-Replayed"], name)
+          }
+        }
+        assert.isAtLeast(covered, 20)
+      })
+  )
+
+  it.effect(
     "issue 14: every operation has a summary and a description, every tag a description; servers and license are set",
     () =>
       Effect.gen(function* () {

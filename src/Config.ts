@@ -32,6 +32,15 @@ const DurationList = Schema.String.pipe(
   )
 )
 
+/** A comma list of origins (`https://app.example.com`, `http://localhost:3000`) or `*`. */
+const OriginList = Schema.String.pipe(
+  Schema.check(
+    Schema.isPattern(/^\s*(\*|[a-z][a-z0-9+.-]*:\/\/[^\s,/]+)(\s*,\s*(\*|[a-z][a-z0-9+.-]*:\/\/[^\s,/]+))*\s*$/i, {
+      message: "Expected a comma list of origins such as https://app.example.com,http://localhost:3000, or *"
+    })
+  )
+)
+
 const optionalString = (name: string) =>
   Config.String(name).pipe(
     Config.option,
@@ -100,6 +109,13 @@ export const AppConfigSpec = Config.all({
     Config.map((text) => text.split(",").map(parseDuration))
   ),
   allowPrivateNetworkTargets: Config.Boolean("ALLOW_PRIVATE_NETWORK_TARGETS").pipe(Config.withDefault(false)),
+  /** Browser origins allowed by CORS (issue 15); empty: no CORS headers at all. */
+  corsOrigins: Config.schema(OriginList, "CORS_ORIGINS").pipe(
+    Config.option,
+    Config.map(
+      (o): ReadonlyArray<string> => (o._tag === "Some" ? o.value.split(",").map((origin) => origin.trim()) : [])
+    )
+  ),
   aiProvider: Config.Literals(["echo", "openai", "anthropic"], "AI_PROVIDER").pipe(Config.withDefault("echo" as const)),
   openaiApiKey: optionalSecret("OPENAI_API_KEY"),
   openaiBaseUrl: optionalString("OPENAI_BASE_URL"),

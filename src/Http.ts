@@ -284,8 +284,34 @@ const shapeFailure = (
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 415 ? detail(415, transportDetails.unsupportedMediaType) : response
 
+/** Headers browsers may read from Parley's answers (issue 15): request ids, retry delays, rate limits, replays. */
+const CORS_EXPOSED_HEADERS = [
+  "x-request-id",
+  "retry-after",
+  "ratelimit-limit",
+  "ratelimit-remaining",
+  "ratelimit-reset",
+  "idempotent-replayed"
+]
+
 /**
- * The router-level error shaping described in the module docs, Idempotency-Key
+ * CORS for browser integrations (issue 15): with `CORS_ORIGINS` set, every
+ * answer carries `Access-Control-Allow-Origin` for an allowed `Origin` and
+ * exposes {@link CORS_EXPOSED_HEADERS}; a preflight `OPTIONS` is answered 204
+ * with the methods and the requested headers allowed (max age 10 minutes).
+ * Unset: no CORS header, and `OPTIONS` is routed as any method (404/405).
+ */
+const corsOf = (origins: ReadonlyArray<string>) =>
+  origins.length === 0
+    ? <E, R>(self: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => self
+    : HttpMiddleware.cors({
+        allowedOrigins: origins.includes("*") ? ["*"] : (origin: string) => origins.includes(origin),
+        exposedHeaders: CORS_EXPOSED_HEADERS,
+        maxAge: 600
+      })
+
+/**
+ * The router-level error shaping described in the module docs, CORS ({@link corsOf}), Idempotency-Key
  * around every handler (D19, `Idempotency.around`: after the 413 check, inside
  * the error shaping, so a kept answer is the one sent), 503 while the
  * database is unreachable (O9), the request id of every response, log line and
@@ -301,41 +327,46 @@ const ErrorShaping = HttpRouter.middleware(
     const { newId } = yield* Ids
     const idempotency = yield* Idempotency
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
+    const cors = corsOf(config.corsOrigins)
     const tooLarge = Effect.succeed(detail(413, transportDetails.tooLarge, { connection: "close" }))
     return (httpEffect) =>
-      Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
-        const started = performance.now()
-        const route = routeOf(request)
-        const length = request.headers["content-length"]
-        const response =
-          length !== undefined && Number(length) > config.maxBodyBytes
-            ? tooLarge
-            : Effect.provideService(
-                idempotency.around(request, route, httpEffect),
-                HttpServerRequest.MaxBodySize,
-                maxBytes
-              ).pipe(
-                Effect.map(unsupportedMediaType),
-                Effect.catchCause((cause) => shapeFailure(health, request, cause))
-              )
-        const requestId = requestIdOf(request.headers["x-request-id"], newId)
-        return Effect.map(response, (sent) =>
-          HttpServerResponse.setHeaders(
-            sent,
-            Ref.getUnsafe(draining) ? { "x-request-id": requestId, connection: "close" } : { "x-request-id": requestId }
+      cors(
+        Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
+          const started = performance.now()
+          const route = routeOf(request)
+          const length = request.headers["content-length"]
+          const response =
+            length !== undefined && Number(length) > config.maxBodyBytes
+              ? tooLarge
+              : Effect.provideService(
+                  idempotency.around(request, route, httpEffect),
+                  HttpServerRequest.MaxBodySize,
+                  maxBytes
+                ).pipe(
+                  Effect.map(unsupportedMediaType),
+                  Effect.catchCause((cause) => shapeFailure(health, request, cause))
+                )
+          const requestId = requestIdOf(request.headers["x-request-id"], newId)
+          return Effect.map(response, (sent) =>
+            HttpServerResponse.setHeaders(
+              sent,
+              Ref.getUnsafe(draining)
+                ? { "x-request-id": requestId, connection: "close" }
+                : { "x-request-id": requestId }
+            )
+          ).pipe(
+            Effect.tap((sent) =>
+              Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
+                "http.request.method": request.method,
+                "http.route": route ?? "unmatched",
+                "http.response.status_code": sent.status
+              })
+            ),
+            Effect.tap(Effect.annotateCurrentSpan("parley.request_id", requestId)),
+            Effect.annotateLogs("request_id", requestId)
           )
-        ).pipe(
-          Effect.tap((sent) =>
-            Metrics.record(Metrics.requestDuration, (performance.now() - started) / 1000, {
-              "http.request.method": request.method,
-              "http.route": route ?? "unmatched",
-              "http.response.status_code": sent.status
-            })
-          ),
-          Effect.tap(Effect.annotateCurrentSpan("parley.request_id", requestId)),
-          Effect.annotateLogs("request_id", requestId)
-        )
-      })
+        })
+      )
   }),
   { global: true }
 )

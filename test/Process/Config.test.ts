@@ -34,7 +34,8 @@ describe("configuration", () => {
     ["SESSION_EXPIRY_SWEEP_INTERVAL", "30 seconds"],
     ["MAX_BODY_BYTES", "1MB"],
     ["AI_PROVIDER", "skynet"],
-    ["ALLOW_PRIVATE_NETWORK_TARGETS", "perhaps"]
+    ["ALLOW_PRIVATE_NETWORK_TARGETS", "perhaps"],
+    ["CORS_ORIGINS", "app.example.com"]
   ] as const)("%s=%s stops start-up with one line naming it and exit code 1", ([name, value]) =>
     Effect.gen(function* () {
       const result = yield* Effect.promise(() =>

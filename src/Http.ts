@@ -12,6 +12,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Cause, Context, Effect, Layer, Redacted, Ref, Schema, type Types } from "effect"
 import {
   FindMyWay,
+  HttpEffect,
   HttpMethod,
   HttpMiddleware,
   HttpRouter,
@@ -37,6 +38,7 @@ import { ExportHttp } from "./Export/Http.ts"
 import { Idempotency } from "./Idempotency/Idempotency.ts"
 import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
+import { RateLimiter, type Verdict } from "./RateLimits/RateLimiter.ts"
 import { ReferencePageRoutes, referencePaths } from "./ReferencePage.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
@@ -44,15 +46,38 @@ import { Ids } from "./Shared/Ids.ts"
 import * as Metrics from "./Telemetry/Metrics.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
-/** Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked or expired token. */
+/** The `RateLimit-*` headers of an answer to a limited organization (D20). */
+const rateLimitHeaders = (verdict: Verdict): Record<string, string> => ({
+  "ratelimit-limit": String(verdict.limit),
+  "ratelimit-remaining": String(verdict.remaining),
+  "ratelimit-reset": String(verdict.reset)
+})
+
+/**
+ * Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked
+ * or expired token. Then the organization's rate limit (D20): over it, 429
+ * `Rate limit exceeded` with `Retry-After`; every answer to a limited
+ * organization carries the `RateLimit-*` headers, errors included.
+ */
 const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function* () {
     const admin = yield* Admin
+    const limiter = yield* RateLimiter
     return Authorization.of({
       apiKey: Effect.fnUntraced(function* (httpEffect, { credential }) {
         const organizationId = yield* admin.authenticate(Redacted.value(credential))
         if (organizationId === undefined) return yield* new Unauthorized()
+        const verdict = yield* Effect.orDie(limiter.take(organizationId))
+        if (verdict !== undefined) {
+          const headers = rateLimitHeaders(verdict)
+          yield* HttpEffect.appendPreResponseHandler((_, response) =>
+            Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+          )
+          if (!verdict.allowed) {
+            return detail(429, transportDetails.rateLimited, { "retry-after": String(verdict.retryAfter) })
+          }
+        }
         return yield* Effect.provideService(httpEffect, CurrentOrganization, { id: organizationId })
       })
     })

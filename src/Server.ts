@@ -17,6 +17,7 @@ import { Ingest } from "./Ingest/Ingest.ts"
 import { IngestRepo } from "./Ingest/Repo.ts"
 import { Messages } from "./Messages/Messages.ts"
 import { MessagesRepo } from "./Messages/Repo.ts"
+import { RateLimiter } from "./RateLimits/RateLimiter.ts"
 import { Replies } from "./Replies/Replies.ts"
 import { RepliesRepo } from "./Replies/Repo.ts"
 import { RepliesWorkerLive } from "./Replies/Worker.ts"
@@ -48,6 +49,7 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
   const domain = Layer.mergeAll(
     Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
     Idempotency.layer,
+    RateLimiter.layer,
     Export.layer,
     Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer)),
     Replies.layer.pipe(Layer.provide(RepliesRepo.layer)),

@@ -163,7 +163,10 @@ export class Admin extends Context.Service<
               patch.session_idle_timeout_seconds !== undefined
                 ? patch.session_idle_timeout_seconds
                 : current.session_idle_timeout_seconds,
-            default_agent_id: patch.default_agent_id !== undefined ? patch.default_agent_id : current.default_agent_id
+            default_agent_id: patch.default_agent_id !== undefined ? patch.default_agent_id : current.default_agent_id,
+            rate_limit_per_second:
+              patch.rate_limit_per_second !== undefined ? patch.rate_limit_per_second : current.rate_limit_per_second,
+            rate_limit_burst: patch.rate_limit_burst !== undefined ? patch.rate_limit_burst : current.rate_limit_burst
           }
           if (next.default_agent_id !== null && !(yield* repo.agentExists(organizationId, next.default_agent_id))) {
             return yield* new AgentNotFound()

@@ -39,7 +39,13 @@ export const UpdateSettingsPayload = Schema.Struct({
   session_idle_timeout_seconds: Schema.optionalKey(
     Schema.NullOr(Int32.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(1))))
   ),
-  default_agent_id: Schema.optionalKey(Schema.NullOr(Identifier))
+  default_agent_id: Schema.optionalKey(Schema.NullOr(Identifier)),
+  rate_limit_per_second: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 }))))
+  ),
+  rate_limit_burst: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 2_000_000 }))))
+  )
 })
 
 const organizationPath = { org_id: Identifier }

@@ -188,5 +188,6 @@ export const transportDetails = {
   tooLarge: "Request body too large",
   unsupportedMediaType: "Content-Type must be application/json",
   unavailable: "Service unavailable",
+  rateLimited: "Rate limit exceeded",
   internal: "Internal server error"
 } as const

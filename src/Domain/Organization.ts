@@ -28,8 +28,10 @@ export type ApiKeyCreated = typeof ApiKeyCreated.Type
 
 /**
  * Organization settings (O6): reply debounce in seconds (0-60, default 3),
- * idle timeout in seconds before automatic closing (null = never, D16), and the
- * agent given to new ingest sessions without one (D9).
+ * idle timeout in seconds before automatic closing (null = never, D16), the
+ * agent given to new ingest sessions without one (D9), and the rate limit of
+ * the conversations and assistants APIs (D20: requests per second, null =
+ * unlimited; burst, null = twice the rate).
  */
 export const Settings = Schema.Struct({
   reply_debounce_seconds: Schema.Int.annotate({
@@ -40,15 +42,24 @@ export const Settings = Schema.Struct({
   }),
   default_agent_id: Schema.NullOr(Uuid).annotate({
     description: "The agent of a new ingest session given no `agent_id` (D9); null: none."
+  }),
+  rate_limit_per_second: Schema.NullOr(Schema.Int).annotate({
+    description:
+      "Requests per second the organization may make to the conversations and assistants APIs, over all server processes (D20: a token bucket); null: unlimited."
+  }),
+  rate_limit_burst: Schema.NullOr(Schema.Int).annotate({
+    description: "The bucket's size: requests allowed at once after a quiet period (D20); null: twice the rate."
   })
 }).annotate({ identifier: "Settings" })
 export type Settings = typeof Settings.Type
 
-/** The settings of an organization before any PATCH (O6): debounce 3 s, no idle timeout, no default agent. */
+/** The settings of an organization before any PATCH (O6): debounce 3 s, no idle timeout, no default agent, no rate limit. */
 export const defaultSettings: Settings = {
   reply_debounce_seconds: 3,
   session_idle_timeout_seconds: null,
-  default_agent_id: null
+  default_agent_id: null,
+  rate_limit_per_second: null,
+  rate_limit_burst: null
 }
 
 /** The organization of the request's API key, provided by the bearer middleware. */

@@ -215,10 +215,18 @@ describe("settings (O6, D9, D11, D16)", () => {
         assert.deepStrictEqual(yield* admin.getSettings(org.id), {
           reply_debounce_seconds: 3,
           session_idle_timeout_seconds: null,
-          default_agent_id: null
+          default_agent_id: null,
+          rate_limit_per_second: null,
+          rate_limit_burst: null
         })
         const agent = yield* admin.createAgent(org.id, { name: "bot", type: "ai", assistant_id: "a" })
-        const all = { reply_debounce_seconds: 0, session_idle_timeout_seconds: 600, default_agent_id: agent.id }
+        const all = {
+          reply_debounce_seconds: 0,
+          session_idle_timeout_seconds: 600,
+          default_agent_id: agent.id,
+          rate_limit_per_second: 50,
+          rate_limit_burst: null
+        }
         assert.deepStrictEqual(yield* admin.updateSettings(org.id, all), all)
         assert.deepStrictEqual(yield* admin.updateSettings(org.id, { reply_debounce_seconds: 7 }), {
           ...all,
@@ -232,7 +240,9 @@ describe("settings (O6, D9, D11, D16)", () => {
         assert.deepStrictEqual(cleared, {
           reply_debounce_seconds: 7,
           session_idle_timeout_seconds: null,
-          default_agent_id: null
+          default_agent_id: null,
+          rate_limit_per_second: 50,
+          rate_limit_burst: null
         })
         assert.deepStrictEqual(yield* admin.getSettings(org.id), cleared)
       })

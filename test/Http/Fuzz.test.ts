@@ -460,7 +460,13 @@ const text = (value: string) => ({ role: "user", content: { type: "text", text: 
 
 const NODES = [llm("start", { next_node: "next", tools: ["lookup"] }), llm("next"), llm("extra")]
 const VARIABLE = { name: "plan", permission: "read_write", type: "string", default_value: "free" }
-const defaultSettings = { reply_debounce_seconds: 3, session_idle_timeout_seconds: null, default_agent_id: null }
+const defaultSettings = {
+  reply_debounce_seconds: 3,
+  session_idle_timeout_seconds: null,
+  default_agent_id: null,
+  rate_limit_per_second: null,
+  rate_limit_burst: null
+}
 const EVENTS = ["message.created", "message.updated", "session.created", "session.finished", "conversation.created"]
 
 /**

@@ -7,7 +7,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { ADMIN_TOKEN, C, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
+import { ADMIN_TOKEN, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
 
 const settings = (org: TestOrganization, patch: Record<string, unknown>) =>
   Effect.flatMap(Effect.service(TestApi), (api) =>

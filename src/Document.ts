@@ -17,6 +17,8 @@
  * - Component names are the schemas' own: the encoded side of an error
  *   (`SessionNotFoundEncoded`, its `{detail}` body) is named as the error
  *   (`SessionNotFound`) when no other component has that name.
+ * - Rate limits (D20): 429 with `Retry-After` and `RateLimit-*` on every
+ *   operation of the conversations and assistants APIs.
  * - Idempotency-Key (D19): the optional header on every POST and PATCH of the
  *   conversations and assistants APIs, their 409 and 422 answers, and the
  *   `Idempotent-Replayed` header of their successes.
@@ -191,6 +193,48 @@ const webhooks = (): Json =>
     ])
   )
 
+/** Whether `path` is of the conversations or assistants API (the APIs of an organization's API key). */
+const isOrganizationApi = (path: string): boolean =>
+  path.startsWith(`${conversationsBasePath}/`) || path.startsWith(`${assistantsBasePath}/`)
+
+/** The `RateLimit-*` headers of an answer to a limited organization (D20). */
+const rateLimitHeaders = {
+  "RateLimit-Limit": {
+    description: "The organization's burst: the most requests allowed at once (D20). Only when it has a limit.",
+    schema: { type: "integer" }
+  },
+  "RateLimit-Remaining": {
+    description: "Requests left in the organization's bucket, as this server process last saw it (D20).",
+    schema: { type: "integer" }
+  },
+  "RateLimit-Reset": {
+    description: "Seconds until the bucket is full again (D20).",
+    schema: { type: "integer" }
+  }
+}
+
+/**
+ * D20 in the document: every operation of the conversations and assistants
+ * APIs may answer 429 `Rate limit exceeded` with `Retry-After` and the
+ * `RateLimit-*` headers, which every answer to a limited organization carries.
+ */
+const withRateLimits = (spec: Json): void => {
+  spec.components.responses.RateLimited = detailResponse(
+    "The organization's rate limit is exceeded (D20): retry after `Retry-After` seconds. Every answer to an organization with a limit carries the `RateLimit-*` headers.",
+    transportDetails.rateLimited,
+    {
+      "Retry-After": { description: "Whole seconds to wait, at least 1.", schema: { type: "integer" } },
+      ...rateLimitHeaders
+    }
+  )
+  for (const [path, item] of Object.entries(spec.paths as Json)) {
+    if (!isOrganizationApi(path)) continue
+    for (const method of METHODS) {
+      if (item[method] !== undefined) item[method].responses["429"] ??= { $ref: "#/components/responses/RateLimited" }
+    }
+  }
+}
+
 /** The 409 and 422 answers of D19 (Idempotency-Key). */
 const idempotencyResponses = {
   "409": [
@@ -228,7 +272,7 @@ const withIdempotencyKey = (spec: Json): void => {
     schema: { type: "string", enum: ["true"] }
   }
   for (const [path, item] of Object.entries(spec.paths as Json)) {
-    if (!path.startsWith(`${conversationsBasePath}/`) && !path.startsWith(`${assistantsBasePath}/`)) continue
+    if (!isOrganizationApi(path)) continue
     for (const method of ["post", "patch"] as const) {
       const operation = item[method]
       if (operation === undefined) continue
@@ -267,6 +311,7 @@ export const finishDocument = (spec: Json): Json => {
   spec.components.responses = Object.fromEntries(Object.values(commonResponses).map(([name, body]) => [name, body]))
   withCommonResponses(spec.paths)
   withIdempotencyKey(spec)
+  withRateLimits(spec)
   spec.webhooks = webhooks()
   spec.tags.push({
     name: WEBHOOKS_TAG,

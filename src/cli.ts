@@ -10,15 +10,17 @@
 import * as crypto from "node:crypto"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { ConfigProvider, Console, Effect, Layer, Logger, Option, References } from "effect"
+import { ConfigProvider, Console, Effect, Layer, Logger, Option, References, Schema } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import { OpenApi } from "effect/http-api"
 import { Admin } from "./Admin/Admin.ts"
+import { UpdateSettingsPayload } from "./Admin/Api.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { ParleyApi } from "./Api.ts"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
-import type { ValidationIssue } from "./Domain/Errors.ts"
+import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
+import { validationIssues } from "./Domain/Validation.ts"
 import { reportFatal } from "./Fatal.ts"
 import { AppLive, DatabaseLive } from "./Server.ts"
 import { Ids } from "./Shared/Ids.ts"
@@ -117,6 +119,38 @@ const agentCreate = Command.make(
   })
 ).pipe(Command.withDescription("Create an agent (ai needs --assistant-id, human --profile-id)"))
 
+/** A settings value on the command line: a whole number, or `none` (null: no limit, or the default burst). */
+const limitFlag = (name: string, description: string) =>
+  Flag.String(name).pipe(Flag.withDescription(`${description}; "none" clears it`), Flag.optional)
+
+const limitValue = (text: string): number | null | string =>
+  text === "none" ? null : /^\d+$/.test(text) ? Number(text) : text
+
+const settingsShow = Command.make(
+  "show",
+  { org: orgFlag },
+  Effect.fn(function* ({ org }) {
+    yield* show(yield* (yield* Admin).getSettings(org))
+  })
+).pipe(Command.withDescription("Print an organization's settings"))
+
+const settingsSet = Command.make(
+  "set",
+  {
+    org: orgFlag,
+    rate: limitFlag("rate-limit-per-second", "Requests per second of the organization's API keys (D20)"),
+    burst: limitFlag("rate-limit-burst", "Requests allowed at once (D20; default twice the rate)")
+  },
+  Effect.fn(function* ({ org, rate, burst }) {
+    // The admin API's body schema checks the values (one rule for both).
+    const patch = yield* Schema.decodeUnknownEffect(UpdateSettingsPayload)({
+      ...Option.match(rate, { onNone: () => ({}), onSome: (text) => ({ rate_limit_per_second: limitValue(text) }) }),
+      ...Option.match(burst, { onNone: () => ({}), onSome: (text) => ({ rate_limit_burst: limitValue(text) }) })
+    }).pipe(Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) })))
+    yield* show(yield* (yield* Admin).updateSettings(org, patch))
+  })
+).pipe(Command.withDescription("Change an organization's rate limit (D20); prints the settings"))
+
 const migrate = Command.make(
   "migrate",
   {},
@@ -155,6 +189,13 @@ const parley = Command.make("parley").pipe(
     Command.make("agent").pipe(
       Command.withDescription("Agents"),
       Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])
+    ),
+    Command.make("settings").pipe(
+      Command.withDescription("Organization settings"),
+      Command.withSubcommands([
+        settingsShow.pipe(Command.provide(AdminLive)),
+        settingsSet.pipe(Command.provide(AdminLive))
+      ])
     ),
     migrate.pipe(Command.provide(QuietLogging)),
     openapi,

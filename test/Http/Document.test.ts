@@ -41,6 +41,26 @@ const resolve = (doc: any, schema: any): any =>
 
 withApp()("the OpenAPI document", (it) => {
   it.effect(
+    "issue 15 (D20): every operation of the conversations and assistants APIs documents 429 with Retry-After and RateLimit-*",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const limited = doc.components.responses.RateLimited
+        assert.deepStrictEqual(Object.keys(limited.headers).sort(), [
+          "RateLimit-Limit",
+          "RateLimit-Remaining",
+          "RateLimit-Reset",
+          "Retry-After"
+        ])
+        assert.deepStrictEqual(limited.content["application/json"].example, { detail: "Rate limit exceeded" })
+        for (const [name, operation] of operationsOf(doc)) {
+          const api = / \/(conversations|assistants)\//.test(name)
+          assert.strictEqual(operation.responses["429"]?.$ref === "#/components/responses/RateLimited", api, name)
+        }
+      })
+  )
+
+  it.effect(
     "issue 15 (D19): every POST and PATCH of the conversations and assistants APIs takes Idempotency-Key, documents its 409 and 422, and Idempotent-Replayed on success; admin operations do not",
     () =>
       Effect.gen(function* () {

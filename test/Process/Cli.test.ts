@@ -18,6 +18,35 @@ const databaseUrl = ownDatabase("parley_cli")
 
 describe("parley CLI", () => {
   it.live(
+    "issue 15 (D20): settings set changes the rate limit (none clears it), checked like the admin API; settings show prints them",
+    () =>
+      Effect.promise(async () => {
+        const env = { DATABASE_URL: databaseUrl() }
+        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
+        const org = parse((await cli("org", "create", "--name", "Limited")).stdout) as { id: string }
+        const set = await cli("settings", "set", "--org", org.id, "--rate-limit-per-second", "100")
+        assert.strictEqual(set.code, 0, set.stderr)
+        assert.deepStrictEqual(
+          [parse(set.stdout).rate_limit_per_second, parse(set.stdout).rate_limit_burst],
+          ["100", ""]
+        )
+        const refused = await cli("settings", "set", "--org", org.id, "--rate-limit-burst", "0")
+        assert.strictEqual(refused.code, 1)
+        assert.match(refused.stderr.trim(), /^Error: rate_limit_burst: /)
+        const burst = await cli("settings", "set", "--org", org.id, "--rate-limit-burst", "500")
+        assert.strictEqual(parse(burst.stdout).rate_limit_burst, "500")
+        const cleared = await cli("settings", "set", "--org", org.id, "--rate-limit-per-second", "none")
+        assert.strictEqual(parse(cleared.stdout).rate_limit_per_second, "")
+        const shown = parse((await cli("settings", "show", "--org", org.id)).stdout)
+        assert.deepStrictEqual(
+          [shown.rate_limit_per_second, shown.rate_limit_burst, shown.reply_debounce_seconds],
+          ["", "500", "3"]
+        )
+      }),
+    120_000
+  )
+
+  it.live(
     "org create, key create, agent create, key revoke; unknown ids fail with a message and exit 1",
     () =>
       Effect.promise(async () => {

@@ -7,8 +7,9 @@
  * >= 0.8), and writes bench/results/messages-<timestamp>.{json,md}.
  *
  * Parley is also measured with a new `Idempotency-Key` on every request
- * (D19, issue 15: "parley key" rows), in the same rounds; its ratio to plain
- * Parley (goal >= 0.9) is printed too.
+ * (D19, issue 15: "parley key" rows) and for an organization with a rate
+ * limit far above the load (D20: "parley limited" rows), in the same rounds;
+ * their ratios to plain Parley (goal >= 0.9) are printed too.
  *
  * Settings: BENCH_DURATION (s, 15), BENCH_ROUNDS (2), BENCH_CONNECTIONS (50),
  * BENCH_WARMUP (s, 3), BENCH_DATABASE_URL (a server to create the database on;
@@ -50,6 +51,10 @@ const GOAL = 0.8
 const KEY_GOAL = 0.9
 /** The name of Parley's runs with an `Idempotency-Key` on every request. */
 const PARLEY_KEY = "parley key"
+/** Issue 15: POST message of an organization with a rate limit above the load keeps >= 0.9 of plain. */
+const PARLEY_LIMITED = "parley limited"
+/** The limited organization's rate: far above what this machine serves, so no request is refused. */
+const LIMITED_RATE = 1_000_000
 /** "other" CPU (percent of one core) above which a run is flagged as disturbed by foreign load. */
 const OTHER_CPU_LIMIT = 40
 const BASE = "/conversations/v2/api/v1"
@@ -107,11 +112,17 @@ interface Setup {
 }
 
 /** An organization and API key (admin API), and a way to open sessions (conversations API), on Parley. */
-const setUp = async (parley: ServerProcess, adminToken: string): Promise<Setup> => {
+const setUp = async (parley: ServerProcess, adminToken: string, settings?: Record<string, unknown>): Promise<Setup> => {
   const organization = await expectJson(201, "POST", `${parley.baseUrl}/admin/v1/organizations`, {
     token: adminToken,
     body: { name: "bench" }
   })
+  if (settings !== undefined) {
+    await expectJson(200, "PATCH", `${parley.baseUrl}/admin/v1/organizations/${organization.id}/settings`, {
+      token: adminToken,
+      body: settings
+    })
+  }
   const key = await expectJson(201, "POST", `${parley.baseUrl}/admin/v1/organizations/${organization.id}/api-keys`, {
     token: adminToken,
     body: { name: "bench" }
@@ -334,13 +345,21 @@ export const run = async (args: ReadonlyArray<string>) => {
 
     const runs: Array<Run> = []
     const windows: Record<string, Array<Window>> = { parley: [], baseline: [] }
-    const measure = async (server: ServerProcess, round: number, durationSeconds: number, withKey = false) => {
-      const sessionId = await setup.createSession()
+    const limitedSetup = await setUp(parley, adminToken, { rate_limit_per_second: LIMITED_RATE })
+    const measure = async (
+      server: ServerProcess,
+      round: number,
+      durationSeconds: number,
+      variant: "plain" | "key" | "limited" = "plain"
+    ) => {
+      const withKey = variant === "key"
+      const of = variant === "limited" ? limitedSetup : setup
+      const sessionId = await of.createSession()
       const start = nowMicros()
       const result = await runLoad({
         url: `${server.baseUrl}${messagesPath(sessionId)}`,
         method: "POST",
-        headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${of.token}`, "content-type": "application/json" },
         body: JSON.stringify(MESSAGE),
         ...(withKey ? { headersPerRequest: () => ({ "idempotency-key": randomUUID() }) } : {}),
         connections: options.connections,
@@ -348,9 +367,9 @@ export const run = async (args: ReadonlyArray<string>) => {
         serverPid: server.pid,
         postmasterPid: database.postmasterPid
       })
-      if (round > 0 && !withKey) windows[server.name]!.push([start, nowMicros()])
+      if (round > 0 && variant === "plain") windows[server.name]!.push([start, nowMicros()])
       const entry: Run = {
-        server: withKey ? PARLEY_KEY : server.name,
+        server: variant === "key" ? PARLEY_KEY : variant === "limited" ? PARLEY_LIMITED : server.name,
         round,
         durationSeconds,
         ...result,
@@ -366,10 +385,12 @@ export const run = async (args: ReadonlyArray<string>) => {
       await sleep(1_000)
     }
     for (const server of servers) await measure(server, 0, options.warmupSeconds)
-    await measure(parley, 0, options.warmupSeconds, true)
+    await measure(parley, 0, options.warmupSeconds, "key")
+    await measure(parley, 0, options.warmupSeconds, "limited")
     for (let round = 1; round <= options.rounds; round++) {
       for (const server of servers) await measure(server, round, options.durationSeconds)
-      await measure(parley, round, options.durationSeconds, true)
+      await measure(parley, round, options.durationSeconds, "key")
+      await measure(parley, round, options.durationSeconds, "limited")
     }
 
     const profileOf = async (server: ServerProcess, stop: () => Promise<void>) => {
@@ -385,6 +406,8 @@ export const run = async (args: ReadonlyArray<string>) => {
 
     const parleySummary = summarize(runs, "parley")
     const parleyKeySummary = summarize(runs, PARLEY_KEY)
+    const parleyLimitedSummary = summarize(runs, PARLEY_LIMITED)
+    const limitedRatio = parleyLimitedSummary.requestsPerSecond / parleySummary.requestsPerSecond
     const baselineSummary = summarize(runs, "baseline")
     const keyRatio = parleyKeySummary.requestsPerSecond / parleySummary.requestsPerSecond
     const ratio = parleySummary.requestsPerSecond / baselineSummary.requestsPerSecond
@@ -397,7 +420,13 @@ export const run = async (args: ReadonlyArray<string>) => {
     const failed = runs.filter((run) => run.round > 0 && (run.non2xx > 0 || run.errors > 0 || run.timeouts > 0))
     const verdict = `ratio Parley/baseline req/s: ${ratio.toFixed(2)} (rounds: ${roundRatios.map((r) => r.toFixed(2)).join(", ")}); goal >= ${GOAL}: ${ratio >= GOAL ? "met" : "NOT met"}`
     const keyVerdict = `ratio Parley with Idempotency-Key / plain Parley req/s: ${keyRatio.toFixed(2)}; goal >= ${KEY_GOAL}: ${keyRatio >= KEY_GOAL ? "met" : "NOT met"}`
-    const summaryRows = [summaryRow(parleySummary), summaryRow(parleyKeySummary), summaryRow(baselineSummary)]
+    const limitedVerdict = `ratio Parley with a rate limit above the load / plain Parley req/s: ${limitedRatio.toFixed(2)}; goal >= ${KEY_GOAL}: ${limitedRatio >= KEY_GOAL ? "met" : "NOT met"}`
+    const summaryRows = [
+      summaryRow(parleySummary),
+      summaryRow(parleyKeySummary),
+      summaryRow(parleyLimitedSummary),
+      summaryRow(baselineSummary)
+    ]
 
     log("")
     log(formatTable(runColumns, runs.map(runRow)))
@@ -406,6 +435,7 @@ export const run = async (args: ReadonlyArray<string>) => {
     log("")
     log(verdict)
     log(keyVerdict)
+    log(limitedVerdict)
     if (failed.length > 0) log(`WARNING: ${failed.length} measured run(s) had non-2xx responses or errors`)
     const disturbedText = `WARNING: other CPU above ${OTHER_CPU_LIMIT}% of a core (something else was running) in ${disturbed
       .map((run) => `${run.server} round ${run.round}`)
@@ -428,6 +458,8 @@ export const run = async (args: ReadonlyArray<string>) => {
       summary: {
         parley: parleySummary,
         parleyKey: parleyKeySummary,
+        parleyLimited: parleyLimitedSummary,
+        limitedRatio,
         baseline: baselineSummary,
         ratio,
         keyRatio,
@@ -458,6 +490,8 @@ export const run = async (args: ReadonlyArray<string>) => {
       `**${verdict}**`,
       "",
       `**${keyVerdict}**`,
+      "",
+      `**${limitedVerdict}**`,
       ...(failed.length > 0 ? ["", `WARNING: ${failed.length} measured run(s) had non-2xx responses or errors.`] : []),
       ...(disturbed.length > 0 ? ["", disturbedText] : []),
       "",

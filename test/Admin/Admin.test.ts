@@ -158,10 +158,12 @@ withApp()("admin API", (it) => {
       const org = (yield* admin("POST", "/organizations", { name: "Settings" })).body
       const other = (yield* admin("POST", "/organizations", { name: "Other" })).body
       const defaults = yield* admin("GET", `/organizations/${org.id}/settings`)
+      const noLimit = { rate_limit_per_second: null, rate_limit_burst: null }
       assert.deepStrictEqual(defaults.body, {
         reply_debounce_seconds: 3,
         session_idle_timeout_seconds: null,
-        default_agent_id: null
+        default_agent_id: null,
+        ...noLimit
       })
       const agent = (yield* admin("POST", `/organizations/${org.id}/agents`, {
         name: "Bot",
@@ -175,13 +177,15 @@ withApp()("admin API", (it) => {
       assert.deepStrictEqual(patched.body, {
         reply_debounce_seconds: 0,
         session_idle_timeout_seconds: null,
-        default_agent_id: agent.id
+        default_agent_id: agent.id,
+        ...noLimit
       })
       const again = yield* admin("PATCH", `/organizations/${org.id}/settings`, { session_idle_timeout_seconds: 3600 })
       assert.deepStrictEqual(again.body, {
         reply_debounce_seconds: 0,
         session_idle_timeout_seconds: 3600,
-        default_agent_id: agent.id
+        default_agent_id: agent.id,
+        ...noLimit
       })
       const cleared = yield* admin("PATCH", `/organizations/${org.id}/settings`, {
         session_idle_timeout_seconds: null,

@@ -35,6 +35,15 @@ const organization = async (server: ServerProcess) => {
   return { id: org.id as string, token: key.token as string }
 }
 
+/** Stops `servers` with SIGTERM; each must exit 0. */
+const stop = async (...servers: Array<ServerProcess>) => {
+  for (const server of servers) server.child.kill("SIGTERM")
+  assert.deepStrictEqual(
+    await Promise.all(servers.map((server) => server.exited)),
+    servers.map(() => 0)
+  )
+}
+
 const env = () => ({ DATABASE_URL: databaseUrl(), ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error" })
 
 describe("Idempotency-Key across processes (D19)", () => {
@@ -64,9 +73,7 @@ describe("Idempotency-Key across processes (D19)", () => {
           assert.strictEqual(row!.sessions, 20)
         } finally {
           await db.end()
-          one.child.kill("SIGTERM")
-          two.child.kill("SIGTERM")
-          assert.deepStrictEqual(await Promise.all([one.exited, two.exited]), [0, 0])
+          await stop(one, two)
         }
       }),
     120_000
@@ -119,8 +126,7 @@ describe("Idempotency-Key across processes (D19)", () => {
         } finally {
           await Promise.all([db.end(), locker.end()])
           if (doomed.child.exitCode === null && doomed.child.signalCode === null) doomed.child.kill("SIGKILL")
-          survivor.child.kill("SIGTERM")
-          assert.strictEqual(await survivor.exited, 0)
+          await stop(survivor)
         }
       }),
     120_000
@@ -180,9 +186,7 @@ describe("Idempotency-Key across processes (D19)", () => {
           assert.strictEqual(row!.n, 1)
         } finally {
           await db.end()
-          one.child.kill("SIGTERM")
-          two.child.kill("SIGTERM")
-          assert.deepStrictEqual(await Promise.all([one.exited, two.exited]), [0, 0])
+          await stop(one, two)
         }
       }),
     120_000

@@ -7,7 +7,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { ADMIN_TOKEN, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
+import { ADMIN_TOKEN, C, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
 
 const settings = (org: TestOrganization, patch: Record<string, unknown>) =>
   Effect.flatMap(Effect.service(TestApi), (api) =>
@@ -104,5 +104,40 @@ withApp()("rate limits (D20)", (it) => {
       const cleared = yield* settings(org, { rate_limit_per_second: null, rate_limit_burst: null })
       assert.deepStrictEqual([cleared.status, cleared.body.rate_limit_per_second], [200, null])
     })
+  )
+
+  it.effect(
+    "D20 with D19: the burst defaults to twice the rate, assistants requests count too, and a 429 is not kept for its Idempotency-Key",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        yield* settings(org, { rate_limit_per_second: 1, rate_limit_burst: null })
+        const first = yield* org.call("POST", "/sessions/search", { limit: 1 })
+        assert.strictEqual(first.headers.get("ratelimit-limit"), "2")
+        // An assistants request takes the second token, and shows the same limit.
+        const assistant = yield* api.request(
+          "GET",
+          "/assistants/api/v2/assistants/00000000-0000-7000-8000-000000000000/branches",
+          {
+            token: org.token
+          }
+        )
+        assert.strictEqual(assistant.headers.get("ratelimit-limit"), "2")
+        const body = { contact_id: "limited", contact_name: "L" }
+        const refused = yield* api.request("POST", `${C}/sessions`, {
+          token: org.token,
+          body,
+          headers: { "idempotency-key": "after-429" }
+        })
+        assert.strictEqual(refused.status, 429)
+        yield* Effect.sleep(`${Number(refused.headers.get("retry-after"))} seconds`)
+        const retried = yield* api.request("POST", `${C}/sessions`, {
+          token: org.token,
+          body,
+          headers: { "idempotency-key": "after-429" }
+        })
+        assert.deepStrictEqual([retried.status, retried.headers.get("idempotent-replayed")], [201, null])
+      })
   )
 })

@@ -54,7 +54,8 @@ describe("rate limits across processes (D20)", () => {
           assert.strictEqual(counts.other, 0)
           assert.isAbove(counts.limited, 0, "the load exceeded the limit")
           assert.isAtMost(counts.allowed, limit * 1.1)
-          assert.isAtLeast(counts.allowed, limit * 0.5)
+          // And not far less (half, as the clients' own pace, not the limit, may be what held them back).
+          assert.isAtLeast(counts.allowed, Math.min(limit, counts.allowed + counts.limited) * 0.5)
         } finally {
           one.child.kill("SIGTERM")
           two.child.kill("SIGTERM")

@@ -24,8 +24,12 @@ import { validationIssues } from "./Domain/Validation.ts"
 import { reportFatal } from "./Fatal.ts"
 import { AppLive, DatabaseLive } from "./Server.ts"
 import { Ids } from "./Shared/Ids.ts"
+import { WebhooksRepo } from "./Webhooks/Repo.ts"
+import { Webhooks } from "./Webhooks/Webhooks.ts"
 
 const AdminLive = Admin.layer.pipe(Layer.provide([AdminRepo.layer, Ids.layer]), Layer.provide(DatabaseLive))
+
+const WebhooksLive = Webhooks.layer.pipe(Layer.provide([WebhooksRepo.layer, Ids.layer]), Layer.provide(DatabaseLive))
 
 /** Quiet logs on stderr for one-shot commands, so stdout stays machine-readable. */
 const QuietLogging = Layer.merge(
@@ -151,6 +155,18 @@ const settingsSet = Command.make(
   })
 ).pipe(Command.withDescription("Change an organization's rate limit (D20); prints the settings"))
 
+const appRotateSecret = Command.make(
+  "rotate-secret",
+  { org: orgFlag, app: Flag.String("app").pipe(Flag.withDescription("App id")) },
+  Effect.fn(function* ({ org, app }) {
+    yield* show({ ...(yield* (yield* Webhooks).rotateSecret(org, app)) })
+  })
+).pipe(
+  Command.withDescription(
+    "Give an app a new signing secret (W8); the previous one signs too for 24 hours. Prints the secret"
+  )
+)
+
 const migrate = Command.make(
   "migrate",
   {},
@@ -189,6 +205,10 @@ const parley = Command.make("parley").pipe(
     Command.make("agent").pipe(
       Command.withDescription("Agents"),
       Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])
+    ),
+    Command.make("app").pipe(
+      Command.withDescription("Webhook apps"),
+      Command.withSubcommands([appRotateSecret.pipe(Command.provide(WebhooksLive))])
     ),
     Command.make("settings").pipe(
       Command.withDescription("Organization settings"),

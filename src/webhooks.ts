@@ -55,7 +55,23 @@ const signatureHeadersOf = (headers: WebhookHeaders): Record<string, string> => 
  * update this package to read it). A `secret` that is not `whsec_<base64>` is
  * a configuration error: the `standardwebhooks` package throws a plain `Error`.
  */
-export const verifyWebhook = (secret: string, headers: WebhookHeaders, body: string | Uint8Array): WebhookEvent => {
+export const verifyWebhook = (
+  secret: string | ReadonlyArray<string>,
+  headers: WebhookHeaders,
+  body: string | Uint8Array
+): WebhookEvent => {
   const payload = typeof body === "string" ? body : Buffer.from(body)
-  return decodeEvent(new Webhook(secret).verify(payload, signatureHeadersOf(headers)))
+  const signed = signatureHeadersOf(headers)
+  const secrets = typeof secret === "string" ? [secret] : secret
+  let failure: unknown = new WebhookVerificationError("No signing secret given")
+  for (const each of secrets) {
+    try {
+      return decodeEvent(new Webhook(each).verify(payload, signed))
+    } catch (error) {
+      // A wrong secret: try the next one. Anything else (a body that is no event) is final.
+      if (!(error instanceof WebhookVerificationError)) throw error
+      failure = error
+    }
+  }
+  throw failure
 }

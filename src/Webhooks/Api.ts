@@ -40,6 +40,17 @@ export const App = Schema.Struct({
 }).annotate({ identifier: "App" })
 export type App = typeof App.Type
 
+/** The answer of a secret rotation (W8). */
+export const SecretRotation = Schema.Struct({
+  signing_secret: Schema.String.annotate({
+    description: "The app's new `whsec_<base64>` secret: every request is signed with it from now on."
+  }),
+  previous_secret_expires_at: Timestamp.annotate({
+    description:
+      "Until when requests also carry a signature with the previous secret (24 hours from the rotation, ISO 8601, UTC)."
+  })
+}).annotate({ identifier: "SecretRotation" })
+
 /** One attempt of a delivery (W5): its number (1-based), HTTP status (null without an answer), error, duration in ms, start (ISO 8601). */
 export const DeliveryAttempt = Schema.Struct({
   attempt: Schema.Int.annotate({ description: "Its number, from 1." }),
@@ -178,6 +189,17 @@ export class AppsApi extends HttpApiGroup.make("apps")
         summary: "List an app's deliveries",
         description:
           "Deliveries of events to the app, newest first, each with every attempt (status code, error, duration), filtered by `status`; `limit` 1-1000 (default 100), next page with `after_id` = the last id of the previous page (O6, W5)."
+      })
+    ),
+    HttpApiEndpoint.post("rotateSecret", "/organizations/:org_id/apps/:app_id/rotate-secret", {
+      params: { org_id: Identifier, app_id: Identifier },
+      success: SecretRotation,
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Rotate an app's signing secret",
+        description:
+          "Gives the app a new signing secret and answers it. For 24 hours every request carries two signatures, the new secret's first (`webhook-signature: v1,<new> v1,<old>`), so a receiver can switch secrets at any moment of that day without losing a delivery; then only the new one (W8)."
       })
     ),
     HttpApiEndpoint.post("retryDelivery", "/organizations/:org_id/apps/:app_id/deliveries/:delivery_id/retry", {

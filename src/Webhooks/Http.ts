@@ -21,7 +21,8 @@ export const AppsHttp = HttpApiBuilder.group(
       deleteApp: ({ params }) => webhooks.deleteApp(params.org_id, params.app_id),
       listDeliveries: ({ params, query }) =>
         webhooks.listDeliveries(params.org_id, params.app_id, query).pipe(Effect.map((body) => jsonText(body))),
-      retryDelivery: ({ params }) => webhooks.retryDelivery(params.org_id, params.app_id, params.delivery_id)
+      retryDelivery: ({ params }) => webhooks.retryDelivery(params.org_id, params.app_id, params.delivery_id),
+      rotateSecret: ({ params }) => webhooks.rotateSecret(params.org_id, params.app_id)
     })
   })
 )

@@ -26,7 +26,10 @@ export interface MemoryApp {
   webhook_url: string
   events: ReadonlyArray<EventType>
   enabled: boolean
-  readonly signing_secret: string
+  signing_secret: string
+  /** The secret before the latest rotation, and until when it signs too (epoch ms), W8. */
+  previous_signing_secret: string | null
+  previous_secret_expires_at: number | null
   /** Epoch ms. */
   readonly created_at: number
   /** Epoch ms, null until the first PATCH. */
@@ -198,6 +201,8 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
           events: [...row.events],
           enabled: row.enabled,
           signing_secret: row.signingSecret,
+          previous_signing_secret: null,
+          previous_secret_expires_at: null,
           created_at: now,
           updated_at: null
         }
@@ -229,6 +234,20 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
         if (changes.enabled !== undefined) app.enabled = changes.enabled
         app.updated_at = now
         return toApp(app)
+      }),
+
+    rotateSecret: (organizationId, appId, secret, previousHours) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const app = appOf(organizationId, appId)
+        if (app === undefined) return undefined
+        app.previous_signing_secret = app.signing_secret
+        app.previous_secret_expires_at = now + previousHours * 3_600_000
+        app.signing_secret = secret
+        app.updated_at = now
+        return {
+          signing_secret: secret,
+          previous_secret_expires_at: new Date(app.previous_secret_expires_at).toISOString()
+        }
       }),
 
     deleteApp: (organizationId, appId) =>
@@ -305,6 +324,10 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
             attempts: delivery.attempts,
             webhook_url: app.webhook_url,
             signing_secret: app.signing_secret,
+            previous_signing_secret:
+              app.previous_secret_expires_at !== null && app.previous_secret_expires_at > now
+                ? app.previous_signing_secret
+                : null,
             body: event.body,
             traceparent: event.traceparent
           }

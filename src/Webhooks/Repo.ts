@@ -24,6 +24,12 @@ import { makeMemoryRepo, makeMemoryStore, type WebhooksStore } from "./MemoryRep
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
 
+/** The answer of a rotation (W8): the new secret, and until when the previous one signs too (ISO 8601). */
+export interface SecretRotation {
+  readonly signing_secret: string
+  readonly previous_secret_expires_at: string
+}
+
 /** A delivery claimed by a worker: what one attempt needs. */
 export interface ClaimedDelivery {
   readonly id: string
@@ -33,6 +39,8 @@ export interface ClaimedDelivery {
   readonly attempts: number
   readonly webhook_url: string
   readonly signing_secret: string
+  /** The app's previous secret while it still signs after a rotation (W8), else null. */
+  readonly previous_signing_secret: string | null
   /** The stored envelope text, sent byte-identical (W3). */
   readonly body: string
   /** The event's stored trace context (`{traceparent}`), if any. */
@@ -93,7 +101,8 @@ export const claimStatement = fixedStatement(
 UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
 FROM picked p, apps a, events e
 WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
-RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret, e.body,
+RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
+  CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
   e.trace_context->>'traceparent' AS traceparent`
 )
 
@@ -202,6 +211,18 @@ export class WebhooksRepo extends Context.Service<
       appId: string,
       changes: AppChanges
     ) => Effect.Effect<App | undefined, SqlError.SqlError>
+    /**
+     * Rotates the app's signing secret to `secret` (W8): the current one
+     * becomes the previous one, signing too until `previousHours` from now.
+     * Answers the new secret and that moment (ISO 8601), or undefined when the
+     * organization has no such app.
+     */
+    readonly rotateSecret: (
+      organizationId: string,
+      appId: string,
+      secret: string,
+      previousHours: number
+    ) => Effect.Effect<SecretRotation | undefined, SqlError.SqlError>
     /** Deletes the app with its deliveries; answers whether it existed in the organization. */
     readonly deleteApp: (organizationId: string, appId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /**
@@ -310,6 +331,17 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       RETURNING ${appColumns}`.pipe(Effect.map((rows) => rows[0]))
   }
 
+  const rotateSecret = (organizationId: string, appId: string, secret: string, previousHours: number) =>
+    isUuid(appId)
+      ? sql<SecretRotation>`UPDATE apps SET previous_signing_secret = signing_secret, signing_secret = ${secret},
+          previous_secret_expires_at = statement_timestamp() + ${previousHours} * interval '1 hour',
+          updated_at = statement_timestamp()
+        WHERE id = ${appId} AND organization_id = ${organizationId}
+        RETURNING signing_secret, ${sql.literal(isoTimestamp("previous_secret_expires_at"))} AS previous_secret_expires_at`.pipe(
+          Effect.map((rows) => rows[0])
+        )
+      : Effect.succeed(undefined)
+
   const deleteApp = (organizationId: string, appId: string) =>
     isUuid(appId)
       ? sql`DELETE FROM apps WHERE id = ${appId} AND organization_id = ${organizationId} RETURNING id`.pipe(
@@ -373,6 +405,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     listApps,
     findApp,
     updateApp,
+    rotateSecret,
     deleteApp,
     listDeliveries,
     retryDelivery,

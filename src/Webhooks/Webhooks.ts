@@ -19,8 +19,8 @@ import { Ids } from "../Shared/Ids.ts"
 import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
 import type { App, CreateAppPayload, DeliveriesQuery, Delivery, UpdateAppPayload } from "./Api.ts"
 import { makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
-import { type AppChanges, WebhooksRepo } from "./Repo.ts"
-import { generateSecret } from "./Signing.ts"
+import { type AppChanges, type SecretRotation, WebhooksRepo } from "./Repo.ts"
+import { generateSecret, PREVIOUS_SECRET_HOURS } from "./Signing.ts"
 
 /** Body of POST /organizations/{id}/apps (O6, W4), as its schema decodes it (`Api.ts`). */
 export type CreateApp = typeof CreateAppPayload.Type
@@ -69,6 +69,14 @@ export class Webhooks extends Context.Service<
       appId: string,
       query: ListDeliveries
     ): Effect.Effect<JsonText<ReadonlyArray<Delivery>>, OrganizationNotFound | AppNotFound>
+    /**
+     * A new signing secret for the app (W8); the previous one signs too for
+     * {@link PREVIOUS_SECRET_HOURS} hours. Answers the secret and that moment.
+     */
+    rotateSecret(
+      organizationId: string,
+      appId: string
+    ): Effect.Effect<SecretRotation, OrganizationNotFound | AppNotFound>
     /** Re-queues a delivery for one more attempt now (W5); 404 `Delivery not found`. */
     retryDelivery(
       organizationId: string,
@@ -180,7 +188,26 @@ export class Webhooks extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      return Webhooks.of({ createApp, listApps, getApp, updateApp, deleteApp, listDeliveries, retryDelivery })
+      const rotateSecret = Effect.fn("Webhooks.rotateSecret")(
+        function* (organizationId: string, appId: string) {
+          yield* requireOrganization(organizationId)
+          const rotation = yield* repo.rotateSecret(organizationId, appId, generateSecret(), PREVIOUS_SECRET_HOURS)
+          if (rotation === undefined) return yield* appNotFound(appId)
+          return rotation
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Webhooks.of({
+        createApp,
+        listApps,
+        getApp,
+        updateApp,
+        deleteApp,
+        listDeliveries,
+        retryDelivery,
+        rotateSecret
+      })
     })
   )
 

@@ -123,7 +123,12 @@ export const attemptVerdict = (
 const attemptRequest = (delivery: ClaimedDelivery, url: URL, at: Date): HttpClientRequest.HttpClientRequest =>
   HttpClientRequest.post(url).pipe(
     HttpClientRequest.setHeaders({
-      ...signatureHeaders(delivery.signing_secret, delivery.event_id, at, delivery.body),
+      ...signatureHeaders(
+        [delivery.signing_secret, delivery.previous_signing_secret],
+        delivery.event_id,
+        at,
+        delivery.body
+      ),
       "user-agent": "Parley-Webhooks/1"
     }),
     HttpClientRequest.bodyText(delivery.body, "application/json")

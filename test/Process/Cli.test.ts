@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import postgres from "postgres"
 import { ownDatabase, runNode } from "../support/Processes.ts"
 
 const parse = (stdout: string): Record<string, string> =>
@@ -17,6 +18,38 @@ const parse = (stdout: string): Record<string, string> =>
 const databaseUrl = ownDatabase("parley_cli")
 
 describe("parley CLI", () => {
+  it.live(
+    "issue 16 (W8): app rotate-secret prints the new secret and until when the previous one signs",
+    () =>
+      Effect.promise(async () => {
+        const env = { DATABASE_URL: databaseUrl() }
+        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
+        const db = postgres(databaseUrl(), { max: 1 })
+        try {
+          const org = parse((await cli("org", "create", "--name", "Rotating")).stdout) as { id: string }
+          const appId = crypto.randomUUID()
+          await db`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
+          VALUES (${appId}, ${org.id}, 'CRM', 'https://example.com/hook', '{session.created}', true, 'whsec_old', now())`
+          const rotated = await cli("app", "rotate-secret", "--org", org.id, "--app", appId)
+          assert.strictEqual(rotated.code, 0, rotated.stderr)
+          const shown = parse(rotated.stdout)
+          assert.match(shown.signing_secret!, /^whsec_/)
+          assert.isAbove(Date.parse(shown.previous_secret_expires_at!), Date.now() + 23 * 3_600_000)
+          const [row] = await db<Array<{ signing_secret: string; previous_signing_secret: string }>>`
+          SELECT signing_secret, previous_signing_secret FROM apps WHERE id = ${appId}`
+          assert.deepStrictEqual(
+            [row!.signing_secret, row!.previous_signing_secret],
+            [shown.signing_secret, "whsec_old"]
+          )
+          const missing = await cli("app", "rotate-secret", "--org", org.id, "--app", crypto.randomUUID())
+          assert.deepStrictEqual([missing.code, missing.stderr.trim()], [1, "Error: App not found"])
+        } finally {
+          await db.end()
+        }
+      }),
+    120_000
+  )
+
   it.live(
     "issue 15 (D20): settings set changes the rate limit (none clears it), checked like the admin API; settings show prints them",
     () =>

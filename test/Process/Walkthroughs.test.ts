@@ -135,6 +135,9 @@ describe("README walkthroughs, as written", () => {
     expect(run.output).toMatch(/received message\.created /)
     expect(run.output).toContain("message.created: succeeded after 1 attempt(s), HTTP 204")
     expect(run.output).toContain("session.created: succeeded after 1 attempt(s), HTTP 204")
+    // W8: after the rotation the receiver, still on the old secret, verifies the next event too.
+    expect(run.output).toContain("signing_secret, previous_secret_expires_at")
+    expect(run.output.match(/received message\.created /g)?.length).toBe(2)
     expect(fs.existsSync(path.join(root, "receiver.ts"))).toBe(false)
   })
 

@@ -108,6 +108,7 @@ const claimed = (fields: Partial<ClaimedDelivery> = {}): ClaimedDelivery => {
     event_id: event.id,
     attempts: 0,
     webhook_url: PUBLIC_URL,
+    previous_signing_secret: null,
     signing_secret: generateSecret(),
     body: event.body,
     traceparent: event.traceparent,
@@ -651,6 +652,8 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
       events: ["message.created"],
       enabled: true,
       signing_secret: generateSecret(),
+      previous_signing_secret: null,
+      previous_secret_expires_at: null,
       created_at: 0,
       updated_at: null
     }

@@ -24,6 +24,7 @@ import { validationIssues } from "./Domain/Validation.ts"
 import { reportFatal } from "./Fatal.ts"
 import { AppLive, DatabaseLive } from "./Server.ts"
 import { Ids } from "./Shared/Ids.ts"
+import { RecoverPayload } from "./Webhooks/Api.ts"
 import { WebhooksRepo } from "./Webhooks/Repo.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 
@@ -167,6 +168,28 @@ const appRotateSecret = Command.make(
   )
 )
 
+const appRecover = Command.make(
+  "recover",
+  {
+    org: orgFlag,
+    app: Flag.String("app").pipe(Flag.withDescription("App id")),
+    since: Flag.String("since").pipe(Flag.withDescription("Failed deliveries created at or after (ISO 8601)")),
+    until: Flag.String("until").pipe(Flag.withDescription("... and before (ISO 8601)"), Flag.optional)
+  },
+  Effect.fn(function* ({ org, app, since, until }) {
+    // The admin API's body schema checks the moments (one rule for both).
+    const range = yield* Schema.decodeUnknownEffect(RecoverPayload)({
+      since,
+      ...Option.match(until, { onNone: () => ({}), onSome: (text) => ({ until: text }) })
+    }).pipe(Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) })))
+    yield* show({ ...(yield* (yield* Webhooks).recover(org, app, range)) })
+  })
+).pipe(
+  Command.withDescription(
+    "Send an app's failed deliveries of a time range again, after an outage (W9); prints how many"
+  )
+)
+
 const migrate = Command.make(
   "migrate",
   {},
@@ -208,7 +231,10 @@ const parley = Command.make("parley").pipe(
     ),
     Command.make("app").pipe(
       Command.withDescription("Webhook apps"),
-      Command.withSubcommands([appRotateSecret.pipe(Command.provide(WebhooksLive))])
+      Command.withSubcommands([
+        appRotateSecret.pipe(Command.provide(WebhooksLive)),
+        appRecover.pipe(Command.provide(WebhooksLive))
+      ])
     ),
     Command.make("settings").pipe(
       Command.withDescription("Organization settings"),

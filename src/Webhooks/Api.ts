@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { adminBasePath } from "../Domain/BasePaths.ts"
-import { Identifier, Timestamp, Uuid } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, Timestamp, Uuid } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { eventTypes } from "../Domain/Event.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
@@ -123,6 +123,19 @@ export const DeliveriesQuery = Schema.Struct({
   after_id: Schema.optionalKey(Identifier)
 })
 
+/** POST .../recover body (W9): the creation range of the failed deliveries to send again; `until` open when absent. */
+export const RecoverPayload = Schema.Struct({
+  since: DateTimeInput.annotate({ description: "Failed deliveries created at or after this moment (ISO 8601)." }),
+  until: Schema.optionalKey(
+    DateTimeInput.annotate({ description: "... and before this moment (ISO 8601); absent: up to now." })
+  )
+}).annotate({ examples: [{ since: "2026-11-22T00:00:00Z" }] })
+
+/** The answer of a recovery (W9): how many deliveries became pending. */
+export const Recovered = Schema.Struct({
+  deliveries: Schema.Int.annotate({ description: "How many failed deliveries became pending and due now." })
+}).annotate({ identifier: "Recovered" })
+
 const appPath = { org_id: Identifier, app_id: Identifier }
 
 /** The apps group of the admin API (O6). */
@@ -200,6 +213,18 @@ export class AppsApi extends HttpApiGroup.make("apps")
         summary: "Rotate an app's signing secret",
         description:
           "Gives the app a new signing secret and answers it. For 24 hours every request carries two signatures, the new secret's first (`webhook-signature: v1,<new> v1,<old>`), so a receiver can switch secrets at any moment of that day without losing a delivery; then only the new one (W8)."
+      })
+    ),
+    HttpApiEndpoint.post("recover", "/organizations/:org_id/apps/:app_id/recover", {
+      params: { org_id: Identifier, app_id: Identifier },
+      payload: RecoverPayload,
+      success: Recovered.pipe(HttpApiSchema.status(202)),
+      error: [OrganizationNotFound.Wire, AppNotFound.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Recover an app's failed deliveries",
+        description:
+          "After an outage of the app's endpoint: every `failed` delivery of the app created at or after `since` (and before `until`, when given) becomes pending and due now, and is sent again, each body byte for byte as before, one attempt each (W9, W5). Answers 202 with how many."
       })
     ),
     HttpApiEndpoint.post("retryDelivery", "/organizations/:org_id/apps/:app_id/deliveries/:delivery_id/retry", {

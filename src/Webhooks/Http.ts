@@ -22,7 +22,8 @@ export const AppsHttp = HttpApiBuilder.group(
       listDeliveries: ({ params, query }) =>
         webhooks.listDeliveries(params.org_id, params.app_id, query).pipe(Effect.map((body) => jsonText(body))),
       retryDelivery: ({ params }) => webhooks.retryDelivery(params.org_id, params.app_id, params.delivery_id),
-      rotateSecret: ({ params }) => webhooks.rotateSecret(params.org_id, params.app_id)
+      rotateSecret: ({ params }) => webhooks.rotateSecret(params.org_id, params.app_id),
+      recover: ({ params, payload }) => webhooks.recover(params.org_id, params.app_id, payload)
     })
   })
 )

@@ -287,6 +287,22 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
         return true
       }),
 
+    recover: (organizationId, appId, since, until) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const [from, to] = [Date.parse(since), until === null ? Number.POSITIVE_INFINITY : Date.parse(until)]
+        let count = 0
+        for (const delivery of store.deliveries.values()) {
+          if (delivery.app_id !== appId || delivery.organization_id !== organizationId) continue
+          if (delivery.status !== "failed" || delivery.created_at < from || delivery.created_at >= to) continue
+          delivery.status = "pending"
+          delivery.next_attempt_at = now
+          delivery.updated_at = now
+          count++
+        }
+        if (count > 0) notify(store)
+        return count
+      }),
+
     claim: (options) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const busy = new Map(options.busyApps.map((app, i) => [app, options.busyCounts[i] ?? 0]))

@@ -245,6 +245,17 @@ export class WebhooksRepo extends Context.Service<
       appId: string,
       deliveryId: string
     ) => Effect.Effect<boolean, SqlError.SqlError>
+    /**
+     * Recovery (W9): every `failed` delivery of the app created in
+     * [`since`, `until`) (`until` null: no end) becomes pending and due now, and
+     * the workers are notified. Answers how many.
+     */
+    readonly recover: (
+      organizationId: string,
+      appId: string,
+      since: string,
+      until: string | null
+    ) => Effect.Effect<number, SqlError.SqlError>
     /** Leases due deliveries to a worker ({@link claimStatement}). */
     readonly claim: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, SqlError.SqlError>
     /** Records attempts of deliveries still leased to `workerId` ({@link completeStatement}). */
@@ -377,6 +388,17 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         SELECT d.id, pg_notify(${deliveriesChannel}, '') FROM d`.pipe(Effect.map((rows) => rows.length > 0))
       : Effect.succeed(false)
 
+  const recover = (organizationId: string, appId: string, since: string, until: string | null) =>
+    sql<{ n: number }>`WITH d AS (
+        UPDATE deliveries SET status = 'pending', next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
+        WHERE app_id = ${appId} AND organization_id = ${organizationId} AND status = 'failed'
+          AND created_at >= ${since}::timestamptz AND (${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)
+        RETURNING id
+      )
+      SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN pg_notify(${deliveriesChannel}, '') END FROM d`.pipe(
+      Effect.map((rows) => rows[0]!.n)
+    )
+
   const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
 
   /** Records attempts ({@link completeStatement}). */
@@ -409,6 +431,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     deleteApp,
     listDeliveries,
     retryDelivery,
+    recover,
     claim,
     complete,
     release,

@@ -77,6 +77,15 @@ export class Webhooks extends Context.Service<
       organizationId: string,
       appId: string
     ): Effect.Effect<SecretRotation, OrganizationNotFound | AppNotFound>
+    /**
+     * Recovery (W9): the app's `failed` deliveries created in [`since`,
+     * `until`) become pending and due now. Answers how many.
+     */
+    recover(
+      organizationId: string,
+      appId: string,
+      range: { readonly since: string; readonly until?: string | undefined }
+    ): Effect.Effect<{ readonly deliveries: number }, OrganizationNotFound | AppNotFound>
     /** Re-queues a delivery for one more attempt now (W5); 404 `Delivery not found`. */
     retryDelivery(
       organizationId: string,
@@ -198,7 +207,20 @@ export class Webhooks extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
+      const recover = Effect.fn("Webhooks.recover")(
+        function* (
+          organizationId: string,
+          appId: string,
+          range: { readonly since: string; readonly until?: string | undefined }
+        ) {
+          yield* requireApp(organizationId, appId)
+          return { deliveries: yield* repo.recover(organizationId, appId, range.since, range.until ?? null) }
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
       return Webhooks.of({
+        recover,
         createApp,
         listApps,
         getApp,

@@ -19,7 +19,7 @@ const databaseUrl = ownDatabase("parley_cli")
 
 describe("parley CLI", () => {
   it.live(
-    "issue 16 (W8): app rotate-secret prints the new secret and until when the previous one signs",
+    "issue 16 (W8, W9): app rotate-secret prints the new secret and until when the previous one signs; app recover prints how many",
     () =>
       Effect.promise(async () => {
         const env = { DATABASE_URL: databaseUrl() }
@@ -43,6 +43,21 @@ describe("parley CLI", () => {
           )
           const missing = await cli("app", "rotate-secret", "--org", org.id, "--app", crypto.randomUUID())
           assert.deepStrictEqual([missing.code, missing.stderr.trim()], [1, "Error: App not found"])
+          // W9: recover, its range checked as the admin API checks it.
+          const recovered = await cli(
+            "app",
+            "recover",
+            "--org",
+            org.id,
+            "--app",
+            appId,
+            "--since",
+            "2026-01-01T00:00:00Z"
+          )
+          assert.deepStrictEqual([recovered.code, parse(recovered.stdout).deliveries], [0, "0"])
+          const badRange = await cli("app", "recover", "--org", org.id, "--app", appId, "--since", "yesterday")
+          assert.strictEqual(badRange.code, 1)
+          assert.match(badRange.stderr.trim(), /^Error: since: /)
         } finally {
           await db.end()
         }

@@ -30,6 +30,8 @@ import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { DatabaseHealth } from "./Database/Health.ts"
 import { transportDetails, Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
+import { REPLAYED_HEADER } from "./Domain/Idempotency.ts"
+import { detailResponse } from "./Domain/JsonResponse.ts"
 import { isStorableString, STRING_INVALID_MESSAGE, unstorableStringPaths } from "./Domain/Limits.ts"
 import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
@@ -38,7 +40,7 @@ import { ExportHttp } from "./Export/Http.ts"
 import { Idempotency } from "./Idempotency/Idempotency.ts"
 import { IngestHttp } from "./Ingest/Http.ts"
 import { MessagesHttp } from "./Messages/Http.ts"
-import { RateLimiter, type Verdict } from "./RateLimits/RateLimiter.ts"
+import { RateLimiter, rateLimitHeaderNames, type Verdict } from "./RateLimits/RateLimiter.ts"
 import { ReferencePageRoutes, referencePaths } from "./ReferencePage.ts"
 import { RepliesHttp } from "./Replies/Http.ts"
 import { SessionsHttp } from "./Sessions/Http.ts"
@@ -48,9 +50,9 @@ import { AppsHttp } from "./Webhooks/Http.ts"
 
 /** The `RateLimit-*` headers of an answer to a limited organization (D20). */
 const rateLimitHeaders = (verdict: Verdict): Record<string, string> => ({
-  "ratelimit-limit": String(verdict.limit),
-  "ratelimit-remaining": String(verdict.remaining),
-  "ratelimit-reset": String(verdict.reset)
+  [rateLimitHeaderNames.limit]: String(verdict.limit),
+  [rateLimitHeaderNames.remaining]: String(verdict.remaining),
+  [rateLimitHeaderNames.reset]: String(verdict.reset)
 })
 
 /**
@@ -75,7 +77,7 @@ const AuthorizationLive = Layer.effect(
             Effect.succeed(HttpServerResponse.setHeaders(response, headers))
           )
           if (!verdict.allowed) {
-            return detail(429, transportDetails.rateLimited, { "retry-after": String(verdict.retryAfter) })
+            return detailResponse(429, transportDetails.rateLimited, { "retry-after": String(verdict.retryAfter) })
           }
         }
         return yield* Effect.provideService(httpEffect, CurrentOrganization, { id: organizationId })
@@ -245,9 +247,6 @@ const ValidationErrorsLive = Layer.succeed(ValidationErrors)((httpEffect, { endp
   })
 )
 
-const detail = (status: number, text: string, headers?: Record<string, string>) =>
-  HttpServerResponse.jsonUnsafe({ detail: text }, { status, ...(headers ? { headers } : {}) })
-
 const isBodyTooLarge = (error: unknown) =>
   HttpServerError.isHttpServerError(error) &&
   error.reason._tag === "RequestParseError" &&
@@ -275,7 +274,7 @@ const undecodablePath = HttpServerResponse.jsonUnsafe(
 )
 
 /** O9: the answer while the database cannot be reached; clients retry 5xx after `Retry-After`. */
-const unavailable = detail(503, transportDetails.unavailable, { "retry-after": "1" })
+const unavailable = detailResponse(503, transportDetails.unavailable, { "retry-after": "1" })
 
 /** Maps a failure that escaped the handlers to its `{detail}` response (see module docs). */
 const shapeFailure = (
@@ -286,13 +285,13 @@ const shapeFailure = (
   const failure = Cause.findErrorOption(cause)
   if (failure._tag === "Some" && HttpServerError.isHttpServerError(failure.value)) {
     if (failure.value.reason._tag === "RouteNotFound") {
-      return Effect.succeed(isDecodablePath(request.url) ? detail(404, "Not Found") : undecodablePath)
+      return Effect.succeed(isDecodablePath(request.url) ? detailResponse(404, "Not Found") : undecodablePath)
     }
-    if (isBodyTooLarge(failure.value)) return Effect.succeed(detail(413, transportDetails.tooLarge))
+    if (isBodyTooLarge(failure.value)) return Effect.succeed(detailResponse(413, transportDetails.tooLarge))
   }
   const defect = Cause.findDefect(cause)
   if (defect._tag === "Success" && isBodyTooLarge(defect.success)) {
-    return Effect.succeed(detail(413, transportDetails.tooLarge))
+    return Effect.succeed(detailResponse(413, transportDetails.tooLarge))
   }
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
   return Effect.flatMap(health.isOutage(cause), (outage) =>
@@ -301,23 +300,16 @@ const shapeFailure = (
       : Effect.logError("Unhandled error in request", cause).pipe(
           // O8: with the request id (annotated for the whole request) the line leads to the request.
           Effect.annotateLogs({ "http.request.method": request.method, "http.route": routeOf(request) ?? "unmatched" }),
-          Effect.as(detail(500, transportDetails.internal))
+          Effect.as(detailResponse(500, transportDetails.internal))
         )
   )
 }
 
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
-  response.status === 415 ? detail(415, transportDetails.unsupportedMediaType) : response
+  response.status === 415 ? detailResponse(415, transportDetails.unsupportedMediaType) : response
 
 /** Headers browsers may read from Parley's answers (issue 15): request ids, retry delays, rate limits, replays. */
-const CORS_EXPOSED_HEADERS = [
-  "x-request-id",
-  "retry-after",
-  "ratelimit-limit",
-  "ratelimit-remaining",
-  "ratelimit-reset",
-  "idempotent-replayed"
-]
+const CORS_EXPOSED_HEADERS = ["x-request-id", "retry-after", ...Object.values(rateLimitHeaderNames), REPLAYED_HEADER]
 
 /**
  * CORS for browser integrations (issue 15): with `CORS_ORIGINS` set, every
@@ -353,7 +345,7 @@ const ErrorShaping = HttpRouter.middleware(
     const idempotency = yield* Idempotency
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const cors = corsOf(config.corsOrigins)
-    const tooLarge = Effect.succeed(detail(413, transportDetails.tooLarge, { connection: "close" }))
+    const tooLarge = Effect.succeed(detailResponse(413, transportDetails.tooLarge, { connection: "close" }))
     return (httpEffect) =>
       cors(
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {

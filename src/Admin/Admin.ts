@@ -157,17 +157,8 @@ export class Admin extends Context.Service<
         function* (organizationId: string, patch: SettingsPatch) {
           yield* requireOrganization(organizationId)
           const current = yield* repo.getSettings(organizationId)
-          const next: Settings = {
-            reply_debounce_seconds: patch.reply_debounce_seconds ?? current.reply_debounce_seconds,
-            session_idle_timeout_seconds:
-              patch.session_idle_timeout_seconds !== undefined
-                ? patch.session_idle_timeout_seconds
-                : current.session_idle_timeout_seconds,
-            default_agent_id: patch.default_agent_id !== undefined ? patch.default_agent_id : current.default_agent_id,
-            rate_limit_per_second:
-              patch.rate_limit_per_second !== undefined ? patch.rate_limit_per_second : current.rate_limit_per_second,
-            rate_limit_burst: patch.rate_limit_burst !== undefined ? patch.rate_limit_burst : current.rate_limit_burst
-          }
+          // Members present are changed (null included), absent ones kept.
+          const next: Settings = { ...current, ...patch }
           if (next.default_agent_id !== null && !(yield* repo.agentExists(organizationId, next.default_agent_id))) {
             return yield* new AgentNotFound()
           }

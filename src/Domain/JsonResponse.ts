@@ -10,6 +10,17 @@ import type { JsonText } from "./Common.ts"
 export const jsonText = <A>(body: JsonText<A>, status = 200): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.text(body, { status, contentType: "application/json" })
 
+/**
+ * An error answer outside the handlers' encoded errors (DECISIONS.md
+ * "Errors"): `{"detail": text}` with `status` and `headers`.
+ */
+export const detailResponse = (
+  status: number,
+  text: string,
+  headers?: Record<string, string>
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe({ detail: text }, { status, ...(headers ? { headers } : {}) })
+
 const encoder = new TextEncoder()
 
 /**

@@ -44,6 +44,7 @@ import {
   type KeptAnswer,
   REPLAYED_HEADER
 } from "../Domain/Idempotency.ts"
+import { detailResponse } from "../Domain/JsonResponse.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { IdempotencyRepo } from "./Repo.ts"
 
@@ -114,8 +115,6 @@ const replay = (kept: KeptAnswer): HttpServerResponse.HttpServerResponse =>
         contentType: kept.contentType,
         headers: { [REPLAYED_HEADER]: "true" }
       })
-
-const detail = (status: number, text: string) => HttpServerResponse.jsonUnsafe({ detail: text }, { status })
 
 /**
  * Failures that only carry a value out of the transaction, so that it rolls
@@ -190,12 +189,12 @@ export class Idempotency extends Context.Service<
       const answerFor = (kept: KeptAnswer, fingerprint: Uint8Array) =>
         Buffer.from(kept.fingerprint).equals(fingerprint)
           ? replay(kept)
-          : detail(422, idempotencyDetails.differentRequest)
+          : detailResponse(422, idempotencyDetails.differentRequest)
 
       /** D19 for a route of {@link statementKeptRoutes}: its statement claims and keeps; see the module docs. */
       const aroundStatement = <E, R>(
         handle: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-        tokenHash: Uint8Array,
+        token: string,
         key: string,
         fingerprint: Uint8Array,
         retried = false
@@ -204,19 +203,23 @@ export class Idempotency extends Context.Service<
           const current: IdempotencyRequest["Service"] = { key, fingerprint, outcome: undefined }
           const response = yield* Effect.provideService(handle, IdempotencyRequest, current)
           const outcome = current.outcome
-          if (outcome === "in-progress") return detail(409, idempotencyDetails.inProgress)
+          if (outcome === "in-progress") return detailResponse(409, idempotencyDetails.inProgress)
           if (outcome === "conflict") {
             // Kept meanwhile (the second run replays it) or expired and not swept yet (deleted first).
             if (retried) return yield* Effect.die(new Error("Idempotency-Key conflicted twice"))
-            yield* repo.deleteExpired(tokenHash, key)
-            return yield* aroundStatement(handle, tokenHash, key, fingerprint, true)
+            yield* repo.deleteExpired(hashToken(token), key)
+            return yield* aroundStatement(handle, token, key, fingerprint, true)
           }
           if (outcome !== undefined) return answerFor(outcome, fingerprint)
           // 2xx: kept by the statement with its change. Another kept status changed nothing: kept now.
           if (response.status < 300 || !isKeptStatus(response.status)) return response
           const answer = bodyOf(response)
           if (answer === undefined) return response
-          const before = yield* repo.keepUnchanged(tokenHash, key, { fingerprint, status: response.status, ...answer })
+          const before = yield* repo.keepUnchanged(hashToken(token), key, {
+            fingerprint,
+            status: response.status,
+            ...answer
+          })
           return before === undefined ? response : answerFor(before, fingerprint)
         })
 
@@ -238,7 +241,7 @@ export class Idempotency extends Context.Service<
           const fingerprint = fingerprintOf(request.method, request.url, body)
           if (statementKeptRoutes.has(`${request.method} ${route}`)) {
             // Not a live key (no token): the handler answers 401 before any statement of the operation.
-            return yield* aroundStatement(handle, hashToken(token), key, fingerprint)
+            return yield* aroundStatement(handle, token, key, fingerprint)
           }
           const handled = Effect.catchCause(handle, (cause) => Effect.fail(new HandlerFailed(cause)))
           const attempt = sql.withTransaction(
@@ -246,7 +249,8 @@ export class Idempotency extends Context.Service<
               const claim = token.length === 0 ? undefined : yield* repo.claim(hashToken(token), key)
               // Not a live key: the handler answers 401, never kept.
               if (claim === undefined) return yield* Effect.fail(new Unkept(yield* handled))
-              if (!claim.acquired) return yield* Effect.fail(new Unkept(detail(409, idempotencyDetails.inProgress)))
+              if (!claim.acquired)
+                return yield* Effect.fail(new Unkept(detailResponse(409, idempotencyDetails.inProgress)))
               if (claim.kept !== undefined) return yield* Effect.fail(new Unkept(answerFor(claim.kept, fingerprint)))
               const response = yield* handled
               const answer = isKeptStatus(response.status) ? bodyOf(response) : undefined

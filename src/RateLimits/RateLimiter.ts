@@ -19,6 +19,13 @@ import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 
+/** The names of the headers of an answer to a limited organization (D20), lower case. */
+export const rateLimitHeaderNames = {
+  limit: "ratelimit-limit",
+  remaining: "ratelimit-remaining",
+  reset: "ratelimit-reset"
+} as const
+
 /** How long leased tokens, and an answer "unlimited", are used by a process (ms). */
 export const LEASE_MS = 1_000
 

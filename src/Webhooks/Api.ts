@@ -50,6 +50,7 @@ export const SecretRotation = Schema.Struct({
       "Until when requests also carry a signature with the previous secret (24 hours from the rotation, ISO 8601, UTC)."
   })
 }).annotate({ identifier: "SecretRotation" })
+export type SecretRotation = typeof SecretRotation.Type
 
 /** One attempt of a delivery (W5): its number (1-based), HTTP status (null without an answer), error, duration in ms, start (ISO 8601). */
 export const DeliveryAttempt = Schema.Struct({
@@ -130,11 +131,13 @@ export const RecoverPayload = Schema.Struct({
     DateTimeInput.annotate({ description: "... and before this moment (ISO 8601); absent: up to now." })
   )
 }).annotate({ examples: [{ since: "2026-11-22T00:00:00Z" }] })
+export type RecoverRange = typeof RecoverPayload.Type
 
 /** The answer of a recovery (W9): how many deliveries became pending. */
 export const Recovered = Schema.Struct({
   deliveries: Schema.Int.annotate({ description: "How many failed deliveries became pending and due now." })
 }).annotate({ identifier: "Recovered" })
+export type Recovered = typeof Recovered.Type
 
 const appPath = { org_id: Identifier, app_id: Identifier }
 

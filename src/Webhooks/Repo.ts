@@ -18,17 +18,11 @@ import { listenForever } from "../Database/Workers.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
-import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import type { App, Delivery, DeliveryStatus, SecretRotation } from "./Api.ts"
 import { makeMemoryRepo, makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
-
-/** The answer of a rotation (W8): the new secret, and until when the previous one signs too (ISO 8601). */
-export interface SecretRotation {
-  readonly signing_secret: string
-  readonly previous_secret_expires_at: string
-}
 
 /** A delivery claimed by a worker: what one attempt needs. */
 export interface ClaimedDelivery {

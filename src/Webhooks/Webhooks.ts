@@ -17,9 +17,18 @@ import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
-import type { App, CreateAppPayload, DeliveriesQuery, Delivery, UpdateAppPayload } from "./Api.ts"
+import type {
+  App,
+  CreateAppPayload,
+  DeliveriesQuery,
+  Delivery,
+  Recovered,
+  RecoverRange,
+  SecretRotation,
+  UpdateAppPayload
+} from "./Api.ts"
 import { makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
-import { type AppChanges, type SecretRotation, WebhooksRepo } from "./Repo.ts"
+import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret, PREVIOUS_SECRET_HOURS } from "./Signing.ts"
 
 /** Body of POST /organizations/{id}/apps (O6, W4), as its schema decodes it (`Api.ts`). */
@@ -84,8 +93,8 @@ export class Webhooks extends Context.Service<
     recover(
       organizationId: string,
       appId: string,
-      range: { readonly since: string; readonly until?: string | undefined }
-    ): Effect.Effect<{ readonly deliveries: number }, OrganizationNotFound | AppNotFound>
+      range: RecoverRange
+    ): Effect.Effect<Recovered, OrganizationNotFound | AppNotFound>
     /** Re-queues a delivery for one more attempt now (W5); 404 `Delivery not found`. */
     retryDelivery(
       organizationId: string,
@@ -208,11 +217,7 @@ export class Webhooks extends Context.Service<
       )
 
       const recover = Effect.fn("Webhooks.recover")(
-        function* (
-          organizationId: string,
-          appId: string,
-          range: { readonly since: string; readonly until?: string | undefined }
-        ) {
+        function* (organizationId: string, appId: string, range: RecoverRange) {
           yield* requireApp(organizationId, appId)
           return { deliveries: yield* repo.recover(organizationId, appId, range.since, range.until ?? null) }
         },

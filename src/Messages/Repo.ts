@@ -114,12 +114,13 @@ export const insertMessageCtes = (row: MessageRow): string => `m AS (
   FROM ${row.from} WHERE ${row.where}
   RETURNING *
 ), j AS (
-  SELECT m.id, m.organization_id, m.created_at, ${MESSAGE_JSON} AS body FROM m
+  SELECT m.id, m.organization_id, m.conversation_id, m.created_at, ${MESSAGE_JSON} AS body FROM m
 ), me AS (
   ${insertEvents({
     id: "ev.id",
     type: "'message.created'",
     organizationId: "j.organization_id",
+    conversationId: "j.conversation_id",
     at: "j.created_at",
     object: "j.body",
     traceContext: row.traceContext,
@@ -212,6 +213,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       id: "ev.id",
       type: "'message.updated'",
       organizationId: "m.organization_id",
+      conversationId: "m.conversation_id",
       at: "statement_timestamp()",
       object: MESSAGE_JSON,
       traceContext: "ev.trace_context",

@@ -37,6 +37,8 @@ export interface EventRows {
   /** The event type (text, one of W1's). */
   readonly type: string
   readonly organizationId: string
+  /** The conversation the event is about (uuid): the ordering key of W7's ordered deliveries. */
+  readonly conversationId: string
   /** The event's moment (timestamptz): `created_at` and the envelope's `timestamp`. */
   readonly at: string
   /** `data.object` (json): the resource as the event carries it. */
@@ -55,9 +57,10 @@ export interface EventRows {
  * W3), as SQL text to run alone or as a CTE of the change's own statement.
  */
 export const insertEvents = (rows: EventRows): string =>
-  `INSERT INTO events (id, organization_id, type, body, trace_context, created_at)
+  `INSERT INTO events (id, organization_id, type, body, trace_context, created_at, conversation_id)
   SELECT ${rows.id}, ${rows.organizationId}, ${rows.type},
-    ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at}
+    ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at},
+    ${rows.conversationId}
   FROM ${rows.from}${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
     rows.orderBy === undefined ? "" : ` ORDER BY ${rows.orderBy}`
   }`

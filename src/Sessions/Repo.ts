@@ -113,6 +113,7 @@ export const conversationCtes = (p: {
     id: "ev.id",
     type: "'conversation.created'",
     organizationId: "cn.organization_id",
+    conversationId: "cn.id",
     at: "cn.created_at",
     object: conversationJson("cn"),
     traceContext: p.traceContext,
@@ -158,6 +159,7 @@ export const openSessionCtes = (row: SessionRow) => `s AS (
     id: "ev.id",
     type: "'session.created'",
     organizationId: "s.organization_id",
+    conversationId: "s.conversation_id",
     at: "s.created_at",
     object: sessionJson("s", "a"),
     traceContext: row.traceContext,
@@ -219,6 +221,7 @@ const sessionEventsStatement = fixedStatement(
       id: "e.id",
       type: "e.type",
       organizationId: "s.organization_id",
+      conversationId: "s.conversation_id",
       at: "statement_timestamp()",
       object: `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${sessionJson("s", "a", "e.action")}
       ELSE ${SESSION_JSON} END`,

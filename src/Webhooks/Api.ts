@@ -24,8 +24,25 @@ export const WebhookUrl = Schema.String.pipe(Schema.check(Schema.isBetweenLength
 const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255)))
 
 /**
- * An app (O6): `{id, name, webhook_url, events, enabled, signing_secret,
- * created_at}`; `signing_secret` is `whsec_<base64>` (W4); `created_at` ISO 8601.
+ * How an app's deliveries are ordered (W7): `none`, every delivery
+ * independent (W5); `conversation`, the deliveries of one conversation's events
+ * are attempted one at a time in the order the events were committed, a
+ * retried one never overtaken, a `failed` one releasing those behind it.
+ */
+export const AppOrdering = Schema.Literals(["none", "conversation"]).annotate({
+  identifier: "AppOrdering",
+  description:
+    "`none` (default): every delivery independent. `conversation`: the deliveries of one conversation's events " +
+    "(its conversation.created and every event of its sessions and messages) are attempted one at a time, in the " +
+    "order the events were committed; one waits while an earlier one of the same conversation is pending, so a " +
+    "retried event is never overtaken, and one that ends `failed` releases those behind it. Conversations never " +
+    "wait for each other (W7)."
+})
+export type AppOrdering = typeof AppOrdering.Type
+
+/**
+ * An app (O6, W7): `{id, name, webhook_url, events, enabled, ordering,
+ * signing_secret, created_at}`; `signing_secret` is `whsec_<base64>` (W4); `created_at` ISO 8601.
  */
 export const App = Schema.Struct({
   id: Uuid.annotate({ description: "The app's id." }),
@@ -33,6 +50,7 @@ export const App = Schema.Struct({
   webhook_url: Schema.String.annotate({ description: "Where its events are POSTed (http or https, W6)." }),
   events: Schema.Array(EventTypeSchema).annotate({ description: "The event types it receives (W1)." }),
   enabled: Schema.Boolean.annotate({ description: "A disabled app gets no new deliveries." }),
+  ordering: AppOrdering,
   signing_secret: Schema.String.annotate({
     description: "`whsec_<base64>`: the key of the Standard Webhooks signatures of its requests (W4)."
   }),
@@ -93,12 +111,13 @@ export const Delivery = Schema.Struct({
 }).annotate({ identifier: "Delivery" })
 export type Delivery = typeof Delivery.Type
 
-/** POST /organizations/{id}/apps body (O6); `enabled` defaults to true. */
+/** POST /organizations/{id}/apps body (O6, W7); `enabled` defaults to true, `ordering` to `none`. */
 export const CreateAppPayload = Schema.Struct({
   name: NonEmptyName,
   webhook_url: WebhookUrl,
   events: EventTypeList,
-  enabled: Schema.optionalKey(Schema.Boolean)
+  enabled: Schema.optionalKey(Schema.Boolean),
+  ordering: Schema.optionalKey(AppOrdering)
 }).annotate({
   examples: [
     { name: "CRM sync", webhook_url: "https://crm.example.com/parley", events: ["message.created", "session.closed"] }
@@ -110,7 +129,8 @@ export const UpdateAppPayload = Schema.Struct({
   name: Schema.optionalKey(NonEmptyName),
   webhook_url: Schema.optionalKey(WebhookUrl),
   events: Schema.optionalKey(EventTypeList),
-  enabled: Schema.optionalKey(Schema.Boolean)
+  enabled: Schema.optionalKey(Schema.Boolean),
+  ordering: Schema.optionalKey(AppOrdering)
 })
 
 /** GET .../deliveries query: `status`, `limit` (1-1000, default 100), `after_id` (keyset: the last id of the previous page). */

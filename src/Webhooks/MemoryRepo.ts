@@ -15,7 +15,7 @@ import { Clock, Effect } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
 import { makeIdGenerator } from "../Shared/Ids.ts"
-import type { App, Delivery, DeliveryStatus } from "./Api.ts"
+import type { App, AppOrdering, Delivery, DeliveryStatus } from "./Api.ts"
 import type { ClaimedDelivery, NewApp, WebhooksRepo } from "./Repo.ts"
 
 /** An app as stored (the `apps` table). */
@@ -26,6 +26,7 @@ export interface MemoryApp {
   webhook_url: string
   events: ReadonlyArray<EventType>
   enabled: boolean
+  ordering: AppOrdering
   signing_secret: string
   /** The secret before the latest rotation, and until when it signs too (epoch ms), W8. */
   previous_signing_secret: string | null
@@ -42,6 +43,8 @@ export interface MemoryEvent {
   readonly organization_id: string
   readonly type: EventType
   readonly body: string
+  /** The conversation the event is about (W7), or null (an event written without one). */
+  readonly conversation_id?: string | null | undefined
   /** The W3C traceparent of the trace that wrote the event, or null. */
   readonly traceparent: string | null
 }
@@ -71,6 +74,10 @@ export interface MemoryDelivery {
   next_attempt_at: number | null
   last_status_code: number | null
   last_error: string | null
+  /** With an app ordered by conversation: the event's conversation (W7), else null. */
+  readonly ordering_key: string | null
+  /** With an ordering key: its place in the queue (the fan-out's sequence), else null. */
+  readonly sequence_number: number | null
   /** The worker holding the lease, or null. */
   leased_by: string | null
   lease_until: number | null
@@ -91,6 +98,8 @@ export interface WebhooksStore {
   readonly listeners: Set<() => void>
   /** The store's id generator: the ids its repository makes, and the `Ids` of test layers over it. */
   readonly newId: () => string
+  /** The last sequence number the fan-out gave an ordered delivery (`deliveries_sequence_number_seq`, W7). */
+  sequenceNumber: number
 }
 
 /** An empty store. */
@@ -100,7 +109,8 @@ export const makeMemoryStore = (): WebhooksStore => ({
   events: new Map(),
   deliveries: new Map(),
   listeners: new Set(),
-  newId: makeIdGenerator()
+  newId: makeIdGenerator(),
+  sequenceNumber: 0
 })
 
 /** A moment as PostgreSQL answers it through `isoTimestamp` (microseconds). */
@@ -119,6 +129,7 @@ const toApp = (app: MemoryApp): App => ({
   webhook_url: app.webhook_url,
   events: [...app.events],
   enabled: app.enabled,
+  ordering: app.ordering,
   signing_secret: app.signing_secret,
   created_at: timestamp(app.created_at)
 })
@@ -146,10 +157,12 @@ const toDelivery = (delivery: MemoryDelivery): Delivery => ({
 })
 
 /**
- * Writes an event and fans it out as the trigger of migrations/0002 and 0009
- * does (W1, W2): one pending delivery, due now, per enabled app of the
- * event's organization subscribed to its type; the listeners are notified
- * when there is one. Answers the new deliveries.
+ * Writes an event and fans it out as the trigger of migrations/0002, 0009
+ * and 0013 does (W1, W2, W7): one pending delivery, due now, per enabled app
+ * of the event's organization subscribed to its type, with the event's
+ * conversation as ordering key and the next sequence number when the app
+ * orders by conversation; the listeners are notified when there is one.
+ * Answers the new deliveries.
  */
 export const publishEvent = (store: WebhooksStore, event: MemoryEvent) =>
   Effect.map(Clock.currentTimeMillis, (now): ReadonlyArray<MemoryDelivery> => {
@@ -157,6 +170,7 @@ export const publishEvent = (store: WebhooksStore, event: MemoryEvent) =>
     const made: Array<MemoryDelivery> = []
     for (const app of store.apps.values()) {
       if (app.organization_id !== event.organization_id || !app.enabled || !app.events.includes(event.type)) continue
+      const orderingKey = app.ordering === "conversation" ? (event.conversation_id ?? null) : null
       const delivery: MemoryDelivery = {
         id: store.newId(),
         organization_id: event.organization_id,
@@ -168,6 +182,8 @@ export const publishEvent = (store: WebhooksStore, event: MemoryEvent) =>
         next_attempt_at: now,
         last_status_code: null,
         last_error: null,
+        ordering_key: orderingKey,
+        sequence_number: orderingKey === null ? null : ++store.sequenceNumber,
         leased_by: null,
         lease_until: null,
         created_at: now,
@@ -180,6 +196,27 @@ export const publishEvent = (store: WebhooksStore, event: MemoryEvent) =>
     if (made.length > 0) notify(store)
     return made
   })
+
+/**
+ * The heads of the ordered queues (W7, `claimStatement`'s `heads`): per (app,
+ * ordering key) with pending deliveries, the lowest-numbered one already
+ * started (leased or attempted), else the lowest-numbered one. Answers their ids.
+ */
+const queueHeads = (store: WebhooksStore): ReadonlySet<string> => {
+  const heads = new Map<string, MemoryDelivery>()
+  const started = (delivery: MemoryDelivery) => delivery.attempts > 0 || delivery.lease_until !== null
+  for (const delivery of store.deliveries.values()) {
+    if (delivery.status !== "pending" || delivery.ordering_key === null) continue
+    const queue = `${delivery.app_id}/${delivery.ordering_key}`
+    const head = heads.get(queue)
+    const before =
+      head === undefined ||
+      (started(delivery) && !started(head)) ||
+      (started(delivery) === started(head) && delivery.sequence_number! < head.sequence_number!)
+    if (before) heads.set(queue, delivery)
+  }
+  return new Set([...heads.values()].map((delivery) => delivery.id))
+}
 
 /** The repository over `store` (see module docs). */
 export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] => {
@@ -200,6 +237,7 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
           webhook_url: row.webhookUrl,
           events: [...row.events],
           enabled: row.enabled,
+          ordering: row.ordering,
           signing_secret: row.signingSecret,
           previous_signing_secret: null,
           previous_secret_expires_at: null,
@@ -232,6 +270,7 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
         if (changes.webhook_url !== undefined) app.webhook_url = changes.webhook_url
         if (changes.events !== undefined) app.events = [...changes.events]
         if (changes.enabled !== undefined) app.enabled = changes.enabled
+        if (changes.ordering !== undefined) app.ordering = changes.ordering
         app.updated_at = now
         return toApp(app)
       }),
@@ -306,11 +345,13 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
     claim: (options) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const busy = new Map(options.busyApps.map((app, i) => [app, options.busyCounts[i] ?? 0]))
+        const heads = queueHeads(store)
         const scan = [...store.deliveries.values()]
           .filter((delivery) => {
             const app = store.apps.get(delivery.app_id)
             return (
               delivery.status === "pending" &&
+              (delivery.ordering_key === null || heads.has(delivery.id)) &&
               delivery.next_attempt_at !== null &&
               delivery.next_attempt_at <= now &&
               (delivery.lease_until === null || delivery.lease_until < now) &&

@@ -18,7 +18,7 @@ import { listenForever } from "../Database/Workers.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
-import type { App, Delivery, DeliveryStatus, SecretRotation } from "./Api.ts"
+import type { App, AppOrdering, Delivery, DeliveryStatus, SecretRotation } from "./Api.ts"
 import { makeMemoryRepo, makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
@@ -55,12 +55,22 @@ export interface AttemptResult {
 }
 
 /**
- * The claim (W5, O1): locks up to `4 x limit` due pending deliveries of enabled
- * apps, oldest due first, skipping rows other workers hold
- * (`FOR UPDATE SKIP LOCKED`) and apps this process has saturated, keeps at most
- * `perApp - in flight` per app (`busyApps`/`busyCounts`: app ids and their
- * in-flight counts in this process), and leases up to `limit` of them to
- * `workerId` for `leaseMs`.
+ * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
+ * enabled apps to `workerId` for `leaseMs`, oldest due first, skipping rows
+ * other workers hold (`FOR UPDATE SKIP LOCKED`) and apps this process has
+ * saturated, at most `perApp - in flight` per app (`busyApps`/`busyCounts`:
+ * app ids and their in-flight counts in this process). It looks at two kinds:
+ *
+ * - `unordered`: deliveries without an ordering key (`ordering: none`), up to
+ *   `4 x limit` by due time (`deliveries_due_idx`);
+ * - `ordered` (W7): per queue (app, ordering key = conversation) only its
+ *   head: the lowest-numbered delivery already started (leased or attempted:
+ *   a retry is never overtaken, even by an event whose transaction overlapped
+ *   and committed later), else the lowest-numbered one; the queues are walked
+ *   one index probe each (`queues`, a loose index scan of
+ *   `deliveries_queue_idx`), so a queue waiting behind a retry costs one probe,
+ *   not one per delivery behind it. A head in flight or waiting for its retry
+ *   holds its queue; when it ends `succeeded` or `failed` the next one heads it.
  */
 export const claimStatement = fixedStatement(
   {
@@ -72,13 +82,40 @@ export const claimStatement = fixedStatement(
     busyCounts: "int4[]",
     saturated: "uuid[]"
   },
-  (p) => `WITH busy AS (
+  (p) => `WITH RECURSIVE busy AS (
   SELECT * FROM unnest(${p.busyApps}, ${p.busyCounts}) AS b(app_id, n)
-), scan AS (
+), unordered AS (
   SELECT d.id, d.app_id, d.next_attempt_at FROM deliveries d JOIN apps a ON a.id = d.app_id
-  WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+  WHERE d.status = 'pending' AND d.ordering_key IS NULL AND d.next_attempt_at <= now()
     AND (d.lease_until IS NULL OR d.lease_until < now())
     AND a.enabled AND NOT (d.app_id = ANY (${p.saturated}))
+  ORDER BY d.next_attempt_at
+  LIMIT ${p.limit} * 4
+  FOR UPDATE OF d SKIP LOCKED
+), queues AS (
+  (SELECT q.app_id, q.ordering_key FROM deliveries q WHERE q.status = 'pending' AND q.ordering_key IS NOT NULL
+    ORDER BY q.app_id, q.ordering_key LIMIT 1)
+  UNION ALL
+  SELECT n.app_id, n.ordering_key FROM queues u CROSS JOIN LATERAL (
+    SELECT q.app_id, q.ordering_key FROM deliveries q
+    WHERE q.status = 'pending' AND q.ordering_key IS NOT NULL AND (q.app_id, q.ordering_key) > (u.app_id, u.ordering_key)
+    ORDER BY q.app_id, q.ordering_key LIMIT 1
+  ) n
+), heads AS (
+  SELECT coalesce(
+    (SELECT s.id FROM deliveries s
+      WHERE s.app_id = u.app_id AND s.ordering_key = u.ordering_key AND s.status = 'pending'
+        AND (s.attempts > 0 OR s.lease_until IS NOT NULL)
+      ORDER BY s.sequence_number LIMIT 1),
+    (SELECT f.id FROM deliveries f
+      WHERE f.app_id = u.app_id AND f.ordering_key = u.ordering_key AND f.status = 'pending'
+      ORDER BY f.sequence_number LIMIT 1)) AS id
+  FROM queues u
+  WHERE NOT (u.app_id = ANY (${p.saturated}))
+), ordered AS (
+  SELECT d.id, d.app_id, d.next_attempt_at FROM heads h JOIN deliveries d ON d.id = h.id JOIN apps a ON a.id = d.app_id
+  WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+    AND a.enabled
   ORDER BY d.next_attempt_at
   LIMIT ${p.limit} * 4
   FOR UPDATE OF d SKIP LOCKED
@@ -86,7 +123,7 @@ export const claimStatement = fixedStatement(
   SELECT r.id FROM (
     SELECT s.id, s.app_id, s.next_attempt_at,
       row_number() OVER (PARTITION BY s.app_id ORDER BY s.next_attempt_at, s.id) AS rn
-    FROM scan s
+    FROM (SELECT * FROM unordered UNION ALL SELECT * FROM ordered) s
   ) r LEFT JOIN busy b ON b.app_id = r.app_id
   WHERE r.rn <= ${p.perApp} - coalesce(b.n, 0)
   ORDER BY r.next_attempt_at
@@ -149,6 +186,7 @@ export interface NewApp {
   readonly webhookUrl: string
   readonly events: ReadonlyArray<EventType>
   readonly enabled: boolean
+  readonly ordering: AppOrdering
   readonly signingSecret: string
 }
 
@@ -158,6 +196,7 @@ export interface AppChanges {
   readonly webhook_url?: string
   readonly events?: ReadonlyArray<EventType>
   readonly enabled?: boolean
+  readonly ordering?: AppOrdering
 }
 
 /** Filters of the delivery listing (O6). */
@@ -284,7 +323,7 @@ export class WebhooksRepo extends Context.Service<
     Layer.succeed(WebhooksRepo, WebhooksRepo.of(makeMemoryRepo(store)))
 }
 
-const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, signing_secret, ${isoTimestamp("created_at")} AS created_at`
+const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, ordering, signing_secret, ${isoTimestamp("created_at")} AS created_at`
 
 /** The Delivery JSON of the deliveries row `d`: `attempts` the count (O6), `attempt_log` every attempt. */
 const DELIVERY_JSON = `(SELECT row_to_json(j) FROM (SELECT d.id, d.event_id, d.event_type, d.app_id, d.status,
@@ -308,9 +347,10 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       : Effect.succeed(false)
 
   const insertApp = (app: NewApp) =>
-    sql<App>`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
+    sql<App>`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, ordering, signing_secret,
+        created_at)
       VALUES (${app.id}, ${app.organizationId}, ${app.name}, ${app.webhookUrl}, ${[...app.events]}::text[], ${app.enabled},
-        ${app.signingSecret}, statement_timestamp())
+        ${app.ordering}, ${app.signingSecret}, statement_timestamp())
       RETURNING ${appColumns}`.pipe(Effect.map((rows) => rows[0]!))
 
   const listApps = (organizationId: string) =>
@@ -329,6 +369,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     if (changes.name !== undefined) set.name = changes.name
     if (changes.webhook_url !== undefined) set.webhook_url = changes.webhook_url
     if (changes.enabled !== undefined) set.enabled = changes.enabled
+    if (changes.ordering !== undefined) set.ordering = changes.ordering
     const events = changes.events === undefined ? sql`` : sql`, events = ${[...changes.events]}::text[]`
     const assignments = Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``
     return sql<App>`UPDATE apps SET ${assignments} updated_at = statement_timestamp() ${events}

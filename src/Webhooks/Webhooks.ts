@@ -64,7 +64,11 @@ export class Webhooks extends Context.Service<
     /** The organization's apps, oldest first. */
     listApps(organizationId: string): Effect.Effect<ReadonlyArray<App>, OrganizationNotFound>
     getApp(organizationId: string, appId: string): Effect.Effect<App, OrganizationNotFound | AppNotFound>
-    /** Changes URL (W6-checked), events, name, enabled; later events follow the new subscription. */
+    /**
+     * Changes URL (W6-checked), events, name, enabled, ordering (W7); later
+     * events follow the new subscription, and a new ordering applies to the
+     * deliveries of events written after the change.
+     */
     updateApp(
       organizationId: string,
       appId: string,
@@ -142,6 +146,7 @@ export class Webhooks extends Context.Service<
             webhookUrl: input.webhook_url,
             events: unique(input.events),
             enabled: input.enabled ?? true,
+            ordering: input.ordering ?? "none",
             signingSecret: generateSecret()
           })
         },
@@ -162,13 +167,7 @@ export class Webhooks extends Context.Service<
         function* (organizationId: string, appId: string, input: UpdateApp) {
           yield* requireApp(organizationId, appId)
           if (input.webhook_url !== undefined) yield* checkUrl(input.webhook_url)
-          const changes: {
-            -readonly [K in keyof AppChanges]: AppChanges[K]
-          } = {}
-          if (input.name !== undefined) changes.name = input.name
-          if (input.webhook_url !== undefined) changes.webhook_url = input.webhook_url
-          if (input.events !== undefined) changes.events = unique(input.events)
-          if (input.enabled !== undefined) changes.enabled = input.enabled
+          const changes: AppChanges = input.events === undefined ? input : { ...input, events: unique(input.events) }
           const app = yield* repo.updateApp(organizationId, appId, changes)
           if (app === undefined) return yield* appNotFound(appId)
           return app

@@ -25,7 +25,7 @@ withWorkers({
   const admin = (api: TestApi["Service"], method: string, path: string, body?: unknown) =>
     api.request(method, `/admin/v1${path}`, { token: ADMIN_TOKEN, ...(body !== undefined ? { body } : {}) })
 
-  it.effect("create, list, get, PATCH and DELETE an app (O6, W4)", () =>
+  it.effect("create, list, get, PATCH and DELETE an app (O6, W4, W7)", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()
@@ -42,11 +42,13 @@ withWorkers({
         "webhook_url",
         "events",
         "enabled",
+        "ordering",
         "signing_secret",
         "created_at"
       ])
       assert.deepStrictEqual(app.events, ["message.created", "session.created"])
       assert.strictEqual(app.enabled, true)
+      assert.strictEqual(app.ordering, "none")
       assert.match(app.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
       assert.match(app.created_at, TIMESTAMP)
 
@@ -58,15 +60,32 @@ withWorkers({
       const patched = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, {
         webhook_url: "http://93.184.215.15:8443/other",
         events: ["session.finished"],
-        enabled: false
+        enabled: false,
+        ordering: "conversation"
       })
       assert.strictEqual(patched.status, 200)
       assert.deepStrictEqual(patched.body, {
         ...app,
         webhook_url: "http://93.184.215.15:8443/other",
         events: ["session.finished"],
-        enabled: false
+        enabled: false,
+        ordering: "conversation"
       })
+      const orderedAtCreation = yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+        name: "Ordered",
+        webhook_url: PUBLIC_URL,
+        events: ["message.created"],
+        ordering: "conversation"
+      })
+      assert.strictEqual(orderedAtCreation.body.ordering, "conversation")
+      const unknownOrdering = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, {
+        ordering: "session"
+      })
+      assert.strictEqual(unknownOrdering.status, 422)
+      assert.deepStrictEqual(
+        unknownOrdering.body.detail.map((issue: any) => issue.loc),
+        [["body", "ordering"]]
+      )
 
       const deleted = yield* admin(api, "DELETE", `/organizations/${org.id}/apps/${app.id}`)
       assert.strictEqual(deleted.status, 204)

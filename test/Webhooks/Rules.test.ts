@@ -17,7 +17,7 @@ import { Webhook } from "standardwebhooks"
 import type { EventType } from "../../src/Domain/Event.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { type ResolveHost, TargetRefused } from "../../src/Shared/Ssrf.ts"
-import type { Delivery } from "../../src/Webhooks/Api.ts"
+import type { AppOrdering, Delivery } from "../../src/Webhooks/Api.ts"
 import { type MemoryApp, makeMemoryStore, publishEvent, type WebhooksStore } from "../../src/Webhooks/MemoryRepo.ts"
 import type { ClaimedDelivery } from "../../src/Webhooks/Repo.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
@@ -117,40 +117,44 @@ const claimed = (fields: Partial<ClaimedDelivery> = {}): ClaimedDelivery => {
 }
 
 describe("apps (O6, W1, W4)", () => {
-  it.effect("O6, W4: an app gets a whsec_ secret; its events are kept once each, in the order given", () =>
-    withWebhooks((webhooks, _store, org) =>
-      Effect.gen(function* () {
-        yield* TestClock.setTime(Date.parse("2025-03-04T05:06:07.089Z"))
-        const app = yield* webhooks.createApp(org, {
-          name: "CRM",
-          webhook_url: PUBLIC_URL,
-          events: ["session.created", "message.created", "session.created", "session.closed", "message.created"]
+  it.effect(
+    "O6, W4, W7: an app gets a whsec_ secret and ordering none; its events are kept once each, in the order given",
+    () =>
+      withWebhooks((webhooks, _store, org) =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.parse("2025-03-04T05:06:07.089Z"))
+          const app = yield* webhooks.createApp(org, {
+            name: "CRM",
+            webhook_url: PUBLIC_URL,
+            events: ["session.created", "message.created", "session.created", "session.closed", "message.created"]
+          })
+          assert.deepStrictEqual(Object.keys(app), [
+            "id",
+            "name",
+            "webhook_url",
+            "events",
+            "enabled",
+            "ordering",
+            "signing_secret",
+            "created_at"
+          ])
+          assert.deepStrictEqual(app.events, ["session.created", "message.created", "session.closed"])
+          assert.strictEqual(app.enabled, true)
+          assert.strictEqual(app.ordering, "none")
+          assert.match(app.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+          assert.strictEqual(app.created_at, "2025-03-04T05:06:07.089000Z")
+          const other = yield* webhooks.createApp(org, {
+            name: "Off",
+            webhook_url: PUBLIC_URL,
+            events: ["message.created"],
+            enabled: false
+          })
+          assert.strictEqual(other.enabled, false)
+          assert.notStrictEqual(other.signing_secret, app.signing_secret)
+          assert.deepStrictEqual(yield* webhooks.listApps(org), [app, other])
+          assert.deepStrictEqual(yield* webhooks.getApp(org, app.id), app)
         })
-        assert.deepStrictEqual(Object.keys(app), [
-          "id",
-          "name",
-          "webhook_url",
-          "events",
-          "enabled",
-          "signing_secret",
-          "created_at"
-        ])
-        assert.deepStrictEqual(app.events, ["session.created", "message.created", "session.closed"])
-        assert.strictEqual(app.enabled, true)
-        assert.match(app.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
-        assert.strictEqual(app.created_at, "2025-03-04T05:06:07.089000Z")
-        const other = yield* webhooks.createApp(org, {
-          name: "Off",
-          webhook_url: PUBLIC_URL,
-          events: ["message.created"],
-          enabled: false
-        })
-        assert.strictEqual(other.enabled, false)
-        assert.notStrictEqual(other.signing_secret, app.signing_secret)
-        assert.deepStrictEqual(yield* webhooks.listApps(org), [app, other])
-        assert.deepStrictEqual(yield* webhooks.getApp(org, app.id), app)
-      })
-    )
+      )
   )
 
   it.effect(
@@ -640,7 +644,7 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
     })
 
   /** A store with one organization and an app of it subscribed to message.created at `url`. */
-  const storeWithApp = (url = PUBLIC_URL) => {
+  const storeWithApp = (url = PUBLIC_URL, ordering: AppOrdering = "none") => {
     const store = makeMemoryStore()
     const organizationId = newId()
     store.organizations.add(organizationId)
@@ -651,6 +655,7 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
       webhook_url: url,
       events: ["message.created"],
       enabled: true,
+      ordering,
       signing_secret: generateSecret(),
       previous_signing_secret: null,
       previous_secret_expires_at: null,
@@ -801,5 +806,60 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
         })
       )
     })
+  )
+
+  it.effect(
+    "W7: with ordering conversation a retried event is not overtaken by later events of its conversation, other conversations do not wait, and a failed one releases those behind it",
+    () =>
+      Effect.gen(function* () {
+        const { store, organizationId } = storeWithApp(PUBLIC_URL, "conversation")
+        const [a, b] = [newId(), newId()]
+        const event = (conversation: string) => ({
+          ...envelope(organizationId, "message.created"),
+          conversation_id: conversation
+        })
+        const [a1, a2, a3, b1, b2] = [event(a), event(a), event(a), event(b), event(b)]
+        // a1 fails on every attempt; b1's first attempt fails once.
+        const failing = new Map([
+          [a1.id, 99],
+          [b1.id, 1]
+        ])
+        const stub = stubClient((n) => {
+          const id = stub.sent[n]!.headers["webhook-id"]!
+          const left = failing.get(id) ?? 0
+          failing.set(id, left - 1)
+          return Effect.succeed(left > 0 ? 503 : 200)
+        })
+        const order = () => stub.sent.map((request) => request.headers["webhook-id"])
+        yield* withWorker(
+          store,
+          stub.client,
+          [seconds(1), seconds(1)],
+          Effect.gen(function* () {
+            for (const e of [a1, a2, b1, a3, b2]) yield* publishEvent(store, e)
+            yield* settle(() => stub.sent.length === 2, "the head of each conversation")
+            assert.deepStrictEqual(order(), [a1.id, b1.id])
+            // Both heads wait for their retry: nothing behind them is attempted meanwhile.
+            for (let turn = 0; turn < 100; turn++) yield* Effect.yieldNow
+            assert.strictEqual(stub.sent.length, 2)
+            yield* TestClock.adjust(2_000)
+            // b1 succeeds at its retry and b2 follows; a1 fails again.
+            yield* settle(() => stub.sent.length === 5, "the retries and b2")
+            assert.deepStrictEqual(order().slice(2).sort(), [a1.id, b1.id, b2.id].sort())
+            assert.isTrue(order().indexOf(b2.id) > order().lastIndexOf(b1.id), "b2 after b1's success")
+            assert.isFalse(order().includes(a2.id), "a2 waits while a1 is pending")
+            yield* TestClock.adjust(2_000)
+            // a1's last attempt fails: it ends failed and releases a2, then a3, in their order.
+            yield* settle(() => stub.sent.length === 8, "a1's last attempt, then a2 and a3")
+            assert.deepStrictEqual(order().slice(5), [a1.id, a2.id, a3.id])
+            const status = (id: string) => [...store.deliveries.values()].find((d) => d.event_id === id)!.status
+            yield* settle(() => status(a3.id) !== "pending", "a3's attempt recorded")
+            assert.deepStrictEqual(
+              [a1, a2, a3, b1, b2].map((e) => status(e.id)),
+              ["failed", "succeeded", "succeeded", "succeeded", "succeeded"]
+            )
+          })
+        )
+      })
   )
 })

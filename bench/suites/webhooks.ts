@@ -11,13 +11,29 @@
  *    acknowledgement to the receiver's complete request, one clock) p50/p99.
  *    Goal p50 <= 20 ms.
  *
- * Events are inserted with SQL, as a service's outbox insert does, so the
- * Parley process does only the delivery work. Prints a table and writes
+ * 3. Ordered throughput (W7): the same burst for an app with `ordering:
+ *    conversation` (another organization), its events spread over
+ *    BENCH_WEBHOOK_CONVERSATIONS (100) conversations; deliveries/s and the
+ *    number of events received before an earlier one of their conversation
+ *    (must be 0). Goal >= 1,500/s.
+ *
+ * In 1-3 events are inserted with SQL, as a service's outbox insert does, so
+ * the Parley process does only the delivery work.
+ *
+ * 4. End to end (issue 16 item 4): POST message over BENCH_E2E_CONNECTIONS (50)
+ *    keep-alive connections, each posting to its own session as fast as it is
+ *    answered, for BENCH_E2E_SECONDS (10): first with no app subscribed, then
+ *    with one app subscribed to message.created (a third organization each).
+ *    Messages/s in (201s), delivered/s (every message's webhook received,
+ *    until the last), the lag from the 201 to the webhook p50/p99, and the
+ *    messages never delivered within 30 s. Goal >= 1,000 messages/s in and out.
+ *
+ * Prints a table and writes
  * bench/results/webhooks-<timestamp>.{json,md}. BENCH_DATABASE_URL as in the
  * messages benchmark.
  */
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
+import { Agent, createServer, request as httpRequest } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { Effect, ManagedRuntime, Redacted } from "effect"
@@ -28,7 +44,7 @@ import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
 import { startParley } from "../lib/parley.ts"
-import { cpuSeconds } from "../lib/proc.ts"
+import { cpuSeconds, measureCpu, measureMachine, pidsNamed } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, writeResults } from "../lib/results.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
@@ -70,6 +86,9 @@ const envelope = (id: string, organizationId: string) =>
 export const run = async (_args: ReadonlyArray<string>) => {
   const events = envInt("BENCH_WEBHOOK_EVENTS", 10_000)
   const rate = envInt("BENCH_WEBHOOK_RATE", 500)
+  const conversationCount = envInt("BENCH_WEBHOOK_CONVERSATIONS", 100)
+  const e2eConnections = envInt("BENCH_E2E_CONNECTIONS", 50)
+  const e2eSeconds = envInt("BENCH_E2E_SECONDS", 10)
   const startedAt = new Date()
   const cleanup = makeCleanup()
   try {
@@ -79,15 +98,30 @@ export const run = async (_args: ReadonlyArray<string>) => {
       `webhooks: ${events} events, throughput burst then ${rate} events/s; database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion})`
     )
 
-    // The receiver: records the receipt time of every webhook-id.
+    // The receiver: records the receipt time of every webhook-id, its arrival order, and for the end-to-end case
+    // (the path /e2e) the receipt time of every message id.
     const receivedAt = new Map<string, number>()
+    const arrivals: Array<string> = []
+    const messageReceivedAt = new Map<string, number>()
     let requests = 0
     const receiver = createServer((request, response) => {
-      request.on("data", () => undefined)
+      const chunks: Array<Buffer> = []
+      const e2e = request.url === "/e2e"
+      request.on("data", (chunk: Buffer) => {
+        if (e2e) chunks.push(chunk)
+      })
       request.on("end", () => {
+        const now = performance.now()
         requests++
         const id = String(request.headers["webhook-id"])
-        if (!receivedAt.has(id)) receivedAt.set(id, performance.now())
+        if (!receivedAt.has(id)) {
+          receivedAt.set(id, now)
+          arrivals.push(id)
+        }
+        if (e2e) {
+          const messageId: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).data.object.id
+          if (!messageReceivedAt.has(messageId)) messageReceivedAt.set(messageId, now)
+        }
         response.statusCode = 200
         response.end()
       })
@@ -100,7 +134,8 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const {
       server: parley,
       adminToken,
-      organizationId
+      organizationId,
+      admin
     } = await startParley(database.url, cleanup, {
       ALLOW_PRIVATE_NETWORK_TARGETS: "true"
     })
@@ -135,26 +170,44 @@ export const run = async (_args: ReadonlyArray<string>) => {
     for (const id of warm) await insertOne(id)
     await waitAll(warm, 30_000)
 
-    // 1. Throughput.
-    const burst = Array.from({ length: events }, () => randomUUID())
-    const cpuBefore = cpuSeconds(parley.pid) ?? 0
-    const bodies = burst.map((id) => envelope(id, organization.id))
-    await sqlRun((sql) =>
-      sql.unsafe(
-        `INSERT INTO events (id, organization_id, type, body, created_at)
-         SELECT u.id, $2, 'message.created', u.body, now() FROM unnest($1::uuid[], $3::text[]) AS u(id, body)`,
-        [burst, organization.id, bodies]
+    /**
+     * A burst of `events` events of `organizationId` committed in one transaction (`conversationOf(i)`: the
+     * conversation of the i-th, or null); deliveries/s from the commit to the last receipt, and server CPU.
+     */
+    const burstOf = async (
+      label: string,
+      eventsOrganizationId: string,
+      conversationOf: (i: number) => string | null
+    ) => {
+      const burst = Array.from({ length: events }, () => randomUUID())
+      const cpuBefore = cpuSeconds(parley.pid) ?? 0
+      const bodies = burst.map((id) => envelope(id, eventsOrganizationId))
+      await sqlRun((sql) =>
+        sql.unsafe(
+          `INSERT INTO events (id, organization_id, type, body, created_at, conversation_id)
+           SELECT u.id, $2, 'message.created', u.body, now(), nullif(u.conversation_id, '')::uuid
+           FROM unnest($1::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS u(id, body, conversation_id, n)
+           ORDER BY u.n`,
+          [burst, eventsOrganizationId, bodies, burst.map((_, i) => conversationOf(i) ?? "")]
+        )
       )
-    )
-    const committed = performance.now()
-    await waitAll(burst, 120_000)
-    const lastReceipt = Math.max(...burst.map((id) => receivedAt.get(id)!))
-    const throughputSeconds = (lastReceipt - committed) / 1000
-    const deliveriesPerSecond = events / throughputSeconds
-    const throughputCpuMsPerDelivery = (((cpuSeconds(parley.pid) ?? 0) - cpuBefore) * 1000) / events
-    log(
-      `  throughput: ${events} deliveries in ${throughputSeconds.toFixed(2)} s = ${fixed(deliveriesPerSecond, 0)}/s, server CPU ${fixed(throughputCpuMsPerDelivery, 3)} ms/delivery`
-    )
+      const committed = performance.now()
+      await waitAll(burst, 120_000)
+      const lastReceipt = Math.max(...burst.map((id) => receivedAt.get(id)!))
+      const seconds = (lastReceipt - committed) / 1000
+      const perSecond = events / seconds
+      const cpuMs = (((cpuSeconds(parley.pid) ?? 0) - cpuBefore) * 1000) / events
+      log(
+        `  ${label}: ${events} deliveries in ${seconds.toFixed(2)} s = ${fixed(perSecond, 0)}/s, server CPU ${fixed(cpuMs, 3)} ms/delivery`
+      )
+      return { burst, seconds, perSecond, cpuMs }
+    }
+
+    // 1. Throughput.
+    const unordered = await burstOf("throughput", organization.id, () => null)
+    const throughputSeconds = unordered.seconds
+    const deliveriesPerSecond = unordered.perSecond
+    const throughputCpuMsPerDelivery = unordered.cpuMs
     await sleep(1_000)
 
     // 2. Latency at a steady rate.
@@ -180,10 +233,168 @@ export const run = async (_args: ReadonlyArray<string>) => {
     log(
       `  latency at ${fixed(events / producedSeconds, 0)} events/s: p50 ${fixed(p50, 1)} ms, p99 ${fixed(p99, 1)} ms, max ${fixed(latencies[latencies.length - 1], 1)} ms`
     )
-    const duplicates = requests - receivedAt.size
+    await sleep(1_000)
 
-    const goals = { deliveriesPerSecond: 1500, p50Ms: 20 }
-    const met = { throughput: deliveriesPerSecond >= goals.deliveriesPerSecond, latency: p50 <= goals.p50Ms }
+    // 3. Ordered throughput (W7).
+    const orderedOrganization = await admin(201, "POST", "/organizations", { name: "bench ordered" })
+    await admin(201, "POST", `/organizations/${orderedOrganization.id}/apps`, {
+      name: "bench ordered receiver",
+      webhook_url: receiverUrl,
+      events: ["message.created"],
+      ordering: "conversation"
+    })
+    const conversations = Array.from({ length: conversationCount }, () => randomUUID())
+    const ordered = await burstOf("ordered", orderedOrganization.id, (i) => conversations[i % conversationCount]!)
+    // Events received before an earlier event of their conversation (the i-th event is the (i / count)-th of its own).
+    const place = new Map<string, number>(ordered.burst.map((id, i) => [id, i]))
+    const lastOf = new Map<number, number>()
+    let outOfOrder = 0
+    for (const id of arrivals) {
+      const i = place.get(id)
+      if (i === undefined) continue
+      const conversation = i % conversationCount
+      if ((lastOf.get(conversation) ?? -1) > i) outOfOrder++
+      lastOf.set(conversation, Math.max(i, lastOf.get(conversation) ?? -1))
+    }
+    log(`  ordered: ${outOfOrder} events received before an earlier one of their conversation`)
+    const duplicates = requests - receivedAt.size
+    await sleep(1_000)
+
+    // 4. End to end.
+    const endToEnd = async (subscribed: boolean) => {
+      const e2eOrganization = await admin(201, "POST", "/organizations", { name: `bench e2e ${subscribed}` })
+      const key = await admin(201, "POST", `/organizations/${e2eOrganization.id}/api-keys`, { name: "e2e" })
+      if (subscribed) {
+        await admin(201, "POST", `/organizations/${e2eOrganization.id}/apps`, {
+          name: "bench e2e receiver",
+          webhook_url: receiverUrl.replace(/\/hook$/, "/e2e"),
+          events: ["message.created"]
+        })
+      }
+      const sessions = await Promise.all(
+        Array.from({ length: e2eConnections }, (_, n) =>
+          expectJson(201, "POST", `${parley.baseUrl}/conversations/v2/api/v1/sessions`, {
+            token: key.token,
+            body: { contact_id: `+1555${subscribed ? 1 : 0}${String(n).padStart(6, "0")}`, contact_name: "Bench" }
+          })
+        )
+      )
+      const agent = new Agent({ keepAlive: true, maxSockets: e2eConnections })
+      const url = new URL(parley.baseUrl)
+      const body = JSON.stringify({
+        role: "user",
+        content: { type: "text", text: "Hello from the end-to-end benchmark" }
+      })
+      const post = (sessionId: string) =>
+        new Promise<{ status: number; id: string | undefined }>((resolve, reject) => {
+          const req = httpRequest(
+            {
+              agent,
+              host: url.hostname,
+              port: url.port,
+              method: "POST",
+              path: `/conversations/v2/api/v1/sessions/${sessionId}/messages`,
+              headers: {
+                authorization: `Bearer ${key.token}`,
+                "content-type": "application/json",
+                "content-length": Buffer.byteLength(body)
+              }
+            },
+            (res) => {
+              const chunks: Array<Buffer> = []
+              res.on("data", (chunk: Buffer) => chunks.push(chunk))
+              res.on("end", () => {
+                const text = Buffer.concat(chunks).toString("utf8")
+                resolve({ status: res.statusCode ?? 0, id: res.statusCode === 201 ? JSON.parse(text).id : undefined })
+              })
+            }
+          )
+          req.on("error", reject)
+          req.end(body)
+        })
+      const answeredAt = new Map<string, number>()
+      let non201 = 0
+      const cpuBefore = cpuSeconds(parley.pid) ?? 0
+      const postgresCpu = measureCpu(() => pidsNamed("postgres"))
+      const benchCpu = measureCpu(() => [process.pid])
+      const machine = measureMachine()
+      const start = performance.now()
+      const end = start + e2eSeconds * 1000
+      await Promise.all(
+        sessions.map(async (session) => {
+          while (performance.now() < end) {
+            const answer = await post(session.id)
+            if (answer.id === undefined) non201++
+            else answeredAt.set(answer.id, performance.now())
+          }
+        })
+      )
+      const inSeconds = (performance.now() - start) / 1000
+      const cpuMs = (((cpuSeconds(parley.pid) ?? 0) - cpuBefore) * 1000) / answeredAt.size
+      /** CPU while posting, % of one core: the server, PostgreSQL, this process (client and receiver), the machine's % busy. */
+      const cpu = {
+        server: (cpuMs * answeredAt.size) / 10 / inSeconds,
+        postgres: postgresCpu.stop(),
+        bench: benchCpu.stop(),
+        machineBusy: machine.stop()?.busy
+      }
+      log(
+        `    CPU while posting (% of a core): server ${fixed(cpu.server, 0)}, PostgreSQL ${fixed(cpu.postgres, 0)}, benchmark process ${fixed(cpu.bench, 0)}; machine ${fixed(cpu.machineBusy ?? Number.NaN, 0)}% busy`
+      )
+      agent.destroy()
+      const inPerSecond = answeredAt.size / inSeconds
+      if (!subscribed) {
+        log(`  end to end, no app: ${fixed(inPerSecond, 0)} messages/s in, ${non201} non-201`)
+        return {
+          inPerSecond,
+          outPerSecond: Number.NaN,
+          p50: Number.NaN,
+          p99: Number.NaN,
+          missing: 0,
+          non201,
+          cpuMs,
+          cpu
+        }
+      }
+      const ids = [...answeredAt.keys()]
+      const deadline = Date.now() + 30_000
+      while (ids.some((id) => !messageReceivedAt.has(id)) && Date.now() < deadline) await sleep(10)
+      const delivered = ids.filter((id) => messageReceivedAt.has(id))
+      const missing = ids.length - delivered.length
+      const lastDelivery = Math.max(...delivered.map((id) => messageReceivedAt.get(id)!))
+      const outPerSecond = delivered.length / ((lastDelivery - start) / 1000)
+      const lags = delivered
+        .map((id) => Math.max(0, messageReceivedAt.get(id)! - answeredAt.get(id)!))
+        .sort((a, b) => a - b)
+      const p50 = percentile(lags, 50)
+      const p99 = percentile(lags, 99)
+      log(
+        `  end to end, one app: ${fixed(inPerSecond, 0)} messages/s in, ${fixed(outPerSecond, 0)}/s delivered, lag p50 ${fixed(p50, 1)} ms, p99 ${fixed(p99, 1)} ms, ${missing} missing, ${non201} non-201`
+      )
+      return { inPerSecond, outPerSecond, p50, p99, missing, non201, cpuMs, cpu }
+    }
+    const e2eBare = await endToEnd(false)
+    await sleep(1_000)
+    const e2e = await endToEnd(true)
+
+    const goals = {
+      deliveriesPerSecond: 2000,
+      cpuMsPerDelivery: 0.4,
+      orderedDeliveriesPerSecond: 1500,
+      p50Ms: 20,
+      endToEndMessagesPerSecond: 1000
+    }
+    const met = {
+      throughput: deliveriesPerSecond >= goals.deliveriesPerSecond,
+      cpu: throughputCpuMsPerDelivery <= goals.cpuMsPerDelivery,
+      ordered: ordered.perSecond >= goals.orderedDeliveriesPerSecond && outOfOrder === 0,
+      latency: p50 <= goals.p50Ms,
+      endToEnd:
+        e2e.inPerSecond >= goals.endToEndMessagesPerSecond &&
+        e2e.outPerSecond >= goals.endToEndMessagesPerSecond &&
+        e2e.missing === 0
+    }
+    const yes = (ok: boolean) => (ok ? "yes" : "NO")
     const columns: ReadonlyArray<Column> = [
       { header: "measure", align: "left" },
       { header: "value" },
@@ -191,11 +402,31 @@ export const run = async (_args: ReadonlyArray<string>) => {
       { header: "met", align: "left" }
     ]
     const rows = [
-      [`deliveries/s (burst of ${events})`, fixed(deliveriesPerSecond, 0), ">= 1500", met.throughput ? "yes" : "NO"],
-      ["server CPU ms/delivery (burst)", fixed(throughputCpuMsPerDelivery, 3), "", ""],
-      [`commit-to-receipt p50 ms (${rate}/s)`, fixed(p50, 1), "<= 20", met.latency ? "yes" : "NO"],
+      [`deliveries/s (burst of ${events})`, fixed(deliveriesPerSecond, 0), ">= 2000", yes(met.throughput)],
+      ["server CPU ms/delivery (burst)", fixed(throughputCpuMsPerDelivery, 3), "<= 0.4", yes(met.cpu)],
+      [`commit-to-receipt p50 ms (${rate}/s)`, fixed(p50, 1), "<= 20", yes(met.latency)],
       [`commit-to-receipt p99 ms (${rate}/s)`, fixed(p99, 1), "", ""],
-      ["duplicate requests", duplicates, "0", duplicates === 0 ? "yes" : "NO"]
+      [
+        `ordered deliveries/s (${conversationCount} conversations)`,
+        fixed(ordered.perSecond, 0),
+        ">= 1500",
+        yes(met.ordered)
+      ],
+      ["ordered server CPU ms/delivery", fixed(ordered.cpuMs, 3), "", ""],
+      ["ordered: received before an earlier one", outOfOrder, "0", yes(outOfOrder === 0)],
+      ["duplicate requests", duplicates, "0", yes(duplicates === 0)],
+      [`end to end, no app: messages/s in`, fixed(e2eBare.inPerSecond, 0), "", ""],
+      [`end to end, one app: messages/s in`, fixed(e2e.inPerSecond, 0), ">= 1000", yes(met.endToEnd)],
+      [`end to end, one app: delivered/s`, fixed(e2e.outPerSecond, 0), ">= 1000", yes(met.endToEnd)],
+      ["end to end: lag 201 to webhook p50 ms", fixed(e2e.p50, 1), "", ""],
+      ["end to end: lag 201 to webhook p99 ms", fixed(e2e.p99, 1), "", ""],
+      [
+        "end to end: server CPU ms/message (no app / one app)",
+        `${fixed(e2eBare.cpuMs, 3)} / ${fixed(e2e.cpuMs, 3)}`,
+        "",
+        ""
+      ],
+      ["end to end: missing", e2e.missing, "0", yes(e2e.missing === 0)]
     ]
     log("")
     log(formatTable(columns, rows))
@@ -204,7 +435,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       benchmark: "webhooks",
       startedAt: startedAt.toISOString(),
       environment: { ...env, database: { kind: database.kind, version: database.serverVersion } },
-      options: { events, rate },
+      options: { events, rate, conversations: conversationCount, e2eConnections, e2eSeconds },
       throughput: {
         events,
         seconds: throughputSeconds,
@@ -212,6 +443,14 @@ export const run = async (_args: ReadonlyArray<string>) => {
         serverCpuMsPerDelivery: throughputCpuMsPerDelivery
       },
       latency: { rate, achievedRate: events / producedSeconds, p50, p99, max: latencies[latencies.length - 1] },
+      ordered: {
+        conversations: conversationCount,
+        seconds: ordered.seconds,
+        deliveriesPerSecond: ordered.perSecond,
+        serverCpuMsPerDelivery: ordered.cpuMs,
+        outOfOrder
+      },
+      endToEnd: { noApp: e2eBare, oneApp: e2e },
       duplicates,
       goals,
       met
@@ -219,7 +458,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const markdown = [
       `# webhooks benchmark, ${startedAt.toISOString()}`,
       "",
-      `One Parley process delivering message.created events to a local receiver; events committed with SQL.`,
+      `One Parley process delivering message.created events to a local receiver; in the bursts and the latency run events are committed with SQL, end to end they are POSTed messages.`,
       `Node ${env.node}, ${env.cpus} CPU (${env.cpuModel}); PostgreSQL ${database.serverVersion} (${database.kind}); commit ${env.commit ?? "?"}.`,
       "",
       markdownTable(columns, rows)

@@ -12,6 +12,8 @@
 
 import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
 import * as dns from "node:dns"
+import * as http from "node:http"
+import * as https from "node:https"
 import type * as net from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Context, Effect, Layer } from "effect"
@@ -183,6 +185,29 @@ export const guardedTarget = (text: string, allowPrivate: boolean): Effect.Effec
   })
 
 /**
+ * The options of Node's agents for outgoing requests to URLs clients name
+ * (W6): keep-alive, at most `maxFreeSockets` idle connections kept, and the
+ * {@link guardedLookup} unless `allowPrivate` (`ALLOW_PRIVATE_NETWORK_TARGETS`).
+ */
+const guardedAgentOptions = (allowPrivate: boolean, maxFreeSockets?: number): http.AgentOptions => ({
+  keepAlive: true,
+  ...(maxFreeSockets === undefined ? {} : { maxFreeSockets }),
+  ...(allowPrivate ? {} : { lookup: guardedLookup })
+})
+
+/** Node's agents for http and https URLs with the W6 lookup ({@link guardedAgentOptions}). */
+export interface GuardedAgents {
+  readonly http: http.Agent
+  readonly https: https.Agent
+}
+
+/** {@link GuardedAgents} for `allowPrivate` keeping up to `maxFreeSockets` idle connections each. */
+export const guardedAgents = (allowPrivate: boolean, maxFreeSockets?: number): GuardedAgents => {
+  const options = guardedAgentOptions(allowPrivate, maxFreeSockets)
+  return { http: new http.Agent(options), https: new https.Agent(options) }
+}
+
+/**
  * Node's HTTP client for outgoing requests to URLs clients name: keep-alive,
  * and the W6 {@link guardedLookup} unless `ALLOW_PRIVATE_NETWORK_TARGETS`.
  * `maxFreeSockets` bounds the idle connections kept. Requires `AppConfig`.
@@ -190,11 +215,9 @@ export const guardedTarget = (text: string, allowPrivate: boolean): Effect.Effec
 export const guardedHttpClient = (options: { readonly maxFreeSockets?: number } = {}) =>
   Layer.unwrap(
     Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
-      NodeHttpClient.layerNodeHttpOptions({
-        keepAlive: true,
-        ...(options.maxFreeSockets === undefined ? {} : { maxFreeSockets: options.maxFreeSockets }),
-        ...(config.allowPrivateNetworkTargets ? {} : { lookup: guardedLookup })
-      })
+      NodeHttpClient.layerNodeHttpOptions(
+        guardedAgentOptions(config.allowPrivateNetworkTargets, options.maxFreeSockets)
+      )
     )
   )
 

@@ -3,7 +3,7 @@
  * and with no database and no network: the `Webhooks` service with
  * `it.effect` over its in-memory repository (`Webhooks.layerTest(store)`, host
  * names resolved by a stub, never by DNS), the attempt rules of `Worker.ts`
- * directly and over a stub `HttpClient`, and the whole delivery worker over
+ * directly and over a stub sender, and the whole delivery worker over
  * the in-memory repository (`webhookWorkerTest`) with time on `TestClock`.
  * Each test has a store of its own. The integration suite (Apps.test.ts,
  * Delivery.test.ts, Processes.test.ts) checks the same over PostgreSQL and
@@ -11,7 +11,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Layer } from "effect"
-import { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import { Webhook } from "standardwebhooks"
 import type { EventType } from "../../src/Domain/Event.ts"
@@ -22,7 +21,13 @@ import { type MemoryApp, makeMemoryStore, publishEvent, type WebhooksStore } fro
 import type { ClaimedDelivery } from "../../src/Webhooks/Repo.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
 import { Webhooks, type WebhooksTestOptions } from "../../src/Webhooks/Webhooks.ts"
-import { attemptVerdict, makeAttempt, retryDelayMs, webhookWorkerTest } from "../../src/Webhooks/Worker.ts"
+import {
+  attemptVerdict,
+  makeAttempt,
+  retryDelayMs,
+  type SendWebhook,
+  webhookWorkerTest
+} from "../../src/Webhooks/Worker.ts"
 
 /** Ids for the fixtures (UUIDv7, as the application makes them). */
 const newId = makeIdGenerator()
@@ -76,27 +81,19 @@ interface Sent {
 }
 
 /**
- * A stub `HttpClient` that records every request and answers the `n`-th
- * (0-based) with the status `answer` gives, or a transport failure whose cause
- * is the error `answer` fails with.
+ * A stub `SendWebhook` that records every request and answers the `n`-th
+ * (0-based) with the status `answer` gives, or fails with the error `answer`
+ * fails with (as Node's client fails: no answer).
  */
-const stubClient = (answer: (n: number) => Effect.Effect<number, unknown> = () => Effect.succeed(200)) => {
+const stubSender = (answer: (n: number) => Effect.Effect<number, unknown> = () => Effect.succeed(200)) => {
   const sent: Array<Sent> = []
-  const client = HttpClient.make((request, url) =>
+  const send: SendWebhook = (url, headers, body) =>
     Effect.gen(function* () {
-      const body = request.body._tag === "Uint8Array" ? new TextDecoder().decode(request.body.body) : ""
       const at = yield* Clock.currentTimeMillis
-      sent.push({ method: request.method, url: url.toString(), headers: { ...request.headers }, body, at })
-      const status = yield* answer(sent.length - 1).pipe(
-        Effect.mapError(
-          (cause) =>
-            new HttpClientError.HttpClientError({ reason: new HttpClientError.TransportError({ request, cause }) })
-        )
-      )
-      return HttpClientResponse.fromWeb(request, new Response(null, { status }))
+      sent.push({ method: "POST", url: url.toString(), headers: { ...headers }, body, at })
+      return yield* answer(sent.length - 1)
     })
-  )
-  return { client, sent }
+  return { send, sent }
 }
 
 /** A claimed delivery of a new event, as the claim answers it. */
@@ -531,9 +528,9 @@ describe("attempt rules (W4, W5)", () => {
       Effect.gen(function* () {
         const now = Date.now()
         yield* TestClock.setTime(now)
-        const stub = stubClient(() => Effect.succeed(204))
+        const stub = stubSender(() => Effect.succeed(204))
         const delivery = claimed({ body: '{"id":"x",  "type":"message.created","data":{"object":{"t":"é"}}}' })
-        const result = yield* makeAttempt(stub.client, options)(delivery)
+        const result = yield* makeAttempt(stub.send, options)(delivery)
         assert.strictEqual(stub.sent.length, 1)
         const [request] = stub.sent
         assert.strictEqual(request!.method, "POST")
@@ -568,8 +565,8 @@ describe("attempt rules (W4, W5)", () => {
 
   it.effect("W5: no answer within WEBHOOK_TIMEOUT_MS is a failed attempt, retried on the schedule", () =>
     Effect.gen(function* () {
-      const stub = stubClient(() => Effect.never)
-      const fiber = yield* Effect.forkChild(makeAttempt(stub.client, options)(claimed({ attempts: 1 })))
+      const stub = stubSender(() => Effect.never)
+      const fiber = yield* Effect.forkChild(makeAttempt(stub.send, options)(claimed({ attempts: 1 })))
       yield* TestClock.adjust(999)
       assert.isUndefined(fiber.pollUnsafe())
       yield* TestClock.adjust(1)
@@ -588,10 +585,10 @@ describe("attempt rules (W4, W5)", () => {
     "W6: at attempt time a non-public address literal is refused and nothing is sent, unless private targets are allowed",
     () =>
       Effect.gen(function* () {
-        const stub = stubClient()
+        const stub = stubSender()
         const refused = []
         for (const url of ["http://127.0.0.1:8080/hook", "http://[::ffff:a9fe:a9fe]/x", "http://10.0.0.1/x"]) {
-          refused.push(yield* makeAttempt(stub.client, options)(claimed({ webhook_url: url, attempts: 3 })))
+          refused.push(yield* makeAttempt(stub.send, options)(claimed({ webhook_url: url, attempts: 3 })))
         }
         assert.strictEqual(stub.sent.length, 0)
         assert.deepStrictEqual(
@@ -614,7 +611,7 @@ describe("attempt rules (W4, W5)", () => {
             ]
           ]
         )
-        const allowed = yield* makeAttempt(stub.client, { ...options, allowPrivate: true })(
+        const allowed = yield* makeAttempt(stub.send, { ...options, allowPrivate: true })(
           claimed({ webhook_url: "http://127.0.0.1:8080/hook" })
         )
         assert.strictEqual(allowed.status, "succeeded")
@@ -625,8 +622,8 @@ describe("attempt rules (W4, W5)", () => {
   it.effect("W6: a host name the connection's lookup refuses is recorded as Refused and retried like any failure", () =>
     Effect.gen(function* () {
       // What the guarded lookup makes of a name that resolves to a private address.
-      const stub = stubClient(() => Effect.fail(new TargetRefused("Address 10.0.0.9 is not a public address")))
-      const result = yield* makeAttempt(stub.client, options)(claimed({ webhook_url: "https://rebound.example.com/x" }))
+      const stub = stubSender(() => Effect.fail(new TargetRefused("Address 10.0.0.9 is not a public address")))
+      const result = yield* makeAttempt(stub.send, options)(claimed({ webhook_url: "https://rebound.example.com/x" }))
       assert.deepStrictEqual(
         [result.statusCode, result.error, result.status],
         [null, "Refused: Address 10.0.0.9 is not a public address", "pending"]
@@ -666,17 +663,17 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
     return { store, organizationId, app }
   }
 
-  /** Runs `test` while the worker runs over `store` and `client`; the worker stops (O5) when it ends. */
+  /** Runs `test` while the worker runs over `store` and `send`; the worker stops (O5) when it ends. */
   const withWorker = <A, E>(
     store: WebhooksStore,
-    client: HttpClient.HttpClient,
+    send: SendWebhook,
     schedule: ReadonlyArray<Duration.Duration>,
     test: Effect.Effect<A, E>
   ) =>
     Effect.scoped(
       Effect.gen(function* () {
         yield* Layer.build(
-          webhookWorkerTest(store, client, {
+          webhookWorkerTest(store, send, {
             webhookRetrySchedule: [...schedule],
             webhookTimeout: seconds(10),
             logLevel: "Error"
@@ -689,10 +686,10 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
   it.effect("W5: a failing delivery is attempted at once, after each delay of the schedule (+0-20%), then failed", () =>
     Effect.gen(function* () {
       const { store, organizationId } = storeWithApp()
-      const stub = stubClient(() => Effect.succeed(500))
+      const stub = stubSender(() => Effect.succeed(500))
       yield* withWorker(
         store,
-        stub.client,
+        stub.send,
         [seconds(5), Duration.minutes(5)],
         Effect.gen(function* () {
           const [delivery] = yield* publishEvent(store, envelope(organizationId, "message.created"))
@@ -740,10 +737,10 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
       Effect.gen(function* () {
         const { store, organizationId, app } = storeWithApp()
         const statuses = [503, 200, 500, 202]
-        const stub = stubClient((n) => Effect.succeed(statuses[n] ?? 500))
+        const stub = stubSender((n) => Effect.succeed(statuses[n] ?? 500))
         yield* withWorker(
           store,
-          stub.client,
+          stub.send,
           [seconds(1)],
           Effect.gen(function* () {
             const [first] = yield* publishEvent(store, envelope(organizationId, "message.created"))
@@ -784,10 +781,10 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
     Effect.gen(function* () {
       // An app whose URL was checked when it pointed elsewhere.
       const { store, organizationId } = storeWithApp("http://127.0.0.1:9/hook")
-      const stub = stubClient()
+      const stub = stubSender()
       yield* withWorker(
         store,
-        stub.client,
+        stub.send,
         [seconds(1)],
         Effect.gen(function* () {
           const [delivery] = yield* publishEvent(store, envelope(organizationId, "message.created"))
@@ -824,7 +821,7 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
           [a1.id, 99],
           [b1.id, 1]
         ])
-        const stub = stubClient((n) => {
+        const stub = stubSender((n) => {
           const id = stub.sent[n]!.headers["webhook-id"]!
           const left = failing.get(id) ?? 0
           failing.set(id, left - 1)
@@ -833,7 +830,7 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
         const order = () => stub.sent.map((request) => request.headers["webhook-id"])
         yield* withWorker(
           store,
-          stub.client,
+          stub.send,
           [seconds(1), seconds(1)],
           Effect.gen(function* () {
             for (const e of [a1, a2, b1, a3, b2]) yield* publishEvent(store, e)

@@ -1,0 +1,128 @@
+/**
+ * The delivery worker's sender over Node's client (`Worker.ts`
+ * `nodeSendWebhook`, DECISIONS.md W3-W6) against real sockets: the envelope
+ * and headers arrive as sent, the answer's status is read, a receiver that
+ * does not answer is timed out and its request aborted, a closed port and a
+ * refused address are recorded as such, and an https URL speaks TLS.
+ */
+import { createServer, type IncomingMessage, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { freePort } from "../../src/Database/Embedded.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+import { guardedAgents } from "../../src/Shared/Ssrf.ts"
+import type { ClaimedDelivery } from "../../src/Webhooks/Repo.ts"
+import { generateSecret } from "../../src/Webhooks/Signing.ts"
+import { makeAttempt, nodeSendWebhook } from "../../src/Webhooks/Worker.ts"
+
+const newId = makeIdGenerator()
+
+/** A local server answering each request with `answer` (or never, when it answers undefined). */
+const serve = (answer: (request: IncomingMessage, body: string) => number | undefined) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const requests: Array<{ headers: IncomingMessage["headers"]; body: string }> = []
+      const closed: Array<boolean> = []
+      const server: Server = createServer((request, response) => {
+        const chunks: Array<Buffer> = []
+        request.on("data", (chunk: Buffer) => chunks.push(chunk))
+        request.on("end", () => {
+          const body = Buffer.concat(chunks).toString("utf8")
+          requests.push({ headers: request.headers, body })
+          const status = answer(request, body)
+          if (status === undefined) {
+            response.on("close", () => closed.push(true))
+            return
+          }
+          response.statusCode = status
+          response.end("a body the worker reads and drops")
+        })
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      return { server, requests, closed, port: (server.address() as AddressInfo).port }
+    }),
+    ({ server }) =>
+      Effect.promise(
+        () =>
+          new Promise<void>((resolve) => {
+            server.closeAllConnections()
+            server.close(() => resolve())
+          })
+      )
+  )
+
+const delivery = (webhookUrl: string): ClaimedDelivery => {
+  const eventId = newId()
+  return {
+    id: newId(),
+    app_id: newId(),
+    event_id: eventId,
+    attempts: 0,
+    webhook_url: webhookUrl,
+    signing_secret: generateSecret(),
+    previous_signing_secret: null,
+    body: JSON.stringify({ id: eventId, type: "message.created", data: { object: { text: "héllo \u2028 ✓" } } }),
+    traceparent: null
+  }
+}
+
+const options = { timeoutMs: 300, schedule: [Duration.seconds(1)], allowPrivate: true }
+
+describe("the worker's sender over Node's client (W3-W6)", () => {
+  it.live("W3, W4: the envelope arrives byte for byte with its headers; the status is the answer's", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const receiver = yield* serve(() => 202)
+        const attempt = makeAttempt(nodeSendWebhook(guardedAgents(true)), options)
+        const claimed = delivery(`http://127.0.0.1:${receiver.port}/hook?x=1`)
+        const result = yield* attempt(claimed)
+        assert.deepStrictEqual([result.status, result.statusCode, result.error], ["succeeded", 202, null])
+        const [request] = receiver.requests
+        assert.strictEqual(request!.body, claimed.body)
+        assert.strictEqual(request!.headers["webhook-id"], claimed.event_id)
+        assert.strictEqual(request!.headers["content-type"], "application/json")
+        assert.strictEqual(request!.headers["content-length"], String(Buffer.byteLength(claimed.body)))
+        assert.strictEqual(request!.headers["user-agent"], "Parley-Webhooks/1")
+        assert.match(String(request!.headers["webhook-signature"]), /^v1,[A-Za-z0-9+/]+=*$/)
+        assert.match(String(request!.headers.traceparent), /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
+      })
+    )
+  )
+
+  it.live("W5: a receiver that does not answer is timed out and its request aborted", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const receiver = yield* serve(() => undefined)
+        const attempt = makeAttempt(nodeSendWebhook(guardedAgents(true)), options)
+        const result = yield* attempt(delivery(`http://127.0.0.1:${receiver.port}/hook`))
+        assert.deepStrictEqual(
+          [result.status, result.statusCode, result.error],
+          ["pending", null, "Timed out after 300 ms"]
+        )
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        assert.deepStrictEqual(receiver.closed, [true], "the request's connection was closed")
+      })
+    )
+  )
+
+  it.live("W5, W6: a closed port, a refused host name and an https URL to a plain-HTTP port are failures", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const receiver = yield* serve(() => 200)
+        const port = yield* Effect.promise(() => freePort())
+        const open = makeAttempt(nodeSendWebhook(guardedAgents(true)), options)
+        const refusedPort = yield* open(delivery(`http://127.0.0.1:${port}/hook`))
+        assert.match(String(refusedPort.error), /^ECONNREFUSED: /)
+        const tls = yield* open(delivery(`https://127.0.0.1:${receiver.port}/hook`))
+        assert.strictEqual(tls.statusCode, null)
+        assert.notStrictEqual(tls.error, null)
+        // W6: the guarded agents' lookup refuses what a host name resolves to when it is not public.
+        const guarded = makeAttempt(nodeSendWebhook(guardedAgents(false)), { ...options, allowPrivate: false })
+        const refusedName = yield* guarded(delivery(`http://localhost:${receiver.port}/hook`))
+        assert.match(String(refusedName.error), /^Refused: Address (127\.0\.0\.1|::1) is not a public address/)
+        assert.strictEqual(receiver.requests.length, 0, "nothing reached the receiver")
+      })
+    )
+  )
+})

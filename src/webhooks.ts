@@ -9,6 +9,11 @@
  * const event = verifyWebhook(process.env.PARLEY_SIGNING_SECRET!, request.headers, body)
  * if (event.type === "message.created") console.log(event.data.object.content)
  * ```
+ *
+ * With the app's `ordering: "conversation"` (W7) the events of one
+ * conversation arrive one at a time in commit order, the next only after a 2xx
+ * answer to the previous one: process an event before answering 2xx, and use
+ * {@link conversationOf} to keep per-conversation state.
  */
 import { Schema } from "effect"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
@@ -75,3 +80,11 @@ export const verifyWebhook = (
   }
   throw failure
 }
+
+/**
+ * The id of the conversation an event is about (W7: the key its app's
+ * `ordering: "conversation"` orders by): a conversation.created event's
+ * conversation, and the `conversation_id` of a session or message event.
+ */
+export const conversationOf = (event: WebhookEvent): string =>
+  event.type === "conversation.created" ? event.data.object.id : event.data.object.conversation_id

@@ -13,7 +13,7 @@ import { FetchHttpClient } from "effect/http"
 import { Webhook } from "standardwebhooks"
 import { makeClient, withIdempotencyKey } from "../../src/client.ts"
 import { eventTypes } from "../../src/Domain/Event.ts"
-import { verifyWebhook, WebhookVerificationError } from "../../src/webhooks.ts"
+import { conversationOf, verifyWebhook, WebhookVerificationError } from "../../src/webhooks.ts"
 import { root, runNode } from "../support/Processes.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withApp, withWorkers } from "../support/TestApp.ts"
@@ -103,6 +103,8 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
             verifyWebhook(app.signing_secret, request.headers, request.body)
           )
           assert.sameMembers([...new Set(events.map((event) => event.type))], [...eventTypes])
+          // W7: every event names the session's conversation, the key of ordered delivery.
+          assert.deepStrictEqual([...new Set(events.map(conversationOf))], [session.conversation_id])
           for (const event of events) {
             assert.strictEqual(event.organization_id, org.id)
             switch (event.type) {

@@ -133,6 +133,11 @@ describe("README walkthroughs, as written", () => {
     expect(run.output).toMatch(/^401$/m)
     expect(run.output).toMatch(/received session\.created /)
     expect(run.output).toMatch(/received message\.created /)
+    // W7: the app orders by conversation; each event names its conversation, the session's first.
+    expect(run.output).toContain('"ordering":"conversation"')
+    const received = [...run.output.matchAll(/received (\S+) \S+ of conversation (\S+)/g)]
+    expect(received.map((line) => line[1])).toEqual(["session.created", "message.created", "message.created"])
+    expect(new Set(received.map((line) => line[2])).size).toBe(1)
     expect(run.output).toContain("message.created: succeeded after 1 attempt(s), HTTP 204")
     expect(run.output).toContain("session.created: succeeded after 1 attempt(s), HTTP 204")
     // W8: after the rotation the receiver, still on the old secret, verifies the next event too.

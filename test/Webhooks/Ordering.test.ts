@@ -9,7 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ownDatabase, type ServerProcess, startServer } from "../support/Processes.ts"
+import { callJson, ownDatabase, type ServerProcess, startServer, waitUntil } from "../support/Processes.ts"
 import { startReceiver } from "../support/Receiver.ts"
 
 const ADMIN = "ordering-admin-token"
@@ -26,24 +26,15 @@ const env = () => ({
   LOG_LEVEL: "info"
 })
 
+/** A request expected to answer 2xx; answers the parsed body. */
 const call = async (server: ServerProcess, method: string, path: string, token: string, body?: unknown) => {
-  const response = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-  })
-  const text = await response.text()
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
+  const answer = await callJson(server.baseUrl, method, path, token, body)
+  if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`)
+  return answer.body
 }
 
-const waitFor = async (condition: () => boolean, timeoutMs: number, what: string) => {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+const waitFor = async (condition: () => boolean, timeoutMs: number, what: string) =>
+  assert.isTrue(await waitUntil(condition, timeoutMs), `waiting ${timeoutMs} ms for ${what}`)
 
 /** The conversation an envelope is about, and the resource id that places it in its conversation's commit order. */
 const placeOf = (event: any): { conversation: string; id: string } =>

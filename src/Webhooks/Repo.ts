@@ -1,5 +1,5 @@
 /**
- * SQL of the webhooks domain (DECISIONS.md W2, W5, O5, O6): apps, the admin
+ * SQL of the webhooks domain (DECISIONS.md W2, W5, W7, O5, O6): apps, the admin
  * view of deliveries with their attempts, and the delivery workers' claim,
  * completion and release statements. Deliveries are created by the fan-out
  * trigger of migrations/0002_webhooks.ts, never here.

@@ -73,7 +73,7 @@ export const LoggingLive = Layer.unwrap(
  * or null outside any span. Stored with events, reply jobs and schedules so the
  * work they cause links back to the request that caused it (issue 8, W4).
  */
-const currentTraceparent: Effect.Effect<string | null> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
+export const currentTraceparent: Effect.Effect<string | null> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
   span._tag === "None" ? null : `00-${span.value.traceId}-${span.value.spanId}-${span.value.sampled ? "01" : "00"}`
 )
 

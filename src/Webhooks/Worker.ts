@@ -29,14 +29,14 @@
 
 import * as http from "node:http"
 import * as https from "node:https"
-import { Clock, Context, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule, type Tracer } from "effect"
+import { Clock, Context, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
 import { AppConfig, type AppConfigShape } from "../Config.ts"
 import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
 import { stopWorker } from "../Database/Workers.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { describeOutboundFailure, type GuardedAgents, guardedAgents, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
-import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
+import { currentTraceparent, spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import type { DeliveryStatus } from "./Api.ts"
 import type { WebhooksStore } from "./MemoryRepo.ts"
 import { type AttemptResult, type ClaimedDelivery, WebhooksRepo } from "./Repo.ts"
@@ -115,13 +115,17 @@ export const attemptVerdict = (
 
 /**
  * The headers of one attempt at `at` carrying the trace context `traceparent`
- * (W3, W4): the Standard Webhooks headers (`webhook-id` the event id,
+ * (W3, W4; none when null): the Standard Webhooks headers (`webhook-id` the event id,
  * `webhook-timestamp` Unix seconds of `at`, `webhook-signature` `v1,<base64
  * HMAC-SHA256>`, two during a rotation, W8), `content-type:
  * application/json`, `content-length` of the envelope text sent byte for byte,
  * `user-agent: Parley-Webhooks/1` and `traceparent`.
  */
-export const attemptHeaders = (delivery: ClaimedDelivery, at: Date, traceparent: string): Record<string, string> => ({
+export const attemptHeaders = (
+  delivery: ClaimedDelivery,
+  at: Date,
+  traceparent: string | null
+): Record<string, string> => ({
   ...signatureHeaders(
     [delivery.signing_secret, delivery.previous_signing_secret],
     delivery.event_id,
@@ -131,7 +135,7 @@ export const attemptHeaders = (delivery: ClaimedDelivery, at: Date, traceparent:
   "content-type": "application/json",
   "content-length": String(Buffer.byteLength(delivery.body)),
   "user-agent": "Parley-Webhooks/1",
-  traceparent
+  ...(traceparent === null ? {} : { traceparent })
 })
 
 /**
@@ -174,9 +178,6 @@ export interface AttemptOptions {
   readonly allowPrivate: boolean
 }
 
-/** The W3C `traceparent` of `span`. */
-const traceparentOf = (span: Tracer.Span) => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
-
 /**
  * One attempt of a claimed delivery with `send` (W3-W6), as an effect that
  * never fails: the URL is checked first (W6: a non-public IP literal is
@@ -200,8 +201,8 @@ export const makeAttempt = (send: SendWebhook, options: AttemptOptions) => {
   /** POSTs the envelope with the `traceparent` of the attempt's span; answers the HTTP status. */
   const post = (delivery: ClaimedDelivery, at: Date) =>
     Effect.flatMap(guardedTarget(delivery.webhook_url, allowPrivate), (url) =>
-      Effect.flatMap(Effect.currentSpan, (span) =>
-        send(url, attemptHeaders(delivery, at, traceparentOf(span)), delivery.body)
+      Effect.flatMap(currentTraceparent, (traceparent) =>
+        send(url, attemptHeaders(delivery, at, traceparent), delivery.body)
       )
     )
 

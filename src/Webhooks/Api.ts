@@ -228,7 +228,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       })
     ),
     HttpApiEndpoint.post("rotateSecret", "/organizations/:org_id/apps/:app_id/rotate-secret", {
-      params: { org_id: Identifier, app_id: Identifier },
+      params: appPath,
       success: SecretRotation,
       error: [OrganizationNotFound.Wire, AppNotFound.Wire]
     }).annotateMerge(
@@ -239,7 +239,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       })
     ),
     HttpApiEndpoint.post("recover", "/organizations/:org_id/apps/:app_id/recover", {
-      params: { org_id: Identifier, app_id: Identifier },
+      params: appPath,
       payload: RecoverPayload,
       success: Recovered.pipe(HttpApiSchema.status(202)),
       error: [OrganizationNotFound.Wire, AppNotFound.Wire]
@@ -251,7 +251,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       })
     ),
     HttpApiEndpoint.post("retryDelivery", "/organizations/:org_id/apps/:app_id/deliveries/:delivery_id/retry", {
-      params: { org_id: Identifier, app_id: Identifier, delivery_id: Identifier },
+      params: { ...appPath, delivery_id: Identifier },
       success: HttpApiSchema.Empty(202),
       error: [OrganizationNotFound.Wire, AppNotFound.Wire, DeliveryNotFound.Wire]
     }).annotateMerge(

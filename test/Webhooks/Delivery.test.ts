@@ -9,24 +9,7 @@ import { SqlClient } from "effect/sql"
 import { Webhook } from "standardwebhooks"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, type TestOrganization, withWorkers } from "../support/TestApp.ts"
-
-const createApp = (api: TestApi["Service"], org: TestOrganization, body: Record<string, unknown>) =>
-  api
-    .request("POST", `/admin/v1/organizations/${org.id}/apps`, {
-      token: ADMIN_TOKEN,
-      body: { name: "integration", ...body }
-    })
-    .pipe(
-      Effect.map((response) => {
-        if (response.status !== 201) throw new Error(`app create failed: ${response.status} ${response.text}`)
-        return response.body
-      })
-    )
-
-const deliveries = (api: TestApi["Service"], org: TestOrganization, appId: string, query = "") =>
-  api
-    .request("GET", `/admin/v1/organizations/${org.id}/apps/${appId}/deliveries${query}`, { token: ADMIN_TOKEN })
-    .pipe(Effect.map((response) => response.body as Array<any>))
+import { createApp, listDeliveries } from "../support/Webhooks.ts"
 
 const message = (org: TestOrganization, sessionId: string, text = "hi") =>
   org.call("POST", `/sessions/${sessionId}/messages`, { role: "user", content: { type: "text", text } })
@@ -75,7 +58,7 @@ withWorkers({
             new Webhook(`whsec_${Buffer.alloc(32, 1).toString("base64")}`).verify(request!.body, headers)
           )
         }
-        const listed = yield* deliveries(api, org, app.id)
+        const listed = yield* listDeliveries(api, org, app.id)
         assert.strictEqual(listed.length, 2)
         for (const delivery of listed) {
           assert.strictEqual(delivery.status, "succeeded")
@@ -109,7 +92,7 @@ withWorkers({
       // The result is recorded in the worker's next batch: wait for it rather than a fixed time.
       let delivery: any
       for (let tries = 0; tries < 100; tries++) {
-        delivery = (yield* deliveries(api, org, app.id))[0]
+        delivery = (yield* listDeliveries(api, org, app.id))[0]
         if (delivery?.status === "succeeded") break
         yield* Effect.sleep(50)
       }
@@ -138,7 +121,7 @@ withWorkers({
       yield* eventually(() => hook.received.length >= 3, 10_000, "3 attempts")
       let failed: any
       for (let tries = 0; tries < 100 && failed === undefined; tries++) {
-        failed = (yield* deliveries(api, org, app.id, "?status=failed"))[0]
+        failed = (yield* listDeliveries(api, org, app.id, "?status=failed"))[0]
         if (failed === undefined) yield* Effect.sleep(50)
       }
       assert.strictEqual(hook.received.length, 3)
@@ -147,7 +130,7 @@ withWorkers({
       assert.strictEqual(failed.attempts, 3) // O6: the count
       assert.strictEqual(failed.last_status_code, 503)
       assert.strictEqual(failed.next_attempt_at, null)
-      assert.deepStrictEqual(yield* deliveries(api, org, app.id, "?status=pending"), [])
+      assert.deepStrictEqual(yield* listDeliveries(api, org, app.id, "?status=pending"), [])
 
       hook.setResponder(() => ({ status: 200 }))
       const retry = yield* api.request(
@@ -160,7 +143,7 @@ withWorkers({
       assert.strictEqual(hook.received[3]!.body, hook.received[0]!.body)
       let succeeded: any
       for (let tries = 0; tries < 100; tries++) {
-        succeeded = (yield* deliveries(api, org, app.id))[0]
+        succeeded = (yield* listDeliveries(api, org, app.id))[0]
         if (succeeded?.status === "succeeded") break
         yield* Effect.sleep(50)
       }

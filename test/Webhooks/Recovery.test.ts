@@ -9,6 +9,7 @@ import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
+import { createApp, listDeliveries } from "../support/Webhooks.ts"
 
 withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.millis(50)] })(
   "recovery (W9)",
@@ -21,17 +22,10 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
           const org = yield* api.organization()
           const hook = yield* receiver(() => ({ status: 503 }))
           const apps = `/admin/v1/organizations/${org.id}/apps`
-          const app = (yield* api.request("POST", apps, {
-            token: ADMIN_TOKEN,
-            body: { name: "down", webhook_url: hook.url, events: ["session.created"] }
-          })).body
+          const app = yield* createApp(api, org, { name: "down", webhook_url: hook.url, events: ["session.created"] })
           const since = new Date(Date.now() - 1_000).toISOString()
           for (let i = 0; i < 3; i++) yield* org.session({ contact_id: `outage-${i}` })
-          const deliveries = (status: string) =>
-            Effect.map(
-              api.request("GET", `${apps}/${app.id}/deliveries?status=${status}`, { token: ADMIN_TOKEN }),
-              (answer) => answer.body as Array<any>
-            )
+          const deliveries = (status: string) => listDeliveries(api, org, app.id, `?status=${status}`)
           // Two attempts each (the first and one retry), then failed.
           for (let waited = 0; (yield* deliveries("failed")).length < 3; waited++) {
             if (waited > 200) assert.fail("the deliveries never failed")

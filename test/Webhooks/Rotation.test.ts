@@ -12,6 +12,7 @@ import { Webhook } from "standardwebhooks"
 import { verifyWebhook, WebhookVerificationError } from "../../src/webhooks.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
+import { createApp } from "../support/Webhooks.ts"
 
 withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.millis(100)] })(
   "secret rotation (W8)",
@@ -25,10 +26,11 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
           const org = yield* api.organization()
           const hook = yield* receiver()
           const apps = `/admin/v1/organizations/${org.id}/apps`
-          const app = (yield* api.request("POST", apps, {
-            token: ADMIN_TOKEN,
-            body: { name: "receiver", webhook_url: hook.url, events: ["session.created"] }
-          })).body
+          const app = yield* createApp(api, org, {
+            name: "receiver",
+            webhook_url: hook.url,
+            events: ["session.created"]
+          })
           const before = Date.now()
           const rotated = yield* api.request("POST", `${apps}/${app.id}/rotate-secret`, { token: ADMIN_TOKEN })
           assert.strictEqual(rotated.status, 200)

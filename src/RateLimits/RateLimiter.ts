@@ -16,7 +16,7 @@
  * looked at again after that long).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 
 /** The names of the headers of an answer to a limited organization (D20), lower case. */
@@ -27,7 +27,7 @@ export const rateLimitHeaderNames = {
 } as const
 
 /** How long leased tokens, and an answer "unlimited", are used by a process (ms). */
-export const LEASE_MS = 1_000
+const LEASE_MS = 1_000
 
 /** Tokens a lease asks for: 2% of a second's rate (20 ms of traffic), at least 1. */
 const chunkOf = (rate: number) => Math.max(1, Math.ceil(rate / 50))
@@ -78,6 +78,8 @@ interface Entry {
   rate: number
   burst: number
   left: number
+  /** The lease this process is making for the organization, if any: requests arriving meanwhile wait for it. */
+  leasing: Deferred.Deferred<void> | undefined
 }
 
 /** The rate limiter (D20). */
@@ -114,7 +116,7 @@ export class RateLimiter extends Context.Service<
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Verdict | undefined, SqlError.SqlError> => {
           let entry = entries.get(organizationId)
           if (entry === undefined) {
-            entry = { unlimitedUntil: 0, tokens: 0, tokensUntil: 0, rate: 1, burst: 1, left: 0 }
+            entry = { unlimitedUntil: 0, tokens: 0, tokensUntil: 0, rate: 1, burst: 1, left: 0, leasing: undefined }
             entries.set(organizationId, entry)
           }
           if (entry.unlimitedUntil > now) return Effect.succeed(undefined)
@@ -123,12 +125,36 @@ export class RateLimiter extends Context.Service<
             return Effect.succeed(verdictOf(entry, true))
           }
           const current = entry
+          // One lease at a time per organization and process: the requests arriving meanwhile take from its
+          // answer (unlimited, or tokens left), and lease themselves only when it left them nothing.
+          if (current.leasing !== undefined) {
+            return Deferred.await(current.leasing).pipe(Effect.andThen(takeAfterLease(current, organizationId)))
+          }
+          return lease(current, organizationId, now)
+        })
+
+      /** After another request's lease: its answer if it covers this request, else a lease of this request's own. */
+      const takeAfterLease = (entry: Entry, organizationId: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Verdict | undefined, SqlError.SqlError> => {
+          if (entry.unlimitedUntil > now) return Effect.succeed(undefined)
+          if (entry.tokens >= 1 && entry.tokensUntil > now) {
+            entry.tokens -= 1
+            return Effect.succeed(verdictOf(entry, true))
+          }
+          return lease(entry, organizationId, now)
+        })
+
+      /** Leases a chunk of the bucket ({@link leaseSql}) and takes one token of it. */
+      const lease = (current: Entry, organizationId: string, now: number) =>
+        Effect.suspend(() => {
+          const done = Deferred.makeUnsafe<void>()
+          current.leasing = done
           return Effect.map(
             sql.unsafe<{ granted: number; tokens: number; rate: number; burst: number }>(leaseSql, [
               organizationId,
               chunkOf(current.rate)
             ]),
-            ([row]) => {
+            ([row]): Verdict | undefined => {
               if (row === undefined) {
                 current.unlimitedUntil = now + LEASE_MS
                 current.tokens = 0
@@ -145,6 +171,13 @@ export class RateLimiter extends Context.Service<
               current.tokensUntil = now + LEASE_MS
               return verdictOf(current, true)
             }
+          ).pipe(
+            Effect.ensuring(
+              Effect.sync(() => {
+                if (current.leasing === done) current.leasing = undefined
+                Deferred.doneUnsafe(done, Effect.void)
+              })
+            )
           )
         })
 

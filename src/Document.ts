@@ -28,7 +28,7 @@
  *
  * Imports only the contract's domain files, like `Api.ts`.
  */
-import { assistantsBasePath, conversationsBasePath } from "./Domain/BasePaths.ts"
+import { isOrganizationApiPath } from "./Domain/BasePaths.ts"
 import { transportDetails } from "./Domain/Errors.ts"
 import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
 import { idempotencyDetails, idempotencyKeyDescription } from "./Domain/Idempotency.ts"
@@ -193,10 +193,6 @@ const webhooks = (): Json =>
     ])
   )
 
-/** Whether `path` is of the conversations or assistants API (the APIs of an organization's API key). */
-const isOrganizationApi = (path: string): boolean =>
-  path.startsWith(`${conversationsBasePath}/`) || path.startsWith(`${assistantsBasePath}/`)
-
 /** The `RateLimit-*` headers of an answer to a limited organization (D20). */
 const rateLimitHeaders = {
   "RateLimit-Limit": {
@@ -228,7 +224,7 @@ const withRateLimits = (spec: Json): void => {
     }
   )
   for (const [path, item] of Object.entries(spec.paths as Json)) {
-    if (!isOrganizationApi(path)) continue
+    if (!isOrganizationApiPath(path)) continue
     for (const method of METHODS) {
       if (item[method] !== undefined) item[method].responses["429"] ??= { $ref: "#/components/responses/RateLimited" }
     }
@@ -272,7 +268,7 @@ const withIdempotencyKey = (spec: Json): void => {
     schema: { type: "string", enum: ["true"] }
   }
   for (const [path, item] of Object.entries(spec.paths as Json)) {
-    if (!isOrganizationApi(path)) continue
+    if (!isOrganizationApiPath(path)) continue
     for (const method of ["post", "patch"] as const) {
       const operation = item[method]
       if (operation === undefined) continue

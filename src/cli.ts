@@ -139,6 +139,17 @@ const settingsShow = Command.make(
   })
 ).pipe(Command.withDescription("Print an organization's settings"))
 
+/**
+ * Decodes a command's input with an admin API body schema (one rule for both),
+ * failing with `ValidationFailed` whose `loc` starts with `body`, as the API answers.
+ */
+const decodeAsBody =
+  <S extends Schema.Top>(schema: S) =>
+  (input: unknown) =>
+    Schema.decodeUnknownEffect(schema)(input).pipe(
+      Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) }))
+    )
+
 const settingsSet = Command.make(
   "set",
   {
@@ -147,11 +158,10 @@ const settingsSet = Command.make(
     burst: limitFlag("rate-limit-burst", "Requests allowed at once (D20; default twice the rate)")
   },
   Effect.fn(function* ({ org, rate, burst }) {
-    // The admin API's body schema checks the values (one rule for both).
-    const patch = yield* Schema.decodeUnknownEffect(UpdateSettingsPayload)({
+    const patch = yield* decodeAsBody(UpdateSettingsPayload)({
       ...Option.match(rate, { onNone: () => ({}), onSome: (text) => ({ rate_limit_per_second: limitValue(text) }) }),
       ...Option.match(burst, { onNone: () => ({}), onSome: (text) => ({ rate_limit_burst: limitValue(text) }) })
-    }).pipe(Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) })))
+    })
     yield* show(yield* (yield* Admin).updateSettings(org, patch))
   })
 ).pipe(Command.withDescription("Change an organization's rate limit (D20); prints the settings"))
@@ -177,11 +187,10 @@ const appRecover = Command.make(
     until: Flag.String("until").pipe(Flag.withDescription("... and before (ISO 8601)"), Flag.optional)
   },
   Effect.fn(function* ({ org, app, since, until }) {
-    // The admin API's body schema checks the moments (one rule for both).
-    const range = yield* Schema.decodeUnknownEffect(RecoverPayload)({
+    const range = yield* decodeAsBody(RecoverPayload)({
       since,
       ...Option.match(until, { onNone: () => ({}), onSome: (text) => ({ until: text }) })
-    }).pipe(Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) })))
+    })
     yield* show({ ...(yield* (yield* Webhooks).recover(org, app, range)) })
   })
 ).pipe(

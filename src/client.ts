@@ -60,10 +60,7 @@ export const IdempotencyKey = Context.Reference<string | undefined>("parley/clie
  * conversations and assistants APIs). Keep the key of a write for its retries:
  * the server answers a repeat with the kept answer and changes nothing.
  */
-export const withIdempotencyKey =
-  (key: string) =>
-  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.provideService(self, IdempotencyKey, key)
+export const withIdempotencyKey = (key: string) => Effect.provideService(IdempotencyKey, key)
 
 /**
  * The client: one method per operation, grouped as the API is

@@ -63,19 +63,21 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
     postmaster === undefined ? pidsNamed("postgres") : processAndChildren(postmaster)
   )
   const selfCpu = measureCpu(() => [process.pid])
+  const perRequest = options.headersPerRequest
   const machine = measureMachine()
   const result = await autocannon({
     url: options.url,
     method: options.method ?? "GET",
     ...(options.headers !== undefined ? { headers: options.headers } : {}),
     ...(options.body !== undefined ? { body: options.body } : {}),
-    ...(options.headersPerRequest !== undefined
+    // autocannon has merged `options.headers` into `request.headers` before `setupRequest`.
+    ...(perRequest !== undefined
       ? {
           requests: [
             {
               setupRequest: (request: { headers?: Record<string, string> }) => ({
                 ...request,
-                headers: { ...options.headers, ...request.headers, ...options.headersPerRequest!() }
+                headers: { ...request.headers, ...perRequest() }
               })
             }
           ]

@@ -11,3 +11,10 @@ export const assistantsBasePath = "/assistants/api/v2"
 
 /** The admin API (O6), authenticated with `ADMIN_TOKEN`. */
 export const adminBasePath = "/admin/v1"
+
+/**
+ * Whether `path` (a request URL or a document path) is of the conversations or
+ * assistants API, the APIs of an organization's API key (D19, D20).
+ */
+export const isOrganizationApiPath = (path: string): boolean =>
+  path.startsWith(`${conversationsBasePath}/`) || path.startsWith(`${assistantsBasePath}/`)

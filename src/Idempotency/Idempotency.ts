@@ -34,7 +34,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import type { SqlError } from "effect/sql"
 import { hashToken } from "../Admin/Admin.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { assistantsBasePath, conversationsBasePath } from "../Domain/BasePaths.ts"
+import { conversationsBasePath, isOrganizationApiPath } from "../Domain/BasePaths.ts"
 import {
   IDEMPOTENCY_KEY_HEADER,
   IdempotencyRequest,
@@ -50,8 +50,7 @@ import { IdempotencyRepo } from "./Repo.ts"
 
 /** Whether `request` falls under D19: a POST or PATCH of the conversations or assistants API. */
 const isIdempotentOperation = (request: HttpServerRequest.HttpServerRequest): boolean =>
-  (request.method === "POST" || request.method === "PATCH") &&
-  (request.url.startsWith(`${conversationsBasePath}/`) || request.url.startsWith(`${assistantsBasePath}/`))
+  (request.method === "POST" || request.method === "PATCH") && isOrganizationApiPath(request.url)
 
 /**
  * Routes whose operation claims the key and keeps its answer in its own single

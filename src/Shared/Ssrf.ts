@@ -210,14 +210,12 @@ export const guardedAgents = (allowPrivate: boolean, maxFreeSockets?: number): G
 /**
  * Node's HTTP client for outgoing requests to URLs clients name: keep-alive,
  * and the W6 {@link guardedLookup} unless `ALLOW_PRIVATE_NETWORK_TARGETS`.
- * `maxFreeSockets` bounds the idle connections kept. Requires `AppConfig`.
+ * Requires `AppConfig`.
  */
-export const guardedHttpClient = (options: { readonly maxFreeSockets?: number } = {}) =>
+export const guardedHttpClient = () =>
   Layer.unwrap(
     Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
-      NodeHttpClient.layerNodeHttpOptions(
-        guardedAgentOptions(config.allowPrivateNetworkTargets, options.maxFreeSockets)
-      )
+      NodeHttpClient.layerNodeHttpOptions(guardedAgentOptions(config.allowPrivateNetworkTargets))
     )
   )
 

@@ -122,6 +122,13 @@ const notify = (store: WebhooksStore) => {
   for (const listener of store.listeners) listener()
 }
 
+/** A delivery made pending and due `now` (W5 admin retry, W9 recovery; `Repo.ts` `requeue`). */
+const requeue = (delivery: MemoryDelivery, now: number) => {
+  delivery.status = "pending"
+  delivery.next_attempt_at = now
+  delivery.updated_at = now
+}
+
 /** The App JSON of a stored app, members in wire order (O6). */
 const toApp = (app: MemoryApp): App => ({
   id: app.id,
@@ -319,9 +326,7 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const delivery = store.deliveries.get(deliveryId)
         if (delivery?.app_id !== appId || delivery.organization_id !== organizationId) return false
-        delivery.status = "pending"
-        delivery.next_attempt_at = now
-        delivery.updated_at = now
+        requeue(delivery, now)
         notify(store)
         return true
       }),
@@ -333,9 +338,7 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
         for (const delivery of store.deliveries.values()) {
           if (delivery.app_id !== appId || delivery.organization_id !== organizationId) continue
           if (delivery.status !== "failed" || delivery.created_at < from || delivery.created_at >= to) continue
-          delivery.status = "pending"
-          delivery.next_attempt_at = now
-          delivery.updated_at = now
+          requeue(delivery, now)
           count++
         }
         if (count > 0) notify(store)

@@ -10,7 +10,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import type { SqlError } from "effect/sql"
+import type { SqlError, Statement } from "effect/sql"
 import type { DatabaseHealth } from "../Database/Health.ts"
 import { isoTimestamp } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
@@ -409,30 +409,35 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   }
 
   /**
-   * Admin retry (W5): the delivery becomes pending and due now (its lease, if
-   * an attempt is in flight, is kept) and the workers are notified. Answers
-   * whether the delivery exists for the app.
+   * Makes the deliveries matching `conditions` pending and due now (a lease of
+   * an attempt in flight is kept) and notifies the workers when there are any
+   * (W5 admin retry, W9 recovery). Answers how many.
    */
-  const retryDelivery = (organizationId: string, appId: string, deliveryId: string) =>
-    isUuid(deliveryId)
-      ? sql<{ id: string }>`WITH d AS (
-          UPDATE deliveries SET status = 'pending', next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
-          WHERE id = ${deliveryId} AND app_id = ${appId} AND organization_id = ${organizationId}
-          RETURNING id
-        )
-        SELECT d.id, pg_notify(${deliveriesChannel}, '') FROM d`.pipe(Effect.map((rows) => rows.length > 0))
-      : Effect.succeed(false)
-
-  const recover = (organizationId: string, appId: string, since: string, until: string | null) =>
+  const requeue = (conditions: Array<Statement.Fragment>) =>
     sql<{ n: number }>`WITH d AS (
         UPDATE deliveries SET status = 'pending', next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
-        WHERE app_id = ${appId} AND organization_id = ${organizationId} AND status = 'failed'
-          AND created_at >= ${since}::timestamptz AND (${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)
+        WHERE ${sql.and(conditions)}
         RETURNING id
       )
       SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN pg_notify(${deliveriesChannel}, '') END FROM d`.pipe(
       Effect.map((rows) => rows[0]!.n)
     )
+
+  const retryDelivery = (organizationId: string, appId: string, deliveryId: string) =>
+    isUuid(deliveryId)
+      ? requeue([sql`id = ${deliveryId}`, sql`app_id = ${appId}`, sql`organization_id = ${organizationId}`]).pipe(
+          Effect.map((n) => n > 0)
+        )
+      : Effect.succeed(false)
+
+  const recover = (organizationId: string, appId: string, since: string, until: string | null) =>
+    requeue([
+      sql`app_id = ${appId}`,
+      sql`organization_id = ${organizationId}`,
+      sql`status = 'failed'`,
+      sql`created_at >= ${since}::timestamptz`,
+      sql`(${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)`
+    ])
 
   const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
 

@@ -118,14 +118,10 @@ export const attemptVerdict = (
  * (W3, W4; none when null): the Standard Webhooks headers (`webhook-id` the event id,
  * `webhook-timestamp` Unix seconds of `at`, `webhook-signature` `v1,<base64
  * HMAC-SHA256>`, two during a rotation, W8), `content-type:
- * application/json`, `content-length` of the envelope text sent byte for byte,
- * `user-agent: Parley-Webhooks/1` and `traceparent`.
+ * application/json`, `user-agent: Parley-Webhooks/1` and `traceparent`
+ * (Node adds the envelope's `content-length`).
  */
-export const attemptHeaders = (
-  delivery: ClaimedDelivery,
-  at: Date,
-  traceparent: string | null
-): Record<string, string> => ({
+const attemptHeaders = (delivery: ClaimedDelivery, at: Date, traceparent: string | null): Record<string, string> => ({
   ...signatureHeaders(
     [delivery.signing_secret, delivery.previous_signing_secret],
     delivery.event_id,
@@ -133,7 +129,6 @@ export const attemptHeaders = (
     delivery.body
   ),
   "content-type": "application/json",
-  "content-length": String(Buffer.byteLength(delivery.body)),
   "user-agent": "Parley-Webhooks/1",
   ...(traceparent === null ? {} : { traceparent })
 })
@@ -243,7 +238,7 @@ export const makeAttempt = (send: SendWebhook, options: AttemptOptions) => {
 }
 
 /** How the worker sends its requests ({@link SendWebhook}). */
-export class WebhookSender extends Context.Service<WebhookSender, { readonly send: SendWebhook }>()(
+class WebhookSender extends Context.Service<WebhookSender, { readonly send: SendWebhook }>()(
   "parley/Webhooks/WebhookSender"
 ) {
   /**

@@ -29,6 +29,7 @@ import { Ids } from "./Shared/Ids.ts"
 import { GaugeSamplerLive } from "./Telemetry/Metrics.ts"
 import * as Telemetry from "./Telemetry/Telemetry.ts"
 import { WebhooksRepo } from "./Webhooks/Repo.ts"
+import { DeliveryWakeup } from "./Webhooks/Wakeup.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
 
@@ -44,8 +45,9 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
     Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
     Assistants.layer
-    // One generator for the whole application (O2): its ids share one order.
-  ).pipe(Layer.provideMerge(Ids.layer))
+    // One generator for the whole application (O2): its ids share one order. One doorbell of this process's
+    // delivery worker, rung by POST message (Webhooks/Wakeup.ts).
+  ).pipe(Layer.provideMerge(Ids.layer), Layer.provideMerge(DeliveryWakeup.layer))
   const domain = Layer.mergeAll(
     Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
     Idempotency.layer,

@@ -101,7 +101,9 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
         runId: run_id ?? null,
         metadata: "{}",
         eventId: uuidv7(),
-        traceContext: null
+        traceContext: null,
+        // No delivery worker in this process: the fan-out notifies, as in a Parley process with PARLEY_ROLE=api.
+        notify: true
       }) as Array<any>,
       { prepare: true }
     )

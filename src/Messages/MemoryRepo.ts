@@ -118,8 +118,9 @@ export const makeMemoryRepo = (db: MemoryDatabase): MessagesRepo["Service"] => {
     insert: (organizationId, sessionId, message) =>
       statement((now) => {
         const session = sessionOf(db, organizationId, sessionId)
-        if (session === undefined) return { status: undefined, body: undefined }
-        if (session.status !== "open") return { status: session.status, body: undefined }
+        // No apps in this database: nothing fans out, so `subscribed` is false.
+        if (session === undefined) return { status: undefined, body: undefined, subscribed: false }
+        if (session.status !== "open") return { status: session.status, body: undefined, subscribed: false }
         const row = insertMessage(
           db,
           {
@@ -136,7 +137,7 @@ export const makeMemoryRepo = (db: MemoryDatabase): MessagesRepo["Service"] => {
           },
           now
         )
-        return { status: session.status, body: JSON.stringify(messageObject(row)) }
+        return { status: session.status, body: JSON.stringify(messageObject(row)), subscribed: false }
       }),
 
     find: (organizationId, sessionId, messageId) =>

@@ -18,6 +18,7 @@ import {
 } from "../Domain/Errors.ts"
 import { IdempotencyRequest } from "../Domain/Idempotency.ts"
 import type { DeliveryStatus, Message } from "../Domain/Message.ts"
+import { DeliveryWakeup } from "../Webhooks/Wakeup.ts"
 import type { CreateMessagePayload, SearchMessagesPayload, UpdateMessagePayload } from "./Api.ts"
 import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage } from "./Repo.ts"
 
@@ -55,7 +56,12 @@ export const validateContent = (content: ContentInput): Effect.Effect<Content, I
 export class Messages extends Context.Service<
   Messages,
   {
-    /** POST: 201 Message, pending; emits message.created (W1). Fails per D1, D5, D12. */
+    /**
+     * POST: 201 Message, pending; emits message.created (W1). Fails per D1, D5,
+     * D12. Runs its statement as its own transaction (never inside another):
+     * with this process's delivery worker attached it wakes it once committed
+     * (`Webhooks/Wakeup.ts`) instead of notifying every process.
+     */
     create(
       organizationId: string,
       sessionId: string,
@@ -100,17 +106,20 @@ export class Messages extends Context.Service<
     history(sessionId: string, limit: number): Effect.Effect<ReadonlyArray<HistoryEntry>>
   }
 >()("parley/Messages") {
-  /** Requires `MessagesRepo`. */
+  /** Requires `MessagesRepo` and `DeliveryWakeup` (the one this process's delivery worker listens to). */
   static readonly layer = Layer.effect(
     Messages,
     Effect.gen(function* () {
       const repo = yield* MessagesRepo
+      const wakeup = yield* DeliveryWakeup
 
       const create = Effect.fn("Messages.create")(
         function* (organizationId: string, sessionId: string, input: CreateMessage) {
           const content = yield* validateContent(input.content)
           // D19 on the hot path: the statement claims the key and keeps the answer (Idempotency.around).
           const idempotency = yield* Effect.serviceOption(IdempotencyRequest)
+          // Issue 16 item 4: with a delivery worker in this process, wake it here rather than by NOTIFY.
+          const wakeLocally = wakeup.attached()
           const result = yield* repo.insert(
             organizationId,
             sessionId,
@@ -121,10 +130,12 @@ export class Messages extends Context.Service<
               replied_provider_message_id: input.replied_provider_message_id ?? null,
               run_id: input.run_id ?? null
             },
-            Option.getOrUndefined(idempotency)
+            { idempotency: Option.getOrUndefined(idempotency), notify: !wakeLocally }
           )
           if (result.status === undefined) return yield* new SessionNotFound()
           if (result.body === undefined) return yield* new SessionNotOpen()
+          // The statement is its own transaction: committed now, with a delivery when an app subscribes.
+          if (wakeLocally && result.subscribed) wakeup.wake()
           return result.body as JsonText<Message>
         },
         Effect.catchTag("SqlError", Effect.die)
@@ -221,5 +232,5 @@ export class Messages extends Context.Service<
    * the repository included), for fast tests: no database.
    */
   static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Messages.layer.pipe(Layer.provideMerge(MessagesRepo.layerTest(db)))
+    Messages.layer.pipe(Layer.provideMerge(MessagesRepo.layerTest(db)), Layer.provide(DeliveryWakeup.layer))
 }

@@ -26,7 +26,7 @@ import {
   statementKeptParts,
   statementOutcome
 } from "../Idempotency/Repo.ts"
-import { insertEvents } from "../Outbox/Outbox.ts"
+import { insertEvents, subscribedSql } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { makeMemoryRepo } from "./MemoryRepo.ts"
@@ -97,6 +97,8 @@ export interface MessageRow {
   /** The row source (`s`, a CTE of the session) and its condition. */
   readonly from: string
   readonly where: string
+  /** Whether the fan-out notifies the delivery workers (boolean; `Outbox.ts` `EventRows.notify`); default: it does. */
+  readonly notify?: string | undefined
 }
 
 /**
@@ -124,7 +126,8 @@ export const insertMessageCtes = (row: MessageRow): string => `m AS (
     at: "j.created_at",
     object: "j.body",
     traceContext: row.traceContext,
-    from: `j CROSS JOIN (SELECT ${row.eventId} AS id) ev`
+    from: `j CROSS JOIN (SELECT ${row.eventId} AS id) ev`,
+    notify: row.notify
   })}
 )`
 
@@ -140,13 +143,21 @@ const insertMessageParameters = {
   runId: "text?",
   metadata: "jsonb",
   eventId: "uuid",
-  traceContext: "jsonb?"
+  traceContext: "jsonb?",
+  /** False: this process wakes its own delivery worker after the statement (`Webhooks/Wakeup.ts`). */
+  notify: "boolean"
 } as const
 
-/** The text of POST message's statement; with `kept`, it also claims an Idempotency-Key and keeps its answer. */
+/**
+ * The text of POST message's statement; with `kept`, it also claims an
+ * Idempotency-Key and keeps its answer. Its `subscribed` column tells whether
+ * an app subscribes to message.created (`Outbox.ts` `subscribedSql`): the
+ * caller that did not notify wakes its worker only then.
+ */
 const insertMessageText = (
   p: { readonly [K in keyof typeof insertMessageParameters]: string },
-  kept?: ReturnType<typeof statementKeptParts>
+  kept?: ReturnType<typeof statementKeptParts>,
+  subscribed = subscribedSql(p.organizationId, "'message.created'")
 ) => `WITH ${kept === undefined ? "" : `${kept.ctes}, `}s AS (
   SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId}${kept === undefined ? "" : ` AND ${kept.locked}`} FOR SHARE
 ), ${insertMessageCtes({
@@ -163,13 +174,15 @@ const insertMessageText = (
   eventId: p.eventId,
   traceContext: p.traceContext,
   from: "s",
-  where: kept === undefined ? "s.status = 'open'" : `s.status = 'open' AND ${kept.unanswered}`
+  where: kept === undefined ? "s.status = 'open'" : `s.status = 'open' AND ${kept.unanswered}`,
+  notify: p.notify
 })}${
   kept === undefined
     ? `
-SELECT s.status, (SELECT j.body::text FROM j) AS body FROM s`
+SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed FROM s`
     : `, ${kept.keep(201, "j.body::text", "j")}
-SELECT s.status, (SELECT j.body::text FROM j) AS body, ${kept.columns} FROM (SELECT 1) AS one LEFT JOIN s ON true`
+SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed, ${kept.columns}
+FROM (SELECT 1) AS one LEFT JOIN s ON true`
 }`
 
 /**
@@ -238,9 +251,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     organizationId: string,
     sessionId: string,
     message: NewMessage,
-    idempotency?: IdempotencyRequest["Service"]
+    { idempotency, notify = true }: InsertOptions = {}
   ): Effect.Effect<InsertResult, SqlError.SqlError> => {
-    if (!isUuid(sessionId)) return Effect.succeed({ status: undefined, body: undefined })
+    if (!isUuid(sessionId)) return Effect.succeed(noSession)
     return Effect.flatMap(currentTraceContext, (traceContext) => {
       const input = {
         sessionId,
@@ -253,16 +266,16 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         runId: message.run_id,
         metadata: JSON.stringify(message.metadata ?? {}),
         eventId: newId(),
-        traceContext
+        traceContext,
+        notify
       }
       if (idempotency === undefined) {
         return insertMessageStatement
-          .run<{ status: string; body: string | null }>(sql, input)
-          .pipe(Effect.map((rows) => ({ status: rows[0]?.status, body: rows[0]?.body ?? undefined })))
+          .run<InsertedRow>(sql, input)
+          .pipe(Effect.map(([row]) => (row === undefined ? noSession : insertResultOf(row))))
       }
-      const noSession: InsertResult = { status: undefined, body: undefined }
       return insertMessageKeptStatement
-        .run<{ status: string | null; body: string | null } & StatementKeptColumns>(sql, {
+        .run<InsertedRow & StatementKeptColumns>(sql, {
           ...input,
           key: idempotency.key,
           fingerprint: idempotency.fingerprint
@@ -270,7 +283,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         .pipe(
           Effect.map(([row]): InsertResult => {
             const outcome = statementOutcome(row!)
-            if (outcome === undefined) return { status: row!.status ?? undefined, body: row!.body ?? undefined }
+            if (outcome === undefined) return insertResultOf(row!)
             idempotency.outcome = outcome
             return noSession
           }),
@@ -389,6 +402,36 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 export interface InsertResult {
   readonly status: string | undefined
   readonly body: string | undefined
+  /** Whether an app subscribes to message.created (W2): the fan-out made a delivery of the event. */
+  readonly subscribed: boolean
+}
+
+/** The insert's answer when no session was found (or the Idempotency-Key decided, D19). */
+const noSession: InsertResult = { status: undefined, body: undefined, subscribed: false }
+
+/** A row of POST message's statement. */
+interface InsertedRow {
+  readonly status: string | null
+  readonly body: string | null
+  readonly subscribed: boolean
+}
+
+const insertResultOf = (row: InsertedRow): InsertResult => ({
+  status: row.status ?? undefined,
+  body: row.body ?? undefined,
+  subscribed: row.body !== null && row.subscribed
+})
+
+/** Options of {@link MessagesRepo} `insert`. */
+export interface InsertOptions {
+  /** D19: claim this Idempotency-Key and keep the answer in the same statement. */
+  readonly idempotency?: IdempotencyRequest["Service"] | undefined
+  /**
+   * Whether the fan-out notifies the delivery workers at commit (default
+   * true); false when the caller wakes this process's worker itself once the
+   * statement returned (`Webhooks/Wakeup.ts`).
+   */
+  readonly notify?: boolean | undefined
 }
 
 /**
@@ -410,7 +453,7 @@ export class MessagesRepo extends Context.Service<
       organizationId: string,
       sessionId: string,
       message: NewMessage,
-      idempotency?: IdempotencyRequest["Service"]
+      options?: InsertOptions
     ) => Effect.Effect<InsertResult, SqlError.SqlError>
     /**
      * Looks a message up for the session path (D1): whether the session is in

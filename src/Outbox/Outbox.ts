@@ -11,9 +11,10 @@
  *
  * Side effect named here (STYLE "Ownership"): the `AFTER INSERT` trigger
  * `events_fan_out` (migration `0002_webhooks.ts`; its function `parley_fan_out`
- * as of `0009_fan_out_locks_apps.ts`, which locks the apps) inserts one delivery per
+ * as of `0014_local_wakeup.ts`, which locks the apps) inserts one delivery per
  * subscribed, enabled app in the same transaction and notifies the delivery
- * workers at commit (W2, W5); the webhooks domain owns deliveries.
+ * workers at commit (W2, W5) unless the statement said not to ({@link
+ * EventRows} `notify`); the webhooks domain owns deliveries.
  */
 import { objectJson } from "../Database/Json.ts"
 
@@ -50,7 +51,29 @@ export interface EventRows {
   readonly where?: string | undefined
   /** The order events of one statement take (their ids order them for consumers and the fan-out). */
   readonly orderBy?: string | undefined
+  /**
+   * Whether the fan-out notifies the delivery workers at commit: a boolean
+   * SQL expression; without it, it does. False only where the writing process
+   * wakes its own worker once the statement committed (`Webhooks/Wakeup.ts`),
+   * and only in a statement that is its own transaction (the setting lasts
+   * until the transaction ends).
+   */
+  readonly notify?: string | undefined
 }
+
+/**
+ * SQL text of a boolean: whether an event of `type` of the organization fans
+ * out to at least one app now (the subscription rule of the fan-out,
+ * `parley_app_subscribed`, migrations/0014_local_wakeup.ts). Arguments are SQL
+ * expressions. What POST message reads to know whether to wake its process's
+ * delivery worker (`Webhooks/Wakeup.ts`); an app created while the statement
+ * runs may be missed, and its delivery is then found by the workers' poll.
+ */
+export const subscribedSql = (organizationId: string, type: string): string =>
+  `EXISTS (SELECT 1 FROM apps a WHERE parley_app_subscribed(a, ${organizationId}, ${type}))`
+
+/** The setting the fan-out trigger reads (`migrations/0014_local_wakeup.ts`): 'off' = do not notify. */
+const FAN_OUT_NOTIFY = "parley.fan_out_notify"
 
 /**
  * The `INSERT INTO events ... SELECT ...` writing the events of `rows` (W2,
@@ -61,6 +84,10 @@ export const insertEvents = (rows: EventRows): string =>
   SELECT ${rows.id}, ${rows.organizationId}, ${rows.type},
     ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at},
     ${rows.conversationId}
-  FROM ${rows.from}${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
+  FROM ${rows.from}${
+    rows.notify === undefined
+      ? ""
+      : ` CROSS JOIN (SELECT set_config('${FAN_OUT_NOTIFY}', CASE WHEN ${rows.notify} THEN 'on' ELSE 'off' END, true)) fan_out`
+  }${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
     rows.orderBy === undefined ? "" : ` ORDER BY ${rows.orderBy}`
   }`

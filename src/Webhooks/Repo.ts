@@ -55,6 +55,19 @@ export interface AttemptResult {
 }
 
 /**
+ * A CTE `async_commit` that makes the statement's transaction commit without
+ * waiting for its WAL flush (`synchronous_commit = off` for that transaction
+ * only), joined by the worker's claim and completion. Safe for at least once
+ * (W2): a database crash (not a process crash) can lose the last such commits,
+ * so leases vanish and attempts are forgotten, and those deliveries are
+ * attempted again; events and deliveries themselves are written by
+ * synchronous commits. In WAL order, a lost completion takes every later one
+ * with it, so W7's order holds. Speed tactic measured by `npm run bench --
+ * webhooks` (end to end, one app; bench/README.md "Webhooks past Svix").
+ */
+const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit', 'off', true))`
+
+/**
  * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
  * enabled apps to `workerId` for `leaseMs`, oldest due first, skipping rows
  * other workers hold (`FOR UPDATE SKIP LOCKED`) and apps this process has
@@ -82,7 +95,7 @@ export const claimStatement = fixedStatement(
     busyCounts: "int4[]",
     saturated: "uuid[]"
   },
-  (p) => `WITH RECURSIVE busy AS (
+  (p) => `WITH RECURSIVE ${ASYNC_COMMIT_CTE}, busy AS (
   SELECT * FROM unnest(${p.busyApps}, ${p.busyCounts}) AS b(app_id, n)
 ), unordered AS (
   SELECT d.id, d.app_id, d.next_attempt_at FROM deliveries d JOIN apps a ON a.id = d.app_id
@@ -130,7 +143,7 @@ export const claimStatement = fixedStatement(
   LIMIT ${p.limit}
 )
 UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
-FROM picked p, apps a, events e
+FROM picked p, apps a, events e, async_commit
 WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
 RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
   CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
@@ -155,7 +168,7 @@ export const completeStatement = fixedStatement(
     delaysMs: "int4[]",
     workerId: "uuid"
   },
-  (p) => `WITH r AS (
+  (p) => `WITH ${ASYNC_COMMIT_CTE}, r AS (
   SELECT * FROM unnest(${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt}, ${p.statuses},
     ${p.delaysMs}) AS r(id, status_code, error, duration_ms, started_at, status, delay_ms)
 ), d AS (
@@ -163,7 +176,7 @@ export const completeStatement = fixedStatement(
     next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
     last_status_code = nullif(r.status_code, '')::int, last_error = nullif(r.error, ''),
     leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
-  FROM r WHERE d.id = r.id AND d.leased_by = ${p.workerId}
+  FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}
   RETURNING d.id, d.organization_id, d.attempts, r.status_code, r.error, r.duration_ms, r.started_at
 )
 INSERT INTO delivery_attempts (delivery_id, attempt, organization_id, status_code, error, duration_ms, started_at)

@@ -7,9 +7,11 @@
  *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
  *   claims due again.
  * - Wake-up: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
- *   notify at commit), local timers for retries this process scheduled, and a
- *   1 s poll as the fallback (lost notifications, other processes' retries,
- *   expired leases).
+ *   notify at commit), this process's POST message (`Wakeup.ts`
+ *   {@link DeliveryWakeup}: its events do not notify while this worker runs),
+ *   local timers for retries this process scheduled, and a 1 s poll as the
+ *   fallback (lost notifications, other processes' retries and unclaimed
+ *   POST message deliveries, expired leases).
  * - Concurrency: at most {@link MAX_IN_FLIGHT} attempts per process and
  *   {@link MAX_IN_FLIGHT_PER_APP} per app, so one slow app cannot take every slot (W5).
  * - Attempt: POST of the stored envelope text (byte-identical, W3) with the
@@ -41,6 +43,7 @@ import type { DeliveryStatus } from "./Api.ts"
 import type { WebhooksStore } from "./MemoryRepo.ts"
 import { type AttemptResult, type ClaimedDelivery, WebhooksRepo } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
+import { DeliveryWakeup } from "./Wakeup.ts"
 
 /** Attempts in flight per process. */
 export const MAX_IN_FLIGHT = 256
@@ -272,10 +275,9 @@ const makeWorker = Effect.gen(function* () {
   let localDue: Array<number> = []
   let stopping = false
 
-  const doorbell = yield* Queue.dropping<void>(1)
-  const ring = () => {
-    Queue.offerUnsafe(doorbell, undefined)
-  }
+  // The doorbell: notifications, this process's POST message (DeliveryWakeup), finished attempts.
+  const wakeup = yield* DeliveryWakeup
+  const ring = wakeup.wake
   const results = yield* Queue.unbounded<AttemptResult>()
   const attempts = yield* FiberSet.make<void, never>()
 
@@ -320,7 +322,7 @@ const makeWorker = Effect.gen(function* () {
       if (stopping) return
       const free = MAX_IN_FLIGHT - inFlight
       if (free <= 0) {
-        yield* Queue.take(doorbell)
+        yield* wakeup.rung
         continue
       }
       const now = yield* Clock.currentTimeMillis
@@ -359,7 +361,7 @@ const makeWorker = Effect.gen(function* () {
       if (claimed.length === limit) continue
       const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
       const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
-      yield* Queue.take(doorbell).pipe(Effect.timeoutOption(wait))
+      yield* wakeup.rung.pipe(Effect.timeoutOption(wait))
     }
   })
 
@@ -386,18 +388,21 @@ const makeWorker = Effect.gen(function* () {
       Effect.tap((left) => Effect.logInfo(`Webhook worker stopped; ${left} attempt(s) still in flight were released`))
     )
   )
+  // Until the worker stops, POST message in this process wakes it directly (DeliveryWakeup); acquired after
+  // the finalizer above, so released before it runs: requests arriving while it stops notify every process.
+  yield* wakeup.attach
 })
 
 /**
  * The delivery worker as a layer (O1): starts when built, stops gracefully
- * when its scope closes (O5). Requires `WebhooksRepo`, `AppConfig`,
+ * when its scope closes (O5). Requires `WebhooksRepo`, `AppConfig`, `DeliveryWakeup`,
  * `WebhookSender` and `DatabaseHealth`.
  */
 const WebhookWorker = Layer.effectDiscard(makeWorker)
 
 /**
  * {@link WebhookWorker} on PostgreSQL with Node's guarded HTTP agents (W6, {@link WebhookSender}).
- * Requires `PgClient`, `AppConfig` and `DatabaseHealth`.
+ * Requires `PgClient`, `AppConfig`, `DatabaseHealth` and `DeliveryWakeup` (the one of this process's `Messages`).
  */
 export const WebhookWorkerLive = WebhookWorker.pipe(
   Layer.provide(WebhooksRepo.layer),
@@ -425,5 +430,6 @@ export const webhookWorkerTest = (store: WebhooksStore, send: SendWebhook, overr
     Layer.provide(Layer.succeed(WebhookSender, WebhookSender.of({ send }))),
     Layer.provide(AppConfig.layerWith(overrides)),
     Layer.provide(noOutage),
+    Layer.provide(DeliveryWakeup.layer),
     Layer.provide(Ids.layerWith(store.newId))
   )

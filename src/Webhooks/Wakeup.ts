@@ -1,0 +1,60 @@
+/**
+ * Waking this process's delivery worker (DECISIONS.md W2, O1; issue 16 item 4).
+ *
+ * The fan-out trigger notifies every process's worker at commit (`pg_notify`
+ * on `parley_deliveries`). PostgreSQL serializes the commits of notifying
+ * transactions (each holds the notify queue's lock until its commit is
+ * flushed), so on the hot path (POST message) a process whose own delivery
+ * worker runs writes its event without the notification (`Outbox.ts`
+ * `EventRows.notify`) and wakes that worker here, in memory, after the
+ * statement committed. Other processes find those deliveries by their 1 s
+ * poll if this one dies before claiming them; every other write still notifies.
+ *
+ * Speed tactic measured by `npm run bench -- webhooks` (end to end, one app):
+ * see bench/README.md "Webhooks past Svix".
+ */
+import { Context, Effect, Layer, Queue, type Scope } from "effect"
+
+/**
+ * The doorbell of this process's delivery worker: `wake` rings it (rings
+ * coalesce: one pending at most), `rung` waits for a ring; `attached` tells
+ * whether a worker listens (it attaches for its lifetime with `attach`).
+ */
+export class DeliveryWakeup extends Context.Service<
+  DeliveryWakeup,
+  {
+    /** Whether a delivery worker of this process is attached (started and not stopping). */
+    readonly attached: () => boolean
+    /** Attaches the calling worker until its scope closes. */
+    readonly attach: Effect.Effect<void, never, Scope.Scope>
+    /** Rings the doorbell: the worker claims again (a no-op while a ring is pending). */
+    readonly wake: () => void
+    /** Waits until the doorbell rings (the worker's side). */
+    readonly rung: Effect.Effect<void>
+  }
+>()("parley/Webhooks/DeliveryWakeup") {
+  /** A doorbell of its own, no worker attached. */
+  static readonly layer = Layer.effect(
+    DeliveryWakeup,
+    Effect.gen(function* () {
+      const doorbell = yield* Queue.dropping<void>(1)
+      let workers = 0
+      return DeliveryWakeup.of({
+        attached: () => workers > 0,
+        attach: Effect.acquireRelease(
+          Effect.sync(() => {
+            workers++
+          }),
+          () =>
+            Effect.sync(() => {
+              workers--
+            })
+        ),
+        wake: () => {
+          Queue.offerUnsafe(doorbell, undefined)
+        },
+        rung: Queue.take(doorbell).pipe(Effect.asVoid)
+      })
+    })
+  )
+}

@@ -33,6 +33,10 @@ const benchmarks: Record<
     description: "AI replies on the echo model: 1,000 sessions triggering a reply with debounce 0; replies/s, latency",
     load: () => import("./suites/replies.ts")
   },
+  runstats: {
+    description: "Run statistics (A14) over 1,000,000 runs of one assistant: GET /runs/stats median and max",
+    load: () => import("./suites/runstats.ts")
+  },
   tracing: {
     description:
       "Tracing overhead: POST message with tracing off and on (OTLP/HTTP to a local receiver); spans counted",

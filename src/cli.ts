@@ -17,6 +17,9 @@ import { Admin } from "./Admin/Admin.ts"
 import { UpdateSettingsPayload } from "./Admin/Api.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { ParleyApi } from "./Api.ts"
+import { RolloutPayload } from "./Assistants/Api.ts"
+import { AssistantsRepo } from "./Assistants/Repo.ts"
+import { Rollouts } from "./Assistants/Rollouts.ts"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
@@ -31,6 +34,8 @@ import { Webhooks } from "./Webhooks/Webhooks.ts"
 const AdminLive = Admin.layer.pipe(Layer.provide([AdminRepo.layer, Ids.layer]), Layer.provide(DatabaseLive))
 
 const WebhooksLive = Webhooks.layer.pipe(Layer.provide([WebhooksRepo.layer, Ids.layer]), Layer.provide(DatabaseLive))
+
+const RolloutsLive = Rollouts.layer.pipe(Layer.provide([AssistantsRepo.layer, Ids.layer]), Layer.provide(DatabaseLive))
 
 /** Quiet logs on stderr for one-shot commands, so stdout stays machine-readable. */
 const QuietLogging = Layer.merge(
@@ -128,8 +133,10 @@ const agentCreate = Command.make(
 const limitFlag = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.withDescription(`${description}; "none" clears it`), Flag.optional)
 
-const limitValue = (text: string): number | null | string =>
-  text === "none" ? null : /^\d+$/.test(text) ? Number(text) : text
+/** A whole number typed on the command line as a number; anything else as typed, for the schema to reject. */
+const wholeNumber = (text: string): number | string => (/^\d+$/.test(text) ? Number(text) : text)
+
+const limitValue = (text: string): number | null | string => (text === "none" ? null : wholeNumber(text))
 
 const settingsShow = Command.make(
   "show",
@@ -199,6 +206,46 @@ const appRecover = Command.make(
   )
 )
 
+const assistantFlag = Flag.String("assistant").pipe(Flag.withDescription("Assistant id"))
+
+const rolloutShow = Command.make(
+  "show",
+  { org: orgFlag, assistant: assistantFlag },
+  Effect.fn(function* ({ org, assistant }) {
+    yield* show({ ...(yield* (yield* Rollouts).get(org, assistant)) })
+  })
+).pipe(Command.withDescription("Print an assistant's rollout (A12)"))
+
+const rolloutStart = Command.make(
+  "start",
+  {
+    org: orgFlag,
+    assistant: assistantFlag,
+    branch: Flag.String("branch").pipe(Flag.withDescription("The branch to roll out (published at least once)")),
+    percent: Flag.String("percent").pipe(Flag.withDescription("The share of new sessions that take it, 0-100"))
+  },
+  Effect.fn(function* ({ org, assistant, branch, percent }) {
+    const payload = yield* decodeAsBody(RolloutPayload)({
+      branch_name: branch,
+      percent: wholeNumber(percent)
+    })
+    yield* show({ ...(yield* (yield* Rollouts).put(org, assistant, payload)) })
+  })
+).pipe(
+  Command.withDescription(
+    "Roll a branch out to a share of new sessions, or change the share of the running rollout (A12); prints it"
+  )
+)
+
+const rolloutEnd = Command.make(
+  "end",
+  { org: orgFlag, assistant: assistantFlag },
+  Effect.fn(function* ({ org, assistant }) {
+    yield* (yield* Rollouts).end(org, assistant)
+    yield* show({ rollout: "ended" })
+  })
+).pipe(Command.withDescription("End an assistant's rollout: its sessions go back to main unless pinned (A12, A13)"))
+
 const migrate = Command.make(
   "migrate",
   {},
@@ -243,6 +290,14 @@ const parley = Command.make("parley").pipe(
       Command.withSubcommands([
         appRotateSecret.pipe(Command.provide(WebhooksLive)),
         appRecover.pipe(Command.provide(WebhooksLive))
+      ])
+    ),
+    Command.make("rollout").pipe(
+      Command.withDescription("Assistant rollouts (A12)"),
+      Command.withSubcommands([
+        rolloutShow.pipe(Command.provide(RolloutsLive)),
+        rolloutStart.pipe(Command.provide(RolloutsLive)),
+        rolloutEnd.pipe(Command.provide(RolloutsLive))
       ])
     ),
     Command.make("settings").pipe(

@@ -18,6 +18,14 @@
  * }).pipe(Effect.provide(FetchHttpClient.layer))
  * ```
  *
+ * Assistants in production go through the same client (A12-A14): roll a
+ * branch out to 10% of new sessions, then compare its runs with `main`'s:
+ *
+ * ```ts
+ * yield* parley.assistants.putRollout({ params: { assistant_id }, payload: { branch_name: "friendlier", percent: 10 } })
+ * const { commits } = yield* parley.assistants.runStats({ params: { assistant_id }, query: {} })
+ * ```
+ *
  * Each method fails with the errors its endpoint declares, decoded as tagged
  * errors (`SessionNotFound`, `MergeConflict {paths}`, ...), so a client tells
  * them apart by `_tag` while the wire stays `{detail}`.

@@ -1,5 +1,5 @@
 /**
- * The assistants API (assistants.md, DECISIONS.md A1-A11) under
+ * The assistants API (assistants.md, DECISIONS.md A1-A14) under
  * `/assistants/api/v2`, and the admin API's assistant row (O6).
  */
 import { Schema } from "effect"
@@ -20,6 +20,9 @@ import {
   NodeInput,
   NodeType,
   Position,
+  Rollout,
+  RunStats,
+  RuntimeSettings,
   Snapshot,
   SnapshotInput,
   Tool,
@@ -33,16 +36,18 @@ import {
   AssistantNotVersioned,
   BranchAlreadyExists,
   BranchNotFound,
+  BranchNotPublished,
   CommitNotFound,
   CommitNotInHistory,
   ItemNotFound,
   MainBranchUndeletable,
   MergeConflict,
   NoPublishedVersion,
+  NoRollout,
   NothingToPublish
 } from "../Domain/AssistantErrors.ts"
 import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
-import { Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
 import { OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 
@@ -169,6 +174,20 @@ export const RuntimeAnswer = Schema.Struct({
   assistant_id: Schema.String,
   commit_id: Schema.NullOr(Schema.String),
   snapshot: Snapshot
+})
+
+/** PUT /rollout body (A12): the branch to roll out and the share of new sessions, 0-100. */
+export const RolloutPayload = Schema.Struct({
+  branch_name: BranchName,
+  percent: Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(100)))
+}).annotate({ examples: [{ branch_name: "friendlier-greeting", percent: 10 }] })
+
+/** Query of the run statistics (A14): the range of the runs' start, ISO 8601; default the last 24 hours. */
+export const RunStatsQuery = Schema.Struct({
+  since: Schema.optionalKey(
+    DateTimeInput.annotate({ description: "Runs started at or after this moment; default 24 hours before `until`." })
+  ),
+  until: Schema.optionalKey(DateTimeInput.annotate({ description: "Runs started before this moment; default now." }))
 })
 
 /** Answer of a migration (A11): the `main` branch and its first commit. */
@@ -514,6 +533,74 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
           "What the AI runs: the snapshot at `main`'s HEAD with its `commit_id`, or a legacy assistant's snapshot with `commit_id: null`. A versioned assistant never published answers 404 `Assistant has no published version` (A2, A11, R2)."
       })
     ),
+    HttpApiEndpoint.get("getRollout", "/assistants/:assistant_id/rollout", {
+      params: assistantPath,
+      success: Rollout,
+      error: [...assistantErrors, NoRollout.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get the rollout",
+        description:
+          "The branch rolled out to a share of new sessions, and that share; 404 `No rollout` when none is set (A12)."
+      })
+    ),
+    HttpApiEndpoint.put("putRollout", "/assistants/:assistant_id/rollout", {
+      params: assistantPath,
+      payload: RolloutPayload,
+      success: Rollout,
+      error: [...branchErrors, BranchNotPublished.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Roll a branch out to a share of sessions",
+        description:
+          "From now on, a session's first AI run reads `branch_name` with probability `percent`/100, decided by a hash of the session id (the same session always gets the same answer, in every process), else `main`. Unpinned sessions keep that branch and read its HEAD at each run. The same branch again changes `percent` (sessions keep their branch); another branch replaces the rollout, and the sessions the old one took go back to `main` unless pinned (A13). An unknown branch answers 404 `Branch not found`, a branch never published 400 `Branch has no published version` (A12)."
+      })
+    ),
+    HttpApiEndpoint.delete("deleteRollout", "/assistants/:assistant_id/rollout", {
+      params: assistantPath,
+      success: HttpApiSchema.NoContent,
+      error: [...assistantErrors, NoRollout.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "End the rollout",
+        description:
+          "Ends the rollout: the sessions it took go back to `main` at their next run, while pinned sessions keep their commit (A12, A13). 404 `No rollout` when none is set."
+      })
+    ),
+    HttpApiEndpoint.get("getRuntimeSettings", "/assistants/:assistant_id/runtime-settings", {
+      params: assistantPath,
+      success: RuntimeSettings,
+      error: assistantErrors
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get the runtime settings",
+        description: "`session_pinning`: `none` (default) or `session` (A13)."
+      })
+    ),
+    HttpApiEndpoint.put("putRuntimeSettings", "/assistants/:assistant_id/runtime-settings", {
+      params: assistantPath,
+      payload: RuntimeSettings,
+      success: RuntimeSettings,
+      error: assistantErrors
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Set the runtime settings",
+        description:
+          "With `session_pinning: session`, every run of a session reads the commit of its first run (rollout or not), so a publish never changes a conversation in the middle; new sessions take the current HEAD of their branch. With `none`, each run reads its branch's HEAD, and a run whose current node the new HEAD no longer has starts at `initial_node_id` and records that it did (A13, R2)."
+      })
+    ),
+    HttpApiEndpoint.get("runStats", "/assistants/:assistant_id/runs/stats", {
+      params: assistantPath,
+      query: RunStatsQuery.fields,
+      success: RunStats,
+      error: assistantErrors
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Run statistics per commit",
+        description:
+          "Over the runs started in [`since`, `until`) (default: the last 24 hours), per commit and the branch it was read through, newest commit first: how many runs, how many succeeded and failed, the p50 and p95 of their duration in ms (nearest rank) and their input and output tokens summed, so a rollout can be compared with `main` before it is merged (A14). Runs of a legacy assistant have no commit and are not counted."
+      })
+    ),
     HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
       params: assistantPath,
       success: MigrateAnswer,
@@ -532,7 +619,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     OpenApi.annotations({
       title: "Assistants",
       description:
-        "AI assistants under version control: branches with drafts, commits with content hashes, publish, rollback, merge, and the runtime snapshot the AI answers from (A1-A11). Requests use an organization's API key."
+        "AI assistants under version control: branches with drafts, commits with content hashes, publish, rollback, merge, the runtime snapshot the AI answers from (A1-A11), rollouts of a branch to a share of sessions, session pinning and run statistics per commit (A12-A14). Requests use an organization's API key."
     })
   ) {}
 

@@ -1,15 +1,16 @@
 /**
- * The assistants domain (assistants.md; DECISIONS.md A1-A11), in four services
+ * The assistants domain (assistants.md; DECISIONS.md A1-A14), in five services
  * over one `AssistantsRepo`:
  *
  * - `Assistants` (this file): an assistant as a whole: creation (O6, A2), the
- *   runtime read other domains use (A11, R2) and the one-way migration of a
- *   legacy assistant (A11);
+ *   runtime reads (A11, R2; per session with rollouts and pinning, A12, A13)
+ *   and the one-way migration of a legacy assistant (A11);
  * - `Drafts` (`Drafts.ts`): the working copy of a branch (changesets, items,
  *   discard, reset; A9, A10);
  * - `Branches` (`Branches.ts`): create, fork, publish, rollback, merge (A3, A4,
  *   A6, A7);
- * - `Versions` (`Versions.ts`): the commits and their diffs (A5, A8).
+ * - `Versions` (`Versions.ts`): the commits and their diffs (A5, A8);
+ * - `Rollouts` (`Rollouts.ts`): rollouts and runtime settings (A12, A13).
  *
  * Failures are the tagged errors of `Domain/AssistantErrors.ts`; `SqlError`
  * becomes a defect at each method.
@@ -25,12 +26,13 @@ import {
 } from "../Domain/AssistantErrors.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
-import { MAIN, makeAccess } from "./Access.ts"
+import { type AssistantAccessError, MAIN, makeAccess } from "./Access.ts"
 import type { CreateAssistantPayload, MigrateAnswer, RuntimeAnswer } from "./Api.ts"
 import { Branches } from "./Branches.ts"
 import { Drafts } from "./Drafts.ts"
 import { filesFromSnapshot, referenceIssues, snapshotOf } from "./Files.ts"
-import { AssistantsRepo } from "./Repo.ts"
+import { type AssistantRow, AssistantsRepo } from "./Repo.ts"
+import { inRollout, Rollouts } from "./Rollouts.ts"
 import { Versions } from "./Versions.ts"
 
 /** Published snapshots kept per process for the runtime (R2); a commit never changes, so entries never go stale. */
@@ -62,6 +64,29 @@ export class Assistants extends Context.Service<
       organizationId: string,
       assistantId: string
     ) => Effect.Effect<typeof RuntimeAnswer.Type, AssistantNotFound | BranchNotFound | NoPublishedVersion>
+    /** That the organization has this versioned assistant: `AssistantNotFound`, `AssistantNotVersioned` (A1). */
+    readonly checkVersioned: (organizationId: string, assistantId: string) => Effect.Effect<void, AssistantAccessError>
+    /**
+     * What an AI run of session `sessionId` reads (R2, A12, A13): a legacy
+     * assistant's snapshot (`commit_id` and `branch_name` null), else a commit
+     * and the branch it was read through:
+     *
+     * - the first run of the session takes the rollout's branch when the split
+     *   puts it there ({@link inRollout}), else `main`, reads its HEAD, and
+     *   records both (its assignment; a racing run of the same session gets
+     *   the one recorded first);
+     * - with `session_pinning: "session"` every later run reads that commit;
+     * - otherwise it reads the HEAD of its branch, and of `main` for good once
+     *   the rollout that chose its branch has ended or been replaced.
+     *
+     * `AssistantNotFound` (A1); `NoPublishedVersion` when the branch has no
+     * HEAD (A2); `BranchNotFound` only when the branch is deleted meanwhile.
+     */
+    readonly sessionRuntime: (
+      organizationId: string,
+      assistantId: string,
+      sessionId: string
+    ) => Effect.Effect<SessionRuntime, AssistantNotFound | BranchNotFound | NoPublishedVersion>
     /**
      * POST /migrate (A11): a legacy assistant becomes versioned, one way: its
      * snapshot fills the draft of `main` and is published as the first commit
@@ -82,8 +107,14 @@ export class Assistants extends Context.Service<
     })
   )
 
-  /** The four services of the domain (`Assistants`, `Drafts`, `Branches`, `Versions`); require `AssistantsRepo`. */
-  static readonly layerDomain = Layer.mergeAll(Assistants.layerNoDeps, Drafts.layer, Branches.layer, Versions.layer)
+  /** The five services of the domain (`Assistants`, `Drafts`, `Branches`, `Versions`, `Rollouts`); require `AssistantsRepo` and `Ids`. */
+  static readonly layerDomain = Layer.mergeAll(
+    Assistants.layerNoDeps,
+    Drafts.layer,
+    Branches.layer,
+    Versions.layer,
+    Rollouts.layer
+  )
 
   /** The whole domain on PostgreSQL, its repository built once; requires `PgClient`. */
   static readonly layer = Assistants.layerDomain.pipe(Layer.provide(AssistantsRepo.layer))
@@ -94,6 +125,23 @@ export class Assistants extends Context.Service<
     Layer.provideMerge(Ids.layer)
   )
 }
+
+/**
+ * What a session's run reads ({@link Assistants} `sessionRuntime`): the
+ * runtime answer, and `branch_name`, the branch the commit was read through
+ * (null for a legacy assistant).
+ */
+export type SessionRuntime = typeof RuntimeAnswer.Type & { readonly branch_name: string | null }
+
+/** The files of a legacy assistant's snapshot, as stored (A11: never re-checked). */
+const legacyFiles = (assistant: AssistantRow) => filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)
+
+/** The runtime of a legacy assistant (A11): its legacy snapshot, no commit. */
+const legacyRuntime = (assistant: AssistantRow) => ({
+  assistant_id: assistant.id,
+  commit_id: null,
+  snapshot: snapshotOf(legacyFiles(assistant))
+})
 
 /** The key of a commit's snapshot in the cache. */
 const snapshotKey = (assistantId: string, commitId: string) => `${assistantId}/${commitId}`
@@ -165,17 +213,61 @@ const makeAssistants = (
     function* (organizationId: string, assistantId: string) {
       const assistant = yield* repo.findAssistant(organizationId, assistantId)
       if (assistant === undefined) return yield* new AssistantNotFound()
-      if (!assistant.versioned) {
-        return {
-          assistant_id: assistant.id,
-          commit_id: null,
-          snapshot: snapshotOf(filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput))
-        }
-      }
+      if (!assistant.versioned) return legacyRuntime(assistant)
       const main = yield* access.branch(assistantId, MAIN)
       if (main.head_commit_id === null) return yield* new NoPublishedVersion()
       const snapshot: Snapshot = yield* Cache.get(snapshots, snapshotKey(assistantId, main.head_commit_id))
       return { assistant_id: assistant.id, commit_id: main.head_commit_id, snapshot }
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  const sessionRuntime = Effect.fn("Assistants.sessionRuntime")(
+    function* (organizationId: string, assistantId: string, sessionId: string) {
+      const assistant = yield* repo.findAssistant(organizationId, assistantId)
+      if (assistant === undefined) return yield* new AssistantNotFound()
+      if (!assistant.versioned) return { ...legacyRuntime(assistant), branch_name: null }
+      const read = (branchName: string, commitId: string) =>
+        Effect.map(
+          Cache.get(snapshots, snapshotKey(assistantId, commitId)),
+          (snapshot): SessionRuntime => ({
+            assistant_id: assistant.id,
+            commit_id: commitId,
+            branch_name: branchName,
+            snapshot
+          })
+        )
+      /** The HEAD of `branchName`; `NoPublishedVersion` when it has none. */
+      const head = Effect.fnUntraced(function* (branchName: string) {
+        const branch = yield* access.branch(assistantId, branchName)
+        if (branch.head_commit_id === null) return yield* new NoPublishedVersion()
+        return branch.head_commit_id
+      })
+      const pinned = assistant.session_pinning === "session"
+      const assigned = yield* repo.findAssignment(sessionId, assistantId)
+      if (assigned !== undefined && pinned) return yield* read(assigned.branch_name, assigned.commit_id)
+      const rollout = yield* repo.findRollout(assistantId)
+      if (assigned !== undefined) {
+        if (assigned.rollout_id === null || assigned.rollout_id === rollout?.id) {
+          return yield* read(assigned.branch_name, yield* head(assigned.branch_name))
+        }
+        // A12: the rollout that chose its branch ended or was replaced: back to main, for good.
+        yield* repo.reassign(sessionId, assistantId, MAIN)
+        return yield* read(MAIN, yield* head(MAIN))
+      }
+      // The first run (A12): the split decides, and the choice and the commit read are recorded.
+      const chosen = rollout !== undefined && inRollout(sessionId, rollout.percent) ? rollout : undefined
+      const branchName = chosen?.branch_name ?? MAIN
+      const commitId = yield* head(branchName)
+      const recorded = yield* repo.insertAssignment(sessionId, assistantId, {
+        rollout_id: chosen?.id ?? null,
+        branch_name: branchName,
+        commit_id: commitId
+      })
+      if (recorded.branch_name === branchName && recorded.commit_id === commitId)
+        return yield* read(branchName, commitId)
+      // Another run of the session recorded first: read what it recorded, as a later run would.
+      return yield* read(recorded.branch_name, pinned ? recorded.commit_id : yield* head(recorded.branch_name))
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -187,7 +279,7 @@ const makeAssistants = (
           const assistant = yield* repo.findAssistant(organizationId, assistantId, true)
           if (assistant === undefined) return yield* new AssistantNotFound()
           if (assistant.versioned) return yield* new AssistantAlreadyVersioned()
-          const files = filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)
+          const files = legacyFiles(assistant)
           const main =
             (yield* repo.findBranch(assistantId, MAIN, true)) ??
             (yield* repo.insertBranch({ id: newId(), assistantId, name: MAIN, head: null }))
@@ -212,5 +304,8 @@ const makeAssistants = (
     Effect.catchTag("SqlError", Effect.die)
   )
 
-  return { create, runtime, migrate }
+  const checkVersioned = (organizationId: string, assistantId: string) =>
+    access.versioned(organizationId, assistantId).pipe(Effect.asVoid, Effect.catchTag("SqlError", Effect.die))
+
+  return { create, runtime, checkVersioned, sessionRuntime, migrate }
 }

@@ -9,9 +9,11 @@ import { ParleyApi } from "../Api.ts"
 import type { ItemKind, SingletonKind } from "../Domain/Assistant.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { CurrentOrganization } from "../Domain/Organization.ts"
+import { Runtime } from "../Runtime/Runtime.ts"
 import { Assistants } from "./Assistants.ts"
 import { Branches } from "./Branches.ts"
 import { type BodyOf, Drafts } from "./Drafts.ts"
+import { Rollouts } from "./Rollouts.ts"
 import { Versions } from "./Versions.ts"
 
 /** The path parameters of a draft. */
@@ -24,7 +26,7 @@ interface BranchParams {
 const withOrganization = <A, E, R>(f: (organizationId: string) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.service(CurrentOrganization), (organization) => f(organization.id))
 
-/** The assistants handlers; require `Assistants`, `Drafts`, `Branches` and `Versions`. */
+/** The assistants handlers; require `Assistants`, `Drafts`, `Branches`, `Versions`, `Rollouts` and `Runtime`. */
 export const AssistantsHttp = HttpApiBuilder.group(
   ParleyApi,
   "assistants",
@@ -33,6 +35,8 @@ export const AssistantsHttp = HttpApiBuilder.group(
     const drafts = yield* Drafts
     const branches = yield* Branches
     const versions = yield* Versions
+    const rollouts = yield* Rollouts
+    const runtime = yield* Runtime
 
     /** The five operations of an item collection (A9); `param` names the item's path parameter. */
     const items = <K extends ItemKind, P extends string>(kind: K, param: P) => {
@@ -127,6 +131,13 @@ export const AssistantsHttp = HttpApiBuilder.group(
       diffVersions: ({ params, query }) => withOrganization((org) => versions.diff(org, params.assistant_id, query)),
       getVersion: ({ params }) => withOrganization((org) => versions.get(org, params.assistant_id, params.commit_id)),
       runtime: ({ params }) => withOrganization((org) => assistants.runtime(org, params.assistant_id)),
+      getRollout: ({ params }) => withOrganization((org) => rollouts.get(org, params.assistant_id)),
+      putRollout: ({ params, payload }) => withOrganization((org) => rollouts.put(org, params.assistant_id, payload)),
+      deleteRollout: ({ params }) => withOrganization((org) => rollouts.end(org, params.assistant_id)),
+      getRuntimeSettings: ({ params }) => withOrganization((org) => rollouts.settings(org, params.assistant_id)),
+      putRuntimeSettings: ({ params, payload }) =>
+        withOrganization((org) => rollouts.putSettings(org, params.assistant_id, payload)),
+      runStats: ({ params, query }) => withOrganization((org) => runtime.stats(org, params.assistant_id, query)),
       migrate: ({ params }) => withOrganization((org) => assistants.migrate(org, params.assistant_id))
     })
   })

@@ -11,14 +11,33 @@
  * JSON text, so every read answers a copy, as `jsonb` does.
  */
 import { Clock, Context, Effect, Ref, Semaphore } from "effect"
-import type { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
+import type { Assistant, Branch, Commit, CommitFile, SessionPinning } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { FileVersion } from "./Files.ts"
-import type { AssistantRow, AssistantsRepo, CommitsPage, NewAssistant, NewBranch, NewCommit } from "./Repo.ts"
+import type {
+  Assignment,
+  AssistantRow,
+  AssistantsRepo,
+  CommitsPage,
+  NewAssistant,
+  NewBranch,
+  NewCommit,
+  RolloutRow
+} from "./Repo.ts"
 
 interface StoredAssistant extends Assistant {
   readonly description: string | null
   readonly legacy_snapshot: string | null
+  readonly session_pinning: SessionPinning
+}
+
+/** A rollout as stored (migrations/0015_rollouts.ts). */
+interface StoredRollout {
+  readonly id: string
+  readonly branch_id: string
+  readonly percent: number
+  readonly created_at: string
+  readonly updated_at: string
 }
 
 interface StoredCommit extends Commit {
@@ -38,6 +57,10 @@ interface Store {
   readonly commits: Map<string, Map<string, StoredCommit>>
   /** assistant id -> commit id -> path -> hash. */
   readonly commitFiles: Map<string, Map<string, Map<string, string>>>
+  /** assistant id -> its rollout. */
+  readonly rollouts: Map<string, StoredRollout>
+  /** `<session id>/<assistant id>` -> assignment. */
+  readonly assignments: Map<string, Assignment>
 }
 
 const emptyStore = (): Store => ({
@@ -47,7 +70,9 @@ const emptyStore = (): Store => ({
   branches: new Map(),
   drafts: new Map(),
   commits: new Map(),
-  commitFiles: new Map()
+  commitFiles: new Map(),
+  rollouts: new Map(),
+  assignments: new Map()
 })
 
 /** The store of the running transaction, with the repository it belongs to. */
@@ -83,6 +108,14 @@ const ancestry = (commits: ReadonlyMap<string, StoredCommit> | undefined, start:
     }
   }
   return seen
+}
+
+/** The assistant's rollout with its branch's name and HEAD, as the SQL joins them. */
+const rolloutRow = (store: Store, assistantId: string): RolloutRow | undefined => {
+  const rollout = store.rollouts.get(assistantId)
+  const branch = rollout === undefined ? undefined : store.branches.get(rollout.branch_id)
+  if (rollout === undefined || branch === undefined) return undefined
+  return { ...rollout, branch_name: branch.name, head_commit_id: branch.head_commit_id }
 }
 
 /** Builds an in-memory repository with an empty store. */
@@ -148,7 +181,8 @@ export const makeMemoryRepo: Effect.Effect<AssistantsRepo["Service"]> = Effect.g
           versioned: row.versioned,
           created_at: timestamp(now),
           description: row.description,
-          legacy_snapshot: row.legacySnapshot === undefined ? null : JSON.stringify(row.legacySnapshot)
+          legacy_snapshot: row.legacySnapshot === undefined ? null : JSON.stringify(row.legacySnapshot),
+          session_pinning: "none"
         }
         store.assistants.set(row.id, assistant)
         return {
@@ -167,7 +201,8 @@ export const makeMemoryRepo: Effect.Effect<AssistantsRepo["Service"]> = Effect.g
         return {
           id: assistant.id,
           versioned: assistant.versioned,
-          legacy_snapshot: assistant.legacy_snapshot === null ? null : JSON.parse(assistant.legacy_snapshot)
+          legacy_snapshot: assistant.legacy_snapshot === null ? null : JSON.parse(assistant.legacy_snapshot),
+          session_pinning: assistant.session_pinning
         }
       }),
 
@@ -219,6 +254,10 @@ export const makeMemoryRepo: Effect.Effect<AssistantsRepo["Service"]> = Effect.g
       write((store) => {
         store.branches.delete(branchId)
         store.drafts.delete(branchId)
+        // ON DELETE CASCADE: the branch's rollout ends (A12).
+        for (const [assistantId, rollout] of store.rollouts) {
+          if (rollout.branch_id === branchId) store.rollouts.delete(assistantId)
+        }
       }),
 
     setHead: (branchId, head) =>
@@ -351,6 +390,44 @@ export const makeMemoryRepo: Effect.Effect<AssistantsRepo["Service"]> = Effect.g
           if (commit !== undefined && fromB.has(id) && (base === undefined || commit.seq > base.seq)) base = commit
         }
         return base?.id ?? null
+      }),
+
+    setPinning: (assistantId, pinning) =>
+      write((store) => {
+        const assistant = store.assistants.get(assistantId)
+        if (assistant !== undefined) store.assistants.set(assistantId, { ...assistant, session_pinning: pinning })
+      }),
+
+    findRollout: (assistantId) => read((store) => rolloutRow(store, assistantId)),
+
+    putRollout: (rollout) =>
+      write((store, now) => {
+        const current = store.rollouts.get(rollout.assistantId)
+        const same = current !== undefined && current.branch_id === rollout.branchId
+        store.rollouts.set(rollout.assistantId, {
+          id: same ? current.id : rollout.id,
+          branch_id: rollout.branchId,
+          percent: rollout.percent,
+          created_at: same ? current.created_at : timestamp(now),
+          updated_at: timestamp(now)
+        })
+        return rolloutRow(store, rollout.assistantId)!
+      }),
+
+    deleteRollout: (assistantId) => write((store) => store.rollouts.delete(assistantId)),
+
+    findAssignment: (sessionId, assistantId) => read((store) => store.assignments.get(`${sessionId}/${assistantId}`)),
+
+    insertAssignment: (sessionId, assistantId, assignment) =>
+      write((store) => getOrCreate(store.assignments, `${sessionId}/${assistantId}`, () => ({ ...assignment }))),
+
+    reassign: (sessionId, assistantId, branchName) =>
+      write((store) => {
+        const key = `${sessionId}/${assistantId}`
+        const assignment = store.assignments.get(key)
+        if (assignment !== undefined) {
+          store.assignments.set(key, { ...assignment, rollout_id: null, branch_name: branchName })
+        }
       })
   }
   return repo

@@ -9,7 +9,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
 import { isoTimestamp } from "../Database/Json.ts"
-import { Assistant, Branch, Commit, CommitFile } from "../Domain/Assistant.ts"
+import { Assistant, Branch, Commit, CommitFile, SessionPinning } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { FileHashes, FileVersion } from "./Files.ts"
 import { makeMemoryRepo } from "./MemoryRepo.ts"
@@ -18,7 +18,8 @@ import { makeMemoryRepo } from "./MemoryRepo.ts"
 export const AssistantRow = Schema.Struct({
   id: Schema.String,
   versioned: Schema.Boolean,
-  legacy_snapshot: Schema.Unknown
+  legacy_snapshot: Schema.Unknown,
+  session_pinning: SessionPinning
 })
 export type AssistantRow = typeof AssistantRow.Type
 
@@ -52,6 +53,39 @@ export interface NewCommit {
   readonly authorId: string | null
   readonly createdAt: Date
 }
+
+/** An assistant's rollout as stored (A12), with its branch's name and HEAD now. */
+export const RolloutRow = Schema.Struct({
+  /** This rollout: a PUT of another branch starts a new one. */
+  id: Schema.String,
+  branch_id: Schema.String,
+  branch_name: Schema.String,
+  head_commit_id: Schema.NullOr(Schema.String),
+  percent: Schema.Int,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+export type RolloutRow = typeof RolloutRow.Type
+
+/** A rollout to set (A12); `id` is used when it replaces another branch's or none. */
+export interface NewRollout {
+  readonly id: string
+  readonly assistantId: string
+  readonly branchId: string
+  readonly percent: number
+}
+
+/**
+ * A session's assignment (A12, A13): the branch its first run read, the
+ * rollout that chose it (null: `main` with no rollout choosing), and that
+ * run's commit, which a pinned session keeps.
+ */
+export const Assignment = Schema.Struct({
+  rollout_id: Schema.NullOr(Schema.String),
+  branch_name: Schema.String,
+  commit_id: Schema.String
+})
+export type Assignment = typeof Assignment.Type
 
 /** Which commits `listCommits` answers: all, or those reachable from `head` (A8; none for a null HEAD). */
 export interface CommitsPage {
@@ -162,6 +196,41 @@ export class AssistantsRepo extends Context.Service<
     ) => Effect.Effect<boolean, SqlError.SqlError>
     /** The nearest common ancestor of two commits over both parent links: of those reachable from both, the newest (A6). */
     readonly mergeBase: (assistantId: string, a: string, b: string) => Effect.Effect<string | null, SqlError.SqlError>
+    /** Sets the assistant's session pinning (A13). */
+    readonly setPinning: (assistantId: string, pinning: SessionPinning) => Effect.Effect<void, SqlError.SqlError>
+    /** The assistant's rollout, or undefined (A12). */
+    readonly findRollout: (assistantId: string) => Effect.Effect<RolloutRow | undefined, SqlError.SqlError>
+    /**
+     * Sets the assistant's rollout (A12): of the same branch, its percent
+     * changes and it keeps its id and start; else `rollout.id` replaces it.
+     * Answers it as {@link findRollout} does.
+     */
+    readonly putRollout: (rollout: NewRollout) => Effect.Effect<RolloutRow, SqlError.SqlError>
+    /** Ends the assistant's rollout; answers whether there was one (A12). */
+    readonly deleteRollout: (assistantId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** A session's assignment for the assistant, or undefined before its first run (A12, A13). */
+    readonly findAssignment: (
+      sessionId: string,
+      assistantId: string
+    ) => Effect.Effect<Assignment | undefined, SqlError.SqlError>
+    /**
+     * Records a session's assignment unless it has one; answers the one
+     * recorded (the first writer's when two runs of the session race).
+     */
+    readonly insertAssignment: (
+      sessionId: string,
+      assistantId: string,
+      assignment: Assignment
+    ) => Effect.Effect<Assignment, SqlError.SqlError>
+    /**
+     * Moves a session to `branchName` with no rollout (`main` when its rollout
+     * ended, A12); its first run's commit stays.
+     */
+    readonly reassign: (
+      sessionId: string,
+      assistantId: string,
+      branchName: string
+    ) => Effect.Effect<void, SqlError.SqlError>
   }
 >()("parley/Assistants/AssistantsRepo") {
   /** The repository on PostgreSQL; requires `PgClient`. */
@@ -228,8 +297,67 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String, forUpdate: Schema.Boolean }),
     Result: AssistantRow,
     execute: ({ organizationId, assistantId, forUpdate }) =>
-      sql`SELECT id::text, versioned, legacy_snapshot FROM assistants
+      sql`SELECT id::text, versioned, legacy_snapshot, session_pinning FROM assistants
         WHERE id = ${assistantId} AND organization_id = ${organizationId} ${lock(forUpdate)}`
+  })
+
+  const rolloutFields = sql.literal(`r.id::text, r.branch_id::text, b.name AS branch_name, b.head_commit_id, r.percent,
+    ${isoTimestamp("r.created_at")} AS created_at, ${isoTimestamp("r.updated_at")} AS updated_at`)
+
+  const findRolloutRow = SqlSchema.findOneOption({
+    Request: Schema.String,
+    Result: RolloutRow,
+    execute: (assistantId) =>
+      sql`SELECT ${rolloutFields} FROM assistant_rollouts r JOIN assistant_branches b ON b.id = r.branch_id
+        WHERE r.assistant_id = ${assistantId}`
+  })
+
+  const putRolloutRow = SqlSchema.findOne({
+    Request: Schema.Struct({
+      id: Schema.String,
+      assistantId: Schema.String,
+      branchId: Schema.String,
+      percent: Schema.Int
+    }),
+    Result: RolloutRow,
+    execute: (rollout) =>
+      sql`WITH r AS (
+          INSERT INTO assistant_rollouts AS o (assistant_id, id, branch_id, percent, created_at, updated_at)
+          VALUES (${rollout.assistantId}, ${rollout.id}, ${rollout.branchId}, ${rollout.percent},
+            statement_timestamp(), statement_timestamp())
+          ON CONFLICT (assistant_id) DO UPDATE SET
+            id = CASE WHEN o.branch_id = EXCLUDED.branch_id THEN o.id ELSE EXCLUDED.id END,
+            created_at = CASE WHEN o.branch_id = EXCLUDED.branch_id THEN o.created_at ELSE EXCLUDED.created_at END,
+            branch_id = EXCLUDED.branch_id, percent = EXCLUDED.percent, updated_at = EXCLUDED.updated_at
+          RETURNING *
+        )
+        SELECT ${rolloutFields} FROM r JOIN assistant_branches b ON b.id = r.branch_id`
+  })
+
+  const findAssignmentRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ sessionId: Schema.String, assistantId: Schema.String }),
+    Result: Assignment,
+    execute: ({ sessionId, assistantId }) =>
+      sql`SELECT rollout_id::text, branch_name, commit_id FROM session_assignments
+        WHERE session_id = ${sessionId} AND assistant_id = ${assistantId}`
+  })
+
+  const insertAssignmentRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({
+      sessionId: Schema.String,
+      assistantId: Schema.String,
+      rolloutId: Schema.NullOr(Schema.String),
+      branchName: Schema.String,
+      commitId: Schema.String
+    }),
+    Result: Assignment,
+    execute: (row) =>
+      sql`INSERT INTO session_assignments (session_id, assistant_id, rollout_id, branch_name, commit_id, created_at,
+          updated_at)
+        VALUES (${row.sessionId}, ${row.assistantId}, ${row.rolloutId}, ${row.branchName}, ${row.commitId},
+          statement_timestamp(), statement_timestamp())
+        ON CONFLICT (session_id, assistant_id) DO NOTHING
+        RETURNING rollout_id::text, branch_name, commit_id`
   })
 
   const insertBranchRow = SqlSchema.findOneOption({
@@ -523,6 +651,45 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     mergeBase: (assistantId, a, b) =>
       orDieOnSchema(mergeBaseRow({ assistantId, a, b })).pipe(
         Effect.map((row) => (Option.isSome(row) ? row.value.id : null))
-      )
+      ),
+
+    setPinning: (assistantId, pinning) =>
+      sql`UPDATE assistants SET session_pinning = ${pinning}, updated_at = statement_timestamp()
+        WHERE id = ${assistantId}`.pipe(Effect.asVoid),
+
+    findRollout: (assistantId) => orDieOnSchema(findRolloutRow(assistantId)).pipe(Effect.map(Option.getOrUndefined)),
+
+    putRollout: (rollout) =>
+      orDieOnSchema(putRolloutRow(rollout)).pipe(Effect.catchTag("NoSuchElementError", Effect.die)),
+
+    deleteRollout: (assistantId) =>
+      sql`DELETE FROM assistant_rollouts WHERE assistant_id = ${assistantId} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0)
+      ),
+
+    findAssignment: (sessionId, assistantId) =>
+      orDieOnSchema(findAssignmentRow({ sessionId, assistantId })).pipe(Effect.map(Option.getOrUndefined)),
+
+    insertAssignment: (sessionId, assistantId, assignment) =>
+      Effect.gen(function* () {
+        const row = {
+          sessionId,
+          assistantId,
+          rolloutId: assignment.rollout_id,
+          branchName: assignment.branch_name,
+          commitId: assignment.commit_id
+        }
+        const inserted = yield* orDieOnSchema(insertAssignmentRow(row))
+        if (Option.isSome(inserted)) return inserted.value
+        // Another run of the session recorded first: read in a statement of its own, whose snapshot sees it.
+        const existing = yield* orDieOnSchema(findAssignmentRow({ sessionId, assistantId }))
+        if (Option.isNone(existing)) return yield* Effect.die(new Error("an assignment neither inserted nor found"))
+        return existing.value
+      }),
+
+    reassign: (sessionId, assistantId, branchName) =>
+      sql`UPDATE session_assignments SET branch_name = ${branchName}, rollout_id = NULL,
+          updated_at = statement_timestamp()
+        WHERE session_id = ${sessionId} AND assistant_id = ${assistantId}`.pipe(Effect.asVoid)
   }
 }

@@ -1,7 +1,8 @@
 /**
- * Assistants under version control (assistants.md; DECISIONS.md A1-A11):
+ * Assistants under version control (assistants.md; DECISIONS.md A1-A14):
  * the items of a snapshot (nodes, tools, variables, config, context), the
- * snapshot, branches, commits, commit files and diff entries.
+ * snapshot, branches, commits, commit files and diff entries; rollouts,
+ * runtime settings and run statistics (A12-A14).
  */
 import { Schema } from "effect"
 import { JsonObject, JsonObjectInput, JsonValueInput, Timestamp } from "./Common.ts"
@@ -218,3 +219,55 @@ export const Assistant = Schema.Struct({
   created_at: Timestamp
 }).annotate({ identifier: "Assistant" })
 export type Assistant = typeof Assistant.Type
+
+/**
+ * Session pinning (A13): `none` (default), every run reads the HEAD of its
+ * session's branch; `session`, every run of a session reads the commit of its
+ * first run.
+ */
+export const SessionPinning = Schema.Literals(["none", "session"]).annotate({ identifier: "SessionPinning" })
+export type SessionPinning = typeof SessionPinning.Type
+
+/** The runtime settings of an assistant (A13): GET and PUT `/assistants/{id}/runtime-settings`. */
+export const RuntimeSettings = Schema.Struct({ session_pinning: SessionPinning }).annotate({
+  identifier: "RuntimeSettings"
+})
+export type RuntimeSettings = typeof RuntimeSettings.Type
+
+/**
+ * An assistant's rollout (A12): `branch_name` goes to `percent` (0-100) of the
+ * sessions whose first run comes while it is set; `head_commit_id` is that
+ * branch's HEAD now; `created_at` is when this rollout started (a PUT of the
+ * same branch changes `percent` and `updated_at` only).
+ */
+export const Rollout = Schema.Struct({
+  assistant_id: Schema.String,
+  branch_name: Schema.String,
+  percent: Schema.Int,
+  head_commit_id: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Rollout" })
+export type Rollout = typeof Rollout.Type
+
+/**
+ * The runs of one commit read through one branch over a time range (A14):
+ * how many, how they ended, their duration's p50 and p95 in ms (values some
+ * run recorded: the nearest rank), and their tokens summed.
+ */
+export const CommitRunStats = Schema.Struct({
+  commit_id: Schema.String,
+  /** The branch the runs read; null for runs recorded before runs kept their branch. */
+  branch_name: Schema.NullOr(Schema.String),
+  runs: Schema.Int,
+  succeeded: Schema.Int,
+  failed: Schema.Int,
+  duration_ms: Schema.Struct({ p50: Schema.Int, p95: Schema.Int }),
+  input_tokens: Schema.Int,
+  output_tokens: Schema.Int
+}).annotate({ identifier: "CommitRunStats" })
+export type CommitRunStats = typeof CommitRunStats.Type
+
+/** Run statistics (A14): one entry per commit and branch, newest commit first. */
+export const RunStats = Schema.Struct({ commits: Schema.Array(CommitRunStats) }).annotate({ identifier: "RunStats" })
+export type RunStats = typeof RunStats.Type

@@ -1,5 +1,5 @@
 /**
- * The failures of the assistants API (assistants.md; DECISIONS.md A1-A11), one
+ * The failures of the assistants API (assistants.md; DECISIONS.md A1-A12), one
  * `Schema.TaggedError` per case, with the data of the case and its status.
  *
  * On the wire every one is `{"detail": "<text>"}` exactly as before (no `_tag`,
@@ -233,4 +233,30 @@ export class ItemNotFound extends Schema.TaggedError<ItemNotFound>()(
         id: ""
       })
   )
+}
+
+/** 400 `Branch has no published version`: a rollout of a branch whose HEAD is null (A12). */
+export class BranchNotPublished extends Schema.TaggedError<BranchNotPublished>()(
+  "BranchNotPublished",
+  { branch_name: Schema.String },
+  { httpApiStatus: 400 }
+) {
+  get detail(): string {
+    return "Branch has no published version"
+  }
+  override get message(): string {
+    return `${this.detail}: ${this.branch_name}`
+  }
+  static readonly Wire = fixedWire(BranchNotPublished, () => new BranchNotPublished({ branch_name: "" }))
+}
+
+/** 404 `No rollout`: the assistant has no rollout to read or end (A12). */
+export class NoRollout extends Schema.TaggedError<NoRollout>()("NoRollout", {}, { httpApiStatus: 404 }) {
+  get detail(): string {
+    return "No rollout"
+  }
+  override get message(): string {
+    return this.detail
+  }
+  static readonly Wire = fixedWire(NoRollout, () => new NoRollout())
 }

@@ -3,9 +3,10 @@
  * its agent's assistant.
  *
  * 1. Reads the session and checks it can run (in the organization, open, an AI
- *    agent with an assistant), its assistant's runtime snapshot (HEAD of
- *    `main`, or the legacy snapshot of an unversioned assistant) and the
- *    session's text history.
+ *    agent with an assistant), its assistant's snapshot for this session
+ *    (`Assistants.sessionRuntime`: the session's branch, from a rollout or
+ *    `main`, at its HEAD or at the pinned commit, A12, A13; or the legacy
+ *    snapshot of an unversioned assistant) and the session's text history.
  * 2. Walks the graph (`Walk.ts`: {@link startNode}, {@link walk}) from
  *    `starting_node_id`, else the session's current node, else
  *    `config.initial_node_id`, calling the node's language model
@@ -22,10 +23,12 @@
  * `error` recorded on the run.
  */
 import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
+import type { AssistantAccessError } from "../Assistants/Access.ts"
 import { Assistants } from "../Assistants/Assistants.ts"
 import { AssistantsRepo } from "../Assistants/Repo.ts"
 import { isUnavailable } from "../Database/Health.ts"
 import type { MemoryDatabase } from "../Database/Memory.ts"
+import type { RunStats } from "../Domain/Assistant.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
@@ -45,6 +48,11 @@ import { type RuntimeSnapshot, startNode, type Turn, walk } from "./Walk.ts"
 export type RunCompletion =
   | { readonly status: "succeeded" }
   | { readonly status: "failed"; readonly reason: RunFailure.Reason }
+
+/** The range of run statistics when the request names no start (A14): 24 hours, in ms. */
+const STATS_DEFAULT_RANGE_MS = 24 * 60 * 60 * 1000
+/** 0001-01-01T00:00:00Z in ms: the earliest default start of that range. */
+const EARLIEST_MS = Date.parse("0001-01-01T00:00:00Z")
 
 /** Most text messages of the history a run sends to the model (the latest ones, R2). */
 const HISTORY_LIMIT = 200
@@ -135,6 +143,18 @@ export class Runtime extends Context.Service<
      * the work was no longer held. Dies on a database failure.
      */
     recordFailure(request: RunRequest, reason: RunFailure.Reason): Effect.Effect<RunOutcome>
+    /**
+     * GET /assistants/{id}/runs/stats (A14): the statistics of the runs
+     * started in [`since`, `until`) (ISO 8601; `until` defaults to now and
+     * `since` to 24 hours before `until`), per commit and branch, newest
+     * commit first (`RuntimeRepo.runStats`). `AssistantNotFound`,
+     * `AssistantNotVersioned` (A1).
+     */
+    stats(
+      organizationId: string,
+      assistantId: string,
+      range: { readonly since?: string | undefined; readonly until?: string | undefined }
+    ): Effect.Effect<RunStats, AssistantAccessError>
   }
 >()("parley/Runtime") {
   /** The service alone: requires `RuntimeRepo`, `ToolCaller`, `Models`, `Assistants`, `Messages`, `Sessions` and `Ids`. */
@@ -154,6 +174,8 @@ export class Runtime extends Context.Service<
       interface RunInfo {
         assistantId: string | null
         commitId: string | null
+        /** A12, A14: the branch the commit was read through. */
+        branchName: string | null
         /** R2/A13: the session's current node the published version no longer has (started at the initial node). */
         missingNodeId: string | null
       }
@@ -167,7 +189,7 @@ export class Runtime extends Context.Service<
         const assistantId = session.assistant_id
         if (assistantId === null) return yield* RunFailure.fail(new RunFailure.NoAssistant())
         run.assistantId = assistantId
-        const runtime = yield* assistants.runtime(request.organizationId, assistantId).pipe(
+        const runtime = yield* assistants.sessionRuntime(request.organizationId, assistantId, session.id).pipe(
           Effect.mapError(
             (error) =>
               new RunFailure.RunFailed({
@@ -176,6 +198,7 @@ export class Runtime extends Context.Service<
           )
         )
         run.commitId = runtime.commit_id
+        run.branchName = runtime.branch_name
         const snapshot = runtime.snapshot as unknown as RuntimeSnapshot
         const history = yield* messages.history(session.id, HISTORY_LIMIT)
         const start = startNode(snapshot, request.startingNodeId, session.current_node_id)
@@ -205,6 +228,7 @@ export class Runtime extends Context.Service<
           jobId: request.jobId,
           assistantId: run.info.assistantId,
           commitId: run.info.commitId,
+          branchName: run.info.branchName,
           nodes: turn?.nodes ?? [],
           model: turn?.model ?? defaultModel,
           inputTokens: turn?.inputTokens ?? null,
@@ -238,7 +262,7 @@ export class Runtime extends Context.Service<
         const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
         const started = performance.now()
-        const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
+        const info: RunInfo = { assistantId: null, commitId: null, branchName: null, missingNodeId: null }
         yield* Effect.annotateCurrentSpan({
           "parley.run_id": runId,
           "parley.session_id": request.sessionId,
@@ -307,7 +331,7 @@ export class Runtime extends Context.Service<
       ) {
         const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
-        const info: RunInfo = { assistantId: null, commitId: null, missingNodeId: null }
+        const info: RunInfo = { assistantId: null, commitId: null, branchName: null, missingNodeId: null }
         const completion: RunCompletion = { status: "failed", reason }
         const held = yield* repo
           .withTransaction(
@@ -323,7 +347,23 @@ export class Runtime extends Context.Service<
         return outcome
       })
 
-      return Runtime.of({ run, recordFailure })
+      const stats = Effect.fn("Runtime.stats")(
+        function* (
+          organizationId: string,
+          assistantId: string,
+          range: { readonly since?: string | undefined; readonly until?: string | undefined }
+        ) {
+          yield* assistants.checkVersioned(organizationId, assistantId)
+          const until = range.until ?? new Date(yield* Clock.currentTimeMillis).toISOString()
+          // No earlier than year 1, the first moment a client may send (D18): PostgreSQL has no year 0.
+          const since =
+            range.since ?? new Date(Math.max(Date.parse(until) - STATS_DEFAULT_RANGE_MS, EARLIEST_MS)).toISOString()
+          return { commits: yield* repo.runStats(assistantId, since, until) }
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      return Runtime.of({ run, recordFailure, stats })
     })
   )
 

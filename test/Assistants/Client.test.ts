@@ -46,4 +46,28 @@ withApp()("typed client", (it) => {
       assert.strictEqual(commit._tag, "CommitNotFound")
     }).pipe(Effect.provide(FetchHttpClient.layer))
   )
+
+  it.effect("A12-A14: rollouts, runtime settings and statistics through the client, with their decoded errors", () =>
+    Effect.gen(function* () {
+      const fx = yield* assistantFixture({ snapshot: { graph: { initial_node_id: "a", nodes: [llm("a")] } } })
+      const client = yield* HttpApiClient.make(ParleyApi, {
+        baseUrl: fx.api.baseUrl,
+        transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(fx.org.token))
+      })
+      const params = { assistant_id: fx.id }
+      assert.strictEqual((yield* Effect.flip(client.assistants.getRollout({ params })))._tag, "NoRollout")
+      const unpublished = yield* Effect.flip(
+        client.assistants.putRollout({ params, payload: { branch_name: "main", percent: 10 } })
+      )
+      assert.strictEqual(unpublished._tag, "BranchNotPublished")
+      const commit = yield* fx.publish()
+      const rollout = yield* client.assistants.putRollout({ params, payload: { branch_name: "main", percent: 10 } })
+      assert.deepStrictEqual([rollout.branch_name, rollout.percent, rollout.head_commit_id], ["main", 10, commit.id])
+      assert.deepStrictEqual(yield* client.assistants.getRollout({ params }), rollout)
+      yield* client.assistants.deleteRollout({ params })
+      const pinned = yield* client.assistants.putRuntimeSettings({ params, payload: { session_pinning: "session" } })
+      assert.deepStrictEqual(pinned, { session_pinning: "session" })
+      assert.deepStrictEqual(yield* client.assistants.runStats({ params, query: {} }), { commits: [] })
+    }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
 })

@@ -1,6 +1,6 @@
 /**
  * The assistants' errors on the wire (issue 13 item 5; DECISIONS.md "Errors",
- * A1-A11): tagged errors with data in the service, `{"detail": "<text>"}` and
+ * A1-A12): tagged errors with data in the service, `{"detail": "<text>"}` and
  * nothing else on the wire, and back into the right error from the text.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -11,12 +11,14 @@ import {
   AssistantNotVersioned,
   BranchAlreadyExists,
   BranchNotFound,
+  BranchNotPublished,
   CommitNotFound,
   CommitNotInHistory,
   ItemNotFound,
   MainBranchUndeletable,
   MergeConflict,
   NoPublishedVersion,
+  NoRollout,
   NothingToPublish
 } from "../../src/Domain/AssistantErrors.ts"
 
@@ -44,11 +46,13 @@ const cases = [
   ],
   [ItemNotFound.Wire, new ItemNotFound({ kind: "nodes", id: "n1" }), 404, "Node not found"],
   [ItemNotFound.Wire, new ItemNotFound({ kind: "tools", id: "t1" }), 404, "Tool not found"],
-  [ItemNotFound.Wire, new ItemNotFound({ kind: "variables", id: "v" }), 404, "Variable not found"]
+  [ItemNotFound.Wire, new ItemNotFound({ kind: "variables", id: "v" }), 404, "Variable not found"],
+  [BranchNotPublished.Wire, new BranchNotPublished({ branch_name: "b" }), 400, "Branch has no published version"],
+  [NoRollout.Wire, new NoRollout(), 404, "No rollout"]
 ] as const
 
 describe("assistants errors", () => {
-  it("encode to exactly {detail} with the texts of A1-A11: no _tag, no data members", () => {
+  it("encode to exactly {detail} with the texts of A1-A12: no _tag, no data members", () => {
     for (const [wire, error, , text] of cases) {
       const encoded = Schema.encodeUnknownSync(wire as Schema.Codec<unknown, unknown>)(error)
       assert.deepStrictEqual(encoded, { detail: text }, error._tag)

@@ -66,6 +66,51 @@ describe("parley CLI", () => {
   )
 
   it.live(
+    "issue 17 (A12): rollout start, show and end, their input checked like the assistants API",
+    () =>
+      Effect.promise(async () => {
+        const env = { DATABASE_URL: databaseUrl() }
+        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
+        const db = postgres(databaseUrl(), { max: 1 })
+        try {
+          const org = parse((await cli("org", "create", "--name", "Rolling")).stdout) as { id: string }
+          const assistant = crypto.randomUUID()
+          await db`INSERT INTO assistants (id, organization_id, name, versioned, created_at)
+            VALUES (${assistant}, ${org.id}, 'Bot', true, now())`
+          await db`INSERT INTO assistant_branches (id, assistant_id, name, head_commit_id, created_at, updated_at)
+            VALUES (${crypto.randomUUID()}, ${assistant}, 'main', '0123456789ab', now(), now()),
+              (${crypto.randomUUID()}, ${assistant}, 'feature', '0123456789ac', now(), now()),
+              (${crypto.randomUUID()}, ${assistant}, 'early', NULL, now(), now())`
+          const rollout = (...args: Array<string>) => cli("rollout", ...args, "--org", org.id, "--assistant", assistant)
+          const none = await rollout("show")
+          assert.deepStrictEqual([none.code, none.stderr.trim()], [1, "Error: No rollout"])
+          const started = await rollout("start", "--branch", "feature", "--percent", "10")
+          assert.strictEqual(started.code, 0, started.stderr)
+          const shown = parse(started.stdout)
+          assert.deepStrictEqual(
+            [shown.assistant_id, shown.branch_name, shown.percent, shown.head_commit_id],
+            [assistant, "feature", "10", "0123456789ac"]
+          )
+          assert.deepStrictEqual(parse((await rollout("show")).stdout), shown)
+          const tooMuch = await rollout("start", "--branch", "feature", "--percent", "101")
+          assert.strictEqual(tooMuch.code, 1)
+          assert.match(tooMuch.stderr.trim(), /^Error: percent: /)
+          const unpublished = await rollout("start", "--branch", "early", "--percent", "5")
+          assert.deepStrictEqual(
+            [unpublished.code, unpublished.stderr.trim()],
+            [1, "Error: Branch has no published version"]
+          )
+          const ended = await rollout("end")
+          assert.deepStrictEqual([ended.code, ended.stdout.trim()], [0, "rollout=ended"])
+          assert.deepStrictEqual((await rollout("end")).stderr.trim(), "Error: No rollout")
+        } finally {
+          await db.end()
+        }
+      }),
+    120_000
+  )
+
+  it.live(
     "issue 15 (D20): settings set changes the rate limit (none clears it), checked like the admin API; settings show prints them",
     () =>
       Effect.promise(async () => {

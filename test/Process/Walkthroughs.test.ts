@@ -1,7 +1,7 @@
 /**
  * The README's walkthroughs, run as written (issue 14 "the README walkthroughs
  * run verbatim"): for each of "Walkthrough", "Admin API walkthrough",
- * "Webhooks walkthrough" and "Typed client walkthrough" (issue 14 item 3b:
+ * "Webhooks walkthrough", "Rollouts walkthrough" (issue 17 item 4) and "Typed client walkthrough" (issue 14 item 3b:
  * openapi-typescript types and an openapi-fetch program typechecked, then run), the server is started as its first block says
  * (`npm start` with the variables set there; `node src/main.ts` on a free port
  * and an embedded database of the test's own), and the section's other shell
@@ -123,6 +123,22 @@ describe("README walkthroughs, as written", () => {
     expect(run.output).toContain('"session_idle_timeout_seconds":3600')
     // The last command prints the session's agent name (curl's answers before it end without a newline).
     expect(run.output.trim()).toMatch(/Grace$/)
+  })
+
+  it("Rollouts walkthrough: a branch rolled out to 10%, statistics per commit, merged, the rollout ended (A12-A14)", {
+    timeout: 180_000
+  }, async () => {
+    const run = await runSection("## Rollouts walkthrough")
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toContain('"branch_name":"friendlier","percent":10')
+    // The statistics: main's runs and the branch's (if the split gave it any of the 40), 40 in all, all succeeded.
+    const lines = [...run.output.matchAll(/^(main|friendlier) ([0-9a-f]{12}): (\d+) runs, (\d+) succeeded/gm)]
+    expect(lines.map((line) => line[1])).toContain("main")
+    expect(lines.reduce((sum, line) => sum + Number(line[3]), 0)).toBe(40)
+    expect(lines.every((line) => line[3] === line[4])).toBe(true)
+    expect(run.output).toMatch(/^branch_name=friendlier$/m)
+    expect(run.output).toMatch(/^percent=10$/m)
+    expect(run.output.trim()).toMatch(/204$/)
   })
 
   it("Webhooks walkthrough: an app, a verifying receiver, signed events received, deliveries listed", {

@@ -1,11 +1,14 @@
 /**
  * Reply jobs across server processes (DECISIONS.md R1, O1, O5) with the echo
  * model (R3): a job pending when its process stops runs once after a restart,
- * and with two processes on one database every job runs exactly once.
+ * and with two processes on one database every job runs exactly once; under a
+ * rollout (A12), every run of a session reads the branch the split gave it,
+ * whichever process runs it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
+import { inRollout } from "../../src/Assistants/Rollouts.ts"
 import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
 
 /** This file's own database: its server processes claim every organization's work. */
@@ -64,7 +67,7 @@ const setup = async (base: string) => {
         limit: 100
       })
     ).body as Array<any>
-  return { token, session, replies }
+  return { token, assistantId: assistant.id as string, session, replies }
 }
 
 const until = async (condition: () => Promise<boolean>, timeoutMs = 20_000) => {
@@ -157,6 +160,87 @@ describe("reply jobs across processes", () => {
             answers.map((a) => a[0].content.text),
             sessions.map((_, i) => `Echo: question ${i}`)
           )
+        } finally {
+          one.child.kill("SIGTERM")
+          two.child.kill("SIGTERM")
+          assert.deepStrictEqual(await Promise.all([one.exited, two.exited]), [0, 0])
+        }
+      }),
+    120_000
+  )
+
+  it.live(
+    "A12: with two processes, every run of a session reads the branch the split gave it",
+    () =>
+      Effect.promise(async () => {
+        const [one, two] = await Promise.all([startServer(env()), startServer(env())])
+        try {
+          const fx = await setup(one.baseUrl)
+          const assistant = `/assistants/api/v2/assistants/${fx.assistantId}`
+          assert.strictEqual(
+            (await json(one.baseUrl, "POST", `${assistant}/branches`, fx.token, { name: "b" })).status,
+            201
+          )
+          const renamed = await json(one.baseUrl, "PATCH", `${assistant}/branches/b/draft/nodes/start`, fx.token, {
+            name: "Start on b"
+          })
+          assert.strictEqual(renamed.status, 200)
+          const published = await json(one.baseUrl, "POST", `${assistant}/branches/b/publish`, fx.token, {
+            message: "b"
+          })
+          assert.strictEqual(published.status, 200)
+          const rollout = await json(two.baseUrl, "PUT", `${assistant}/rollout`, fx.token, {
+            branch_name: "b",
+            percent: 50
+          })
+          assert.strictEqual(rollout.status, 200)
+          const sessions = await Promise.all(Array.from({ length: 30 }, (_, i) => fx.session(`question ${i}`)))
+          const db = postgres(databaseUrl(), { max: 1 })
+          try {
+            const runs = async () =>
+              await db<Array<{ session_id: string; branch_name: string; commit_id: string }>>`
+                SELECT session_id::text, branch_name, commit_id FROM runs
+                WHERE session_id = ANY(${sessions}::uuid[]) ORDER BY started_at`
+            // Two turns per session, triggered on one process then the other; either process's worker may run each.
+            for (const [turn, server] of [
+              [1, one],
+              [2, two]
+            ] as const) {
+              const triggers = await Promise.all(
+                sessions.map((id) =>
+                  json(server.baseUrl, "POST", `${C}/sessions/${id}/reply`, fx.token, { debounce_time: 0 })
+                )
+              )
+              assert.deepStrictEqual(
+                triggers.map((t) => t.status),
+                Array(30).fill(200)
+              )
+              await until(async () => {
+                const recorded = await runs()
+                return sessions.every((id) => recorded.filter((run) => run.session_id === id).length >= turn)
+              })
+            }
+            const recorded = await runs()
+            const mainCommits = new Set<string>()
+            for (const id of sessions) {
+              const own = recorded.filter((run) => run.session_id === id)
+              const expected = inRollout(id, 50) ? "b" : "main"
+              assert.deepStrictEqual(
+                own.map((run) => run.branch_name),
+                [expected, expected],
+                id
+              )
+              for (const run of own) {
+                if (expected === "b") assert.strictEqual(run.commit_id, published.body.commit.id, id)
+                else mainCommits.add(run.commit_id)
+              }
+            }
+            // main's runs all read its one commit, which is not the branch's.
+            assert.strictEqual(mainCommits.size, 1)
+            assert.isFalse(mainCommits.has(published.body.commit.id))
+          } finally {
+            await db.end()
+          }
         } finally {
           one.child.kill("SIGTERM")
           two.child.kill("SIGTERM")

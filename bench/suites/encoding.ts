@@ -22,11 +22,10 @@ import { makeCleanup } from "../lib/cleanup.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { environment, writeResults } from "../lib/results.ts"
+import { median } from "../lib/stats.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
-
-const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 

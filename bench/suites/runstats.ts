@@ -16,14 +16,10 @@ import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
 import { startParley } from "../lib/parley.ts"
 import { environment, writeResults } from "../lib/results.ts"
+import { median } from "../lib/stats.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 /**
  * Inserts `n` runs of `assistantId` over the sessions of `organizationId`,

@@ -13,6 +13,7 @@ import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
 import { startParley } from "../lib/parley.ts"
 import { environment, writeResults } from "../lib/results.ts"
+import { median } from "../lib/stats.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
@@ -24,11 +25,6 @@ const node = (id: number, version = 0) => ({
   config: { instructions: `Step ${id}: answer politely. ${"x".repeat(200)}`, next_node: `n${(id + 1) % 2000}` },
   position: { x: id % 50, y: Math.floor(id / 50) }
 })
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 /** Runs the benchmark; `args` are ignored. */
 export const run = async (_args: ReadonlyArray<string>) => {

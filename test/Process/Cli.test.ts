@@ -17,50 +17,57 @@ const parse = (stdout: string): Record<string, string> =>
 
 const databaseUrl = ownDatabase("parley_cli")
 
+/**
+ * A test body with `cli` (`src/cli.ts` on this file's database, answering its
+ * exit code and output) and `db` (a client of that database, closed after).
+ */
+const withCli = (
+  body: (cli: (...args: Array<string>) => ReturnType<typeof runNode>, db: ReturnType<typeof postgres>) => Promise<void>
+) =>
+  Effect.promise(async () => {
+    const env = { DATABASE_URL: databaseUrl() }
+    const db = postgres(databaseUrl(), { max: 1 })
+    try {
+      await body((...args) => runNode("src/cli.ts", args, env), db)
+    } finally {
+      await db.end()
+    }
+  })
+
 describe("parley CLI", () => {
   it.live(
     "issue 16 (W8, W9): app rotate-secret prints the new secret and until when the previous one signs; app recover prints how many",
     () =>
-      Effect.promise(async () => {
-        const env = { DATABASE_URL: databaseUrl() }
-        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
-        const db = postgres(databaseUrl(), { max: 1 })
-        try {
-          const org = parse((await cli("org", "create", "--name", "Rotating")).stdout) as { id: string }
-          const appId = crypto.randomUUID()
-          await db`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
-          VALUES (${appId}, ${org.id}, 'CRM', 'https://example.com/hook', '{session.created}', true, 'whsec_old', now())`
-          const rotated = await cli("app", "rotate-secret", "--org", org.id, "--app", appId)
-          assert.strictEqual(rotated.code, 0, rotated.stderr)
-          const shown = parse(rotated.stdout)
-          assert.match(shown.signing_secret!, /^whsec_/)
-          assert.isAbove(Date.parse(shown.previous_secret_expires_at!), Date.now() + 23 * 3_600_000)
-          const [row] = await db<Array<{ signing_secret: string; previous_signing_secret: string }>>`
-          SELECT signing_secret, previous_signing_secret FROM apps WHERE id = ${appId}`
-          assert.deepStrictEqual(
-            [row!.signing_secret, row!.previous_signing_secret],
-            [shown.signing_secret, "whsec_old"]
-          )
-          const missing = await cli("app", "rotate-secret", "--org", org.id, "--app", crypto.randomUUID())
-          assert.deepStrictEqual([missing.code, missing.stderr.trim()], [1, "Error: App not found"])
-          // W9: recover, its range checked as the admin API checks it.
-          const recovered = await cli(
-            "app",
-            "recover",
-            "--org",
-            org.id,
-            "--app",
-            appId,
-            "--since",
-            "2026-01-01T00:00:00Z"
-          )
-          assert.deepStrictEqual([recovered.code, parse(recovered.stdout).deliveries], [0, "0"])
-          const badRange = await cli("app", "recover", "--org", org.id, "--app", appId, "--since", "yesterday")
-          assert.strictEqual(badRange.code, 1)
-          assert.match(badRange.stderr.trim(), /^Error: since: /)
-        } finally {
-          await db.end()
-        }
+      withCli(async (cli, db) => {
+        const org = parse((await cli("org", "create", "--name", "Rotating")).stdout) as { id: string }
+        const appId = crypto.randomUUID()
+        await db`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
+        VALUES (${appId}, ${org.id}, 'CRM', 'https://example.com/hook', '{session.created}', true, 'whsec_old', now())`
+        const rotated = await cli("app", "rotate-secret", "--org", org.id, "--app", appId)
+        assert.strictEqual(rotated.code, 0, rotated.stderr)
+        const shown = parse(rotated.stdout)
+        assert.match(shown.signing_secret!, /^whsec_/)
+        assert.isAbove(Date.parse(shown.previous_secret_expires_at!), Date.now() + 23 * 3_600_000)
+        const [row] = await db<Array<{ signing_secret: string; previous_signing_secret: string }>>`
+        SELECT signing_secret, previous_signing_secret FROM apps WHERE id = ${appId}`
+        assert.deepStrictEqual([row!.signing_secret, row!.previous_signing_secret], [shown.signing_secret, "whsec_old"])
+        const missing = await cli("app", "rotate-secret", "--org", org.id, "--app", crypto.randomUUID())
+        assert.deepStrictEqual([missing.code, missing.stderr.trim()], [1, "Error: App not found"])
+        // W9: recover, its range checked as the admin API checks it.
+        const recovered = await cli(
+          "app",
+          "recover",
+          "--org",
+          org.id,
+          "--app",
+          appId,
+          "--since",
+          "2026-01-01T00:00:00Z"
+        )
+        assert.deepStrictEqual([recovered.code, parse(recovered.stdout).deliveries], [0, "0"])
+        const badRange = await cli("app", "recover", "--org", org.id, "--app", appId, "--since", "yesterday")
+        assert.strictEqual(badRange.code, 1)
+        assert.match(badRange.stderr.trim(), /^Error: since: /)
       }),
     120_000
   )
@@ -68,44 +75,37 @@ describe("parley CLI", () => {
   it.live(
     "issue 17 (A12): rollout start, show and end, their input checked like the assistants API",
     () =>
-      Effect.promise(async () => {
-        const env = { DATABASE_URL: databaseUrl() }
-        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
-        const db = postgres(databaseUrl(), { max: 1 })
-        try {
-          const org = parse((await cli("org", "create", "--name", "Rolling")).stdout) as { id: string }
-          const assistant = crypto.randomUUID()
-          await db`INSERT INTO assistants (id, organization_id, name, versioned, created_at)
-            VALUES (${assistant}, ${org.id}, 'Bot', true, now())`
-          await db`INSERT INTO assistant_branches (id, assistant_id, name, head_commit_id, created_at, updated_at)
-            VALUES (${crypto.randomUUID()}, ${assistant}, 'main', '0123456789ab', now(), now()),
-              (${crypto.randomUUID()}, ${assistant}, 'feature', '0123456789ac', now(), now()),
-              (${crypto.randomUUID()}, ${assistant}, 'early', NULL, now(), now())`
-          const rollout = (...args: Array<string>) => cli("rollout", ...args, "--org", org.id, "--assistant", assistant)
-          const none = await rollout("show")
-          assert.deepStrictEqual([none.code, none.stderr.trim()], [1, "Error: No rollout"])
-          const started = await rollout("start", "--branch", "feature", "--percent", "10")
-          assert.strictEqual(started.code, 0, started.stderr)
-          const shown = parse(started.stdout)
-          assert.deepStrictEqual(
-            [shown.assistant_id, shown.branch_name, shown.percent, shown.head_commit_id],
-            [assistant, "feature", "10", "0123456789ac"]
-          )
-          assert.deepStrictEqual(parse((await rollout("show")).stdout), shown)
-          const tooMuch = await rollout("start", "--branch", "feature", "--percent", "101")
-          assert.strictEqual(tooMuch.code, 1)
-          assert.match(tooMuch.stderr.trim(), /^Error: percent: /)
-          const unpublished = await rollout("start", "--branch", "early", "--percent", "5")
-          assert.deepStrictEqual(
-            [unpublished.code, unpublished.stderr.trim()],
-            [1, "Error: Branch has no published version"]
-          )
-          const ended = await rollout("end")
-          assert.deepStrictEqual([ended.code, ended.stdout.trim()], [0, "rollout=ended"])
-          assert.deepStrictEqual((await rollout("end")).stderr.trim(), "Error: No rollout")
-        } finally {
-          await db.end()
-        }
+      withCli(async (cli, db) => {
+        const org = parse((await cli("org", "create", "--name", "Rolling")).stdout) as { id: string }
+        const assistant = crypto.randomUUID()
+        await db`INSERT INTO assistants (id, organization_id, name, versioned, created_at)
+          VALUES (${assistant}, ${org.id}, 'Bot', true, now())`
+        await db`INSERT INTO assistant_branches (id, assistant_id, name, head_commit_id, created_at, updated_at)
+          VALUES (${crypto.randomUUID()}, ${assistant}, 'main', '0123456789ab', now(), now()),
+            (${crypto.randomUUID()}, ${assistant}, 'feature', '0123456789ac', now(), now()),
+            (${crypto.randomUUID()}, ${assistant}, 'early', NULL, now(), now())`
+        const rollout = (...args: Array<string>) => cli("rollout", ...args, "--org", org.id, "--assistant", assistant)
+        const none = await rollout("show")
+        assert.deepStrictEqual([none.code, none.stderr.trim()], [1, "Error: No rollout"])
+        const started = await rollout("start", "--branch", "feature", "--percent", "10")
+        assert.strictEqual(started.code, 0, started.stderr)
+        const shown = parse(started.stdout)
+        assert.deepStrictEqual(
+          [shown.assistant_id, shown.branch_name, shown.percent, shown.head_commit_id],
+          [assistant, "feature", "10", "0123456789ac"]
+        )
+        assert.deepStrictEqual(parse((await rollout("show")).stdout), shown)
+        const tooMuch = await rollout("start", "--branch", "feature", "--percent", "101")
+        assert.strictEqual(tooMuch.code, 1)
+        assert.match(tooMuch.stderr.trim(), /^Error: percent: /)
+        const unpublished = await rollout("start", "--branch", "early", "--percent", "5")
+        assert.deepStrictEqual(
+          [unpublished.code, unpublished.stderr.trim()],
+          [1, "Error: Branch has no published version"]
+        )
+        const ended = await rollout("end")
+        assert.deepStrictEqual([ended.code, ended.stdout.trim()], [0, "rollout=ended"])
+        assert.deepStrictEqual((await rollout("end")).stderr.trim(), "Error: No rollout")
       }),
     120_000
   )
@@ -113,9 +113,7 @@ describe("parley CLI", () => {
   it.live(
     "issue 15 (D20): settings set changes the rate limit (none clears it), checked like the admin API; settings show prints them",
     () =>
-      Effect.promise(async () => {
-        const env = { DATABASE_URL: databaseUrl() }
-        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
+      withCli(async (cli) => {
         const org = parse((await cli("org", "create", "--name", "Limited")).stdout) as { id: string }
         const set = await cli("settings", "set", "--org", org.id, "--rate-limit-per-second", "100")
         assert.strictEqual(set.code, 0, set.stderr)
@@ -142,9 +140,7 @@ describe("parley CLI", () => {
   it.live(
     "org create, key create, agent create, key revoke; unknown ids fail with a message and exit 1",
     () =>
-      Effect.promise(async () => {
-        const env = { DATABASE_URL: databaseUrl() }
-        const cli = (...args: Array<string>) => runNode("src/cli.ts", args, env)
+      withCli(async (cli) => {
         const org = parse((await cli("org", "create", "--name", "From CLI")).stdout) as { id: string; name: string }
         assert.strictEqual(org.name, "From CLI")
         const key = await cli("key", "create", "--org", org.id, "--name", "ops", "--expires-at", "2099-01-01T00:00:00Z")

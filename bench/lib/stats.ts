@@ -1,0 +1,5 @@
+/** Summary statistics of benchmark samples. */
+
+/** The median of `values` (the upper one of the two middle values for an even count); NaN for none. */
+export const median = (values: ReadonlyArray<number>): number =>
+  values.length === 0 ? Number.NaN : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!

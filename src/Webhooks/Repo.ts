@@ -4,9 +4,9 @@
  * completion and release statements. Deliveries are created by the fan-out
  * trigger of migrations/0002_webhooks.ts, never here.
  *
- * The worker statements are fixed texts (prepared once per connection) run
- * with `unsafe` and positional parameters. `WebhooksRepo.layerTest` is the same
- * repository in memory (`MemoryRepo.ts`).
+ * The worker statements are fixed texts run with `unsafe` and positional
+ * parameters, planned on every call ({@link unprepared}).
+ * `WebhooksRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -190,6 +190,19 @@ const releaseStatement = fixedStatement(
   (p) =>
     `UPDATE deliveries SET leased_by = NULL, lease_until = NULL WHERE leased_by = ${p.workerId} AND status = 'pending'`
 )
+
+/**
+ * Runs a worker statement unprepared, so that PostgreSQL plans it with its
+ * arguments and the table's current size on every call. Prepared, it got a
+ * generic plan after five calls, made while `deliveries` was still small, and
+ * kept it: a hash join over a sequential scan of the whole table, which every
+ * later claim and completion repeated as the table grew (auto_explain in
+ * `npm run bench -- webhooks`: 2.2 of a claim's 3.2 ms scanning 14,000 rows).
+ * A claim or completion takes a batch of deliveries, so planning it each time
+ * costs little beside it. Speed tactic measured by `npm run bench -- webhooks`
+ * (bench/README.md, "Worker statements planned per call").
+ */
+const unprepared = <A extends object>(statement: Statement.Statement<A>) => statement.unprepared
 
 /** An app row as inserted. */
 export interface NewApp {
@@ -452,12 +465,12 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       sql`(${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)`
     ])
 
-  const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
+  const claim = (options: ClaimOptions) => unprepared(claimStatement.run<ClaimedDelivery>(sql, options))
 
   /** Records attempts ({@link completeStatement}). */
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>) =>
-    completeStatement
-      .run(sql, {
+    unprepared(
+      completeStatement.run(sql, {
         ids: results.map((r) => r.id),
         statusCodes: results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
         errors: results.map((r) => r.error ?? ""),
@@ -467,7 +480,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         delaysMs: results.map((r) => r.delayMs),
         workerId
       })
-      .pipe(Effect.asVoid)
+    ).pipe(Effect.asVoid)
 
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 

@@ -1,0 +1,94 @@
+/**
+ * The delivery worker's statements as `deliveries` grows (issue 16 item 4;
+ * DECISIONS.md W2, W5; src/Webhooks/Repo.ts `unprepared`). A new installation
+ * starts with an empty table: a claim or completion prepared then, and planned
+ * once for every later call, scanned the whole table on each call once it held
+ * thousands of rows (the webhooks benchmark found it). Here the worker claims
+ * and completes while the table is small, the table grows to thousands of
+ * finished deliveries (statistics not refreshed: autovacuum is off for it),
+ * and the next claims and completions must deliver without a sequential scan
+ * of `deliveries`. One connection, so the statistics counters read are those
+ * of the backend that ran the statements once it flushed them.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Database from "../../src/Database/Database.ts"
+import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { FileDatabase, TestDatabaseUrl } from "../support/Database.ts"
+
+/** One connection to the file's database, and the webhooks repository over it. */
+const OneConnection = Layer.unwrap(
+  Effect.map(Effect.service(TestDatabaseUrl), (url) => Database.clientLayer(Redacted.make(url), 1))
+)
+
+const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
+
+layer(WebhooksRepo.layer.pipe(Layer.provideMerge(OneConnection), Layer.provide(FileDatabase)), {
+  timeout: "120 seconds"
+})("the delivery worker's statements as deliveries grow", (it) => {
+  it.effect("claims and completions after the table grew from a few rows to 6,000 scan none of it whole (W5)", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* WebhooksRepo
+      const organizationId = "01a21bbc-0000-7000-8000-000000000001"
+      yield* sql`ALTER TABLE deliveries SET (autovacuum_enabled = false)`
+      yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'plans', now())`
+      yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, signing_secret, created_at)
+        VALUES (gen_random_uuid(), ${organizationId}, 'plans', 'https://example.com/hook', ARRAY['message.created'],
+          'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', now())`
+      /** `n` message.created events: the fan-out makes one pending delivery each. */
+      const addEvents = (n: number) =>
+        sql`INSERT INTO events (id, organization_id, type, body, created_at)
+          SELECT gen_random_uuid(), ${organizationId}, 'message.created', '{}', now() FROM generate_series(1, ${n})`
+      /** Claims what is due and records a success for each; answers how many. */
+      const deliverDue = Effect.gen(function* () {
+        const claimed = yield* repo.claim({
+          workerId,
+          leaseMs: 30_000,
+          limit: 16,
+          perApp: 16,
+          busyApps: [],
+          busyCounts: [],
+          saturated: []
+        })
+        const results: Array<AttemptResult> = claimed.map((delivery) => ({
+          id: delivery.id,
+          statusCode: 200,
+          error: null,
+          durationMs: 1,
+          startedAt: new Date(),
+          status: "succeeded",
+          delayMs: 0
+        }))
+        if (results.length > 0) yield* repo.complete(workerId, results)
+        return claimed.length
+      })
+      /** Sequential scans of `deliveries` so far, this backend's counts flushed first. */
+      const sequentialScans = Effect.gen(function* () {
+        yield* sql`SELECT pg_stat_force_next_flush()`
+        const rows = yield* sql<{ n: string }>`SELECT seq_scan::text AS n FROM pg_stat_user_tables
+          WHERE relname = 'deliveries'`
+        return Number(rows[0]!.n)
+      })
+
+      // While the table is small: more calls than PostgreSQL's five before it settles on a plan.
+      for (let i = 0; i < 8; i++) {
+        yield* addEvents(2)
+        assert.strictEqual(yield* deliverDue, 2)
+      }
+      // The table grows: 6,000 deliveries already succeeded.
+      yield* addEvents(6_000)
+      yield* sql`UPDATE deliveries SET status = 'succeeded', attempts = 1, next_attempt_at = NULL WHERE status = 'pending'`
+      const before = yield* sequentialScans
+      for (let i = 0; i < 8; i++) {
+        yield* addEvents(3)
+        assert.strictEqual(yield* deliverDue, 3)
+      }
+      const after = yield* sequentialScans
+      assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")
+      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`
+      assert.strictEqual(rows[0]!.n, 16 + 6_000 + 24)
+    })
+  )
+})

@@ -5,7 +5,8 @@
  * trigger of migrations/0002_webhooks.ts, never here.
  *
  * The worker statements are fixed texts run with `unsafe` and positional
- * parameters, planned on every call ({@link unprepared}).
+ * parameters; the claim and the completion are planned on every call
+ * ({@link unprepared}).
  * `WebhooksRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"

@@ -15,6 +15,8 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/Database/Database.ts"
 import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { generateSecret } from "../../src/Webhooks/Signing.ts"
+import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
 import { FileDatabase, TestDatabaseUrl } from "../support/Database.ts"
 
 /** One connection to the file's database, and the webhooks repository over it. */
@@ -36,7 +38,7 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(OneConnection), Layer.provide(F
       yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'plans', now())`
       yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, signing_secret, created_at)
         VALUES (gen_random_uuid(), ${organizationId}, 'plans', 'https://example.com/hook', ARRAY['message.created'],
-          'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', now())`
+          ${generateSecret()}, now())`
       /** `n` message.created events: the fan-out makes one pending delivery each. */
       const addEvents = (n: number) =>
         sql`INSERT INTO events (id, organization_id, type, body, created_at)
@@ -54,12 +56,9 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(OneConnection), Layer.provide(F
         })
         const results: Array<AttemptResult> = claimed.map((delivery) => ({
           id: delivery.id,
-          statusCode: 200,
-          error: null,
           durationMs: 1,
           startedAt: new Date(),
-          status: "succeeded",
-          delayMs: 0
+          ...attemptVerdict({ statusCode: 200 }, delivery.attempts + 1, [])
         }))
         if (results.length > 0) yield* repo.complete(workerId, results)
         return claimed.length

@@ -7,9 +7,11 @@
  * which value goes where: the text is written against named placeholders
  * (`${p.organizationId}` renders `$1::uuid`), and a call passes an object of
  * named values, put in placeholder order here. The benchmarks' baseline runs
- * the same texts.
+ * the same texts. A statement whose best plan changes as its tables grow is
+ * planned on every call instead ({@link FixedStatementOptions}).
  */
-import type { SqlClient, Statement } from "effect/sql"
+import type { Effect } from "effect"
+import type { SqlClient, SqlError } from "effect/sql"
 
 /** The PostgreSQL types of parameters and their TypeScript values (`jsonb`: JSON text). */
 interface ParameterTypes {
@@ -41,18 +43,36 @@ export type StatementInput<P extends Record<string, ParameterType>> = { readonly
 export interface FixedStatement<P extends Record<string, ParameterType>> {
   readonly text: string
   readonly values: (input: StatementInput<P>) => ReadonlyArray<unknown>
-  /** Runs the statement with `input` on `sql`, answering its rows. */
-  readonly run: <Row extends object>(sql: SqlClient.SqlClient, input: StatementInput<P>) => Statement.Statement<Row>
+  /** Runs the statement with `input` on `sql`, answering its rows; fails with `SqlError`. */
+  readonly run: <Row extends object>(
+    sql: SqlClient.SqlClient,
+    input: StatementInput<P>
+  ) => Effect.Effect<ReadonlyArray<Row>, SqlError.SqlError>
+}
+
+/** How a fixed statement runs. */
+export interface FixedStatementOptions {
+  /**
+   * Planned by PostgreSQL on every call, with its arguments and the tables'
+   * current size (run unprepared), instead of prepared once per connection,
+   * where after five calls PostgreSQL keeps a generic plan made with the
+   * statistics of that moment. For a statement over a table that starts
+   * empty and grows, when each call does enough work that planning it costs
+   * little beside it (the delivery worker's claim and completion,
+   * `Webhooks/Repo.ts`). Default false.
+   */
+  readonly plannedPerCall?: boolean
 }
 
 /**
  * A fixed statement whose parameters are `parameters` (name -> type, in
  * placeholder order) and whose text `write` builds from their placeholders
- * (`$n::type`, usable any number of times).
+ * (`$n::type`, usable any number of times), run as `options` say.
  */
 export const fixedStatement = <const P extends Record<string, ParameterType>>(
   parameters: P,
-  write: (placeholders: { readonly [K in keyof P]: string }) => string
+  write: (placeholders: { readonly [K in keyof P]: string }) => string,
+  options: FixedStatementOptions = {}
 ): FixedStatement<P> => {
   const names = Object.keys(parameters) as Array<keyof P & string>
   const placeholders = Object.fromEntries(
@@ -63,7 +83,9 @@ export const fixedStatement = <const P extends Record<string, ParameterType>>(
   return {
     text,
     values,
-    run: <Row extends object>(sql: SqlClient.SqlClient, input: StatementInput<P>) =>
-      sql.unsafe<Row>(text, values(input))
+    run: <Row extends object>(sql: SqlClient.SqlClient, input: StatementInput<P>) => {
+      const statement = sql.unsafe<Row>(text, values(input))
+      return options.plannedPerCall === true ? statement.unprepared : statement
+    }
   }
 }

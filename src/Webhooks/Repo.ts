@@ -6,7 +6,7 @@
  *
  * The worker statements are fixed texts run with `unsafe` and positional
  * parameters; the claim and the completion are planned on every call
- * ({@link unprepared}).
+ * (`WORKER_STATEMENT`).
  * `WebhooksRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
@@ -67,6 +67,19 @@ export interface AttemptResult {
  * webhooks` (end to end, one app; bench/README.md "Webhooks past Svix").
  */
 const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit', 'off', true))`
+
+/**
+ * How the claim and the completion run: planned on every call
+ * (`Database/Statement.ts` `plannedPerCall`). Prepared, each got a generic plan
+ * after five calls, made while `deliveries` was still small, and kept it: a
+ * hash join over a sequential scan of the whole table, which every later claim
+ * and completion repeated as the table grew (auto_explain in `npm run bench --
+ * webhooks`: 2.2 of a claim's 3.2 ms scanning 14,000 rows). Each takes a batch
+ * of deliveries, so planning it costs little beside it. Speed tactic measured
+ * by `npm run bench -- webhooks` (bench/README.md, "Worker statements planned
+ * per call").
+ */
+const WORKER_STATEMENT = { plannedPerCall: true } as const
 
 /**
  * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
@@ -148,7 +161,8 @@ FROM picked p, apps a, events e, async_commit
 WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
 RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
   CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
-  e.trace_context->>'traceparent' AS traceparent`
+  e.trace_context->>'traceparent' AS traceparent`,
+  WORKER_STATEMENT
 )
 
 /**
@@ -182,7 +196,8 @@ export const completeStatement = fixedStatement(
 )
 INSERT INTO delivery_attempts (delivery_id, attempt, organization_id, status_code, error, duration_ms, started_at)
 SELECT id, attempts, organization_id, nullif(status_code, '')::int, nullif(error, ''), duration_ms, started_at::timestamptz
-FROM d`
+FROM d`,
+  WORKER_STATEMENT
 )
 
 /** Clears the leases a worker still holds on pending deliveries (O5: released for another process). */
@@ -191,19 +206,6 @@ const releaseStatement = fixedStatement(
   (p) =>
     `UPDATE deliveries SET leased_by = NULL, lease_until = NULL WHERE leased_by = ${p.workerId} AND status = 'pending'`
 )
-
-/**
- * Runs a worker statement unprepared, so that PostgreSQL plans it with its
- * arguments and the table's current size on every call. Prepared, it got a
- * generic plan after five calls, made while `deliveries` was still small, and
- * kept it: a hash join over a sequential scan of the whole table, which every
- * later claim and completion repeated as the table grew (auto_explain in
- * `npm run bench -- webhooks`: 2.2 of a claim's 3.2 ms scanning 14,000 rows).
- * A claim or completion takes a batch of deliveries, so planning it each time
- * costs little beside it. Speed tactic measured by `npm run bench -- webhooks`
- * (bench/README.md, "Worker statements planned per call").
- */
-const unprepared = <A extends object>(statement: Statement.Statement<A>) => statement.unprepared
 
 /** An app row as inserted. */
 export interface NewApp {
@@ -466,12 +468,12 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       sql`(${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)`
     ])
 
-  const claim = (options: ClaimOptions) => unprepared(claimStatement.run<ClaimedDelivery>(sql, options))
+  const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
 
   /** Records attempts ({@link completeStatement}). */
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>) =>
-    unprepared(
-      completeStatement.run(sql, {
+    completeStatement
+      .run(sql, {
         ids: results.map((r) => r.id),
         statusCodes: results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
         errors: results.map((r) => r.error ?? ""),
@@ -481,7 +483,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         delaysMs: results.map((r) => r.delayMs),
         workerId
       })
-    ).pipe(Effect.asVoid)
+      .pipe(Effect.asVoid)
 
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 

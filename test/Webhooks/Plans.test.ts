@@ -1,6 +1,6 @@
 /**
  * The delivery worker's statements as `deliveries` grows (issue 16 item 4;
- * DECISIONS.md W2, W5; src/Webhooks/Repo.ts `unprepared`). A new installation
+ * DECISIONS.md W2, W5; src/Webhooks/Repo.ts `WORKER_STATEMENT`). A new installation
  * starts with an empty table: a claim or completion prepared then, and planned
  * once for every later call, scanned the whole table on each call once it held
  * thousands of rows (the webhooks benchmark found it). Here the worker claims
@@ -11,22 +11,17 @@
  * of the backend that ran the statements once it flushed them.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Database from "../../src/Database/Database.ts"
 import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
 import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
-import { FileDatabase, TestDatabaseUrl } from "../support/Database.ts"
-
-/** One connection to the file's database, and the webhooks repository over it. */
-const OneConnection = Layer.unwrap(
-  Effect.map(Effect.service(TestDatabaseUrl), (url) => Database.clientLayer(Redacted.make(url), 1))
-)
+import { FileDatabase, fileDatabaseClient } from "../support/Database.ts"
 
 const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
 
-layer(WebhooksRepo.layer.pipe(Layer.provideMerge(OneConnection), Layer.provide(FileDatabase)), {
+// One connection to the file's database, and the webhooks repository over it.
+layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.provide(FileDatabase)), {
   timeout: "120 seconds"
 })("the delivery worker's statements as deliveries grow", (it) => {
   it.effect("claims and completions after the table grew from a few rows to 6,000 scan none of it whole (W5)", () =>

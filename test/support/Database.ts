@@ -72,6 +72,12 @@ export const FileDatabase = Layer.effect(
   ).pipe(Effect.map((database) => database.url))
 )
 
+/** A pool of `connections` connections to the file's database (`TestDatabaseUrl`). */
+export const fileDatabaseClient = (connections: number) =>
+  Layer.unwrap(
+    Effect.map(Effect.service(TestDatabaseUrl), (url) => Database.clientLayer(Redacted.make(url), connections))
+  )
+
 /**
  * A database of the calling test file's own for `beforeAll`/`afterAll` style
  * tests (server processes, the CLI): created before its tests, dropped after.

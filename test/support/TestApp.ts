@@ -12,11 +12,10 @@ import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
-import * as Database from "../../src/Database/Database.ts"
 import { AllRoutes, createHttpServer, Draining, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
 import { Ids } from "../../src/Shared/Ids.ts"
-import { FileDatabase, TestDatabaseUrl } from "./Database.ts"
+import { FileDatabase, fileDatabaseClient, TestDatabaseUrl } from "./Database.ts"
 
 /** The admin token of test servers. */
 export const ADMIN_TOKEN = "test-admin-token"
@@ -80,9 +79,7 @@ const fileConfig = (overrides: Partial<AppConfigShape>) =>
   )
 
 /** The test database connection (a small pool) to the file's database. */
-export const TestDatabase = Layer.unwrap(
-  Effect.map(Effect.service(TestDatabaseUrl), (url) => Database.clientLayer(Redacted.make(url), 6))
-)
+export const TestDatabase = fileDatabaseClient(6)
 
 const TestApiLive = Layer.effect(
   TestApi,

@@ -12,12 +12,12 @@
 
 import type { LookupAddress, LookupAllOptions, LookupOptions } from "node:dns"
 import * as dns from "node:dns"
-import * as http from "node:http"
-import * as https from "node:https"
+import type * as http from "node:http"
 import type * as net from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Cause, Context, Effect, Layer } from "effect"
 import ipaddr from "ipaddr.js"
+import { Agent as UndiciAgent } from "undici"
 import { AppConfig } from "../Config.ts"
 
 /** Why a URL or address is refused: a sentence for a 422 `msg` or an attempt's `error`. */
@@ -133,7 +133,7 @@ type LookupCallback = (
 ) => void
 
 /**
- * A `lookup` for `http.Agent`/`net.connect` that resolves like `dns.lookup` and
+ * A `lookup` for `net.connect` (Node's agents, the {@link guardedDispatcher}) that resolves like `dns.lookup` and
  * fails the connection with {@link TargetRefused} when any resolved address is
  * not public (W6, at attempt time; DNS rebinding safe since the socket connects
  * to the address checked here). IP-literal hosts never reach `lookup`: check
@@ -186,26 +186,23 @@ export const guardedTarget = (text: string, allowPrivate: boolean): Effect.Effec
 
 /**
  * The options of Node's agents for outgoing requests to URLs clients name
- * (W6): keep-alive, at most `maxFreeSockets` idle connections kept, and the
- * {@link guardedLookup} unless `allowPrivate` (`ALLOW_PRIVATE_NETWORK_TARGETS`).
+ * (W6): keep-alive, and the {@link guardedLookup} unless `allowPrivate`
+ * (`ALLOW_PRIVATE_NETWORK_TARGETS`).
  */
-const guardedAgentOptions = (allowPrivate: boolean, maxFreeSockets?: number): http.AgentOptions => ({
+const guardedAgentOptions = (allowPrivate: boolean): http.AgentOptions => ({
   keepAlive: true,
-  ...(maxFreeSockets === undefined ? {} : { maxFreeSockets }),
   ...(allowPrivate ? {} : { lookup: guardedLookup })
 })
 
-/** Node's agents for http and https URLs with the W6 lookup ({@link guardedAgentOptions}). */
-export interface GuardedAgents {
-  readonly http: http.Agent
-  readonly https: https.Agent
-}
-
-/** {@link GuardedAgents} for `allowPrivate` keeping up to `maxFreeSockets` idle connections each. */
-export const guardedAgents = (allowPrivate: boolean, maxFreeSockets?: number): GuardedAgents => {
-  const options = guardedAgentOptions(allowPrivate, maxFreeSockets)
-  return { http: new http.Agent(options), https: new https.Agent(options) }
-}
+/**
+ * An `undici` dispatcher for outgoing requests to URLs clients name (W6):
+ * keep-alive connections per origin, HTTP/1.1 only, and every connection (plain
+ * or TLS) resolved through the {@link guardedLookup} unless `allowPrivate`
+ * (`ALLOW_PRIVATE_NETWORK_TARGETS`). IP-literal hosts never reach the lookup:
+ * check the URL with {@link guardedTarget} first. Close it when done with it.
+ */
+export const guardedDispatcher = (allowPrivate: boolean): UndiciAgent =>
+  new UndiciAgent({ allowH2: false, ...(allowPrivate ? {} : { connect: { lookup: guardedLookup } }) })
 
 /**
  * Node's HTTP client for outgoing requests to URLs clients name: keep-alive,

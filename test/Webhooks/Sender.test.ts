@@ -1,6 +1,6 @@
 /**
- * The delivery worker's sender over Node's client (`Worker.ts`
- * `nodeSendWebhook`, DECISIONS.md W3-W6) against real sockets: the envelope
+ * The delivery worker's sender over `undici` (`Worker.ts`
+ * `undiciSendWebhook` with `Shared/Ssrf.ts` `guardedDispatcher`, DECISIONS.md W3-W6) against real sockets: the envelope
  * and headers arrive as sent, the answer's status is read, a receiver that
  * does not answer is timed out and its request aborted, a closed port and a
  * refused address are recorded as such, and an https URL speaks TLS.
@@ -11,10 +11,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { freePort } from "../../src/Database/Embedded.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
-import { guardedAgents } from "../../src/Shared/Ssrf.ts"
+import { guardedDispatcher } from "../../src/Shared/Ssrf.ts"
 import type { ClaimedDelivery } from "../../src/Webhooks/Repo.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
-import { makeAttempt, nodeSendWebhook } from "../../src/Webhooks/Worker.ts"
+import { makeAttempt, undiciSendWebhook } from "../../src/Webhooks/Worker.ts"
 
 const newId = makeIdGenerator()
 
@@ -67,14 +67,24 @@ const delivery = (webhookUrl: string): ClaimedDelivery => {
   }
 }
 
+/** The worker's sender over a guarded dispatcher (`allowPrivate`: W6 off), destroyed with the scope. */
+const sender = (allowPrivate: boolean) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => guardedDispatcher(allowPrivate)),
+      (dispatcher) => Effect.promise(() => dispatcher.destroy())
+    ),
+    undiciSendWebhook
+  )
+
 const options = { timeoutMs: 300, schedule: [Duration.seconds(1)], allowPrivate: true }
 
-describe("the worker's sender over Node's client (W3-W6)", () => {
+describe("the worker's sender over undici (W3-W6)", () => {
   it.live("W3, W4: the envelope arrives byte for byte with its headers; the status is the answer's", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const receiver = yield* serve(() => 202)
-        const attempt = makeAttempt(nodeSendWebhook(guardedAgents(true)), options)
+        const attempt = makeAttempt(yield* sender(true), options)
         const claimed = delivery(`http://127.0.0.1:${receiver.port}/hook?x=1`)
         const result = yield* attempt(claimed)
         assert.deepStrictEqual([result.status, result.statusCode, result.error], ["succeeded", 202, null])
@@ -94,7 +104,7 @@ describe("the worker's sender over Node's client (W3-W6)", () => {
     Effect.scoped(
       Effect.gen(function* () {
         const receiver = yield* serve(() => undefined)
-        const attempt = makeAttempt(nodeSendWebhook(guardedAgents(true)), options)
+        const attempt = makeAttempt(yield* sender(true), options)
         const result = yield* attempt(delivery(`http://127.0.0.1:${receiver.port}/hook`))
         assert.deepStrictEqual(
           [result.status, result.statusCode, result.error],
@@ -111,14 +121,14 @@ describe("the worker's sender over Node's client (W3-W6)", () => {
       Effect.gen(function* () {
         const receiver = yield* serve(() => 200)
         const port = yield* Effect.promise(() => freePort())
-        const open = makeAttempt(nodeSendWebhook(guardedAgents(true)), options)
+        const open = makeAttempt(yield* sender(true), options)
         const refusedPort = yield* open(delivery(`http://127.0.0.1:${port}/hook`))
         assert.match(String(refusedPort.error), /^ECONNREFUSED: /)
         const tls = yield* open(delivery(`https://127.0.0.1:${receiver.port}/hook`))
         assert.strictEqual(tls.statusCode, null)
         assert.notStrictEqual(tls.error, null)
-        // W6: the guarded agents' lookup refuses what a host name resolves to when it is not public.
-        const guarded = makeAttempt(nodeSendWebhook(guardedAgents(false)), { ...options, allowPrivate: false })
+        // W6: the guarded dispatcher's lookup refuses what a host name resolves to when it is not public.
+        const guarded = makeAttempt(yield* sender(false), { ...options, allowPrivate: false })
         const refusedName = yield* guarded(delivery(`http://localhost:${receiver.port}/hook`))
         assert.match(String(refusedName.error), /^Refused: Address (127\.0\.0\.1|::1) is not a public address/)
         assert.strictEqual(receiver.requests.length, 0, "nothing reached the receiver")

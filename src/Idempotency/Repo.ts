@@ -39,6 +39,19 @@ const liveAnswerSql = (organizationId: string, key: string) =>
 /** `expires_at` of an answer kept now. */
 const keptUntilSql = `statement_timestamp() + interval '${KEPT_FOR_HOURS} hours'`
 
+/** The head of an INSERT of kept answers, with every column of `idempotency_keys` but `created_at`. */
+const insertKeptSql = `INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)`
+
+/**
+ * The conflict clause of an INSERT of {@link insertKeptSql} that replaces an
+ * expired answer of the same (organization, key) not swept yet, and leaves a
+ * live one (the INSERT then answers no row for it).
+ */
+const replaceExpiredSql = `ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+  status = EXCLUDED.status, content_type = EXCLUDED.content_type, body = EXCLUDED.body,
+  created_at = statement_timestamp(), expires_at = EXCLUDED.expires_at
+WHERE idempotency_keys.expires_at <= statement_timestamp()`
+
 /**
  * The parts of a statement that keeps its own answer (D19 on the hot path,
  * POST message: `npm run bench`), given the placeholders of its organization
@@ -62,7 +75,7 @@ ik_live AS (${liveAnswerSql(p.organizationId, p.key)})`,
   locked: "(SELECT acquired FROM ik_lock)",
   unanswered: "NOT EXISTS (SELECT 1 FROM ik_live)",
   keep: (status: number, body: string, from: string) => `ik_kept AS (
-  INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
+  ${insertKeptSql}
   SELECT ${p.organizationId}, ${p.key}, ${p.fingerprint}, ${status}, 'application/json', convert_to(${body}, 'UTF8'), ${keptUntilSql}
   FROM ${from}
   RETURNING 1
@@ -115,12 +128,9 @@ LEFT JOIN idempotency_keys k
  * no row when a live answer is there (kept by a transaction that committed
  * after the claim's snapshot was taken).
  */
-const keepSql = `INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
+const keepSql = `${insertKeptSql}
 VALUES ($1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql})
-ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
-  content_type = EXCLUDED.content_type, body = EXCLUDED.body, created_at = statement_timestamp(),
-  expires_at = EXCLUDED.expires_at
-WHERE idempotency_keys.expires_at <= statement_timestamp()
+${replaceExpiredSql}
 RETURNING 1 AS kept`
 
 /**
@@ -133,13 +143,10 @@ const keepUnchangedSql = `WITH a AS (${organizationOfTokenSql}),
 live AS (SELECT k.* FROM a JOIN idempotency_keys k ON k.organization_id = a.organization_id::uuid
   AND k.key = $2::text AND k.expires_at > statement_timestamp()),
 kept AS (
-  INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
+  ${insertKeptSql}
   SELECT a.organization_id::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql}
   FROM a WHERE NOT EXISTS (SELECT 1 FROM live)
-  ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
-    content_type = EXCLUDED.content_type, body = EXCLUDED.body, created_at = statement_timestamp(),
-    expires_at = EXCLUDED.expires_at
-  WHERE idempotency_keys.expires_at <= statement_timestamp()
+  ${replaceExpiredSql}
 )
 SELECT fingerprint, status, content_type, body FROM live`
 

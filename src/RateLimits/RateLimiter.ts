@@ -13,7 +13,9 @@
  * process leased but did not spend within {@link LEASE_MS} are dropped (the
  * organization gets less, never more). Settings are read by every lease: a
  * changed limit applies within {@link LEASE_MS} (an unlimited organization is
- * looked at again after that long).
+ * looked at again after that long). What a process knows of an organization
+ * it has not served for {@link IDLE_MS} is dropped, so its memory follows the
+ * organizations it serves, not every one it ever served.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Deferred, Effect, Layer } from "effect"
@@ -28,6 +30,13 @@ export const rateLimitHeaderNames = {
 
 /** How long leased tokens, and an answer "unlimited", are used by a process (ms). */
 const LEASE_MS = 1_000
+
+/**
+ * How long a process keeps what it knows of an organization after its latest
+ * request (ms), and how often it looks for such organizations: dropping one
+ * only means its next request leases again, a first chunk of 1 token.
+ */
+const IDLE_MS = 60_000
 
 /** Tokens a lease asks for: 2% of a second's rate (20 ms of traffic), at least 1. */
 const chunkOf = (rate: number) => Math.max(1, Math.ceil(rate / 50))
@@ -69,6 +78,8 @@ export interface Verdict {
 
 /** What a process knows of an organization's bucket. */
 interface Entry {
+  /** When the organization's latest request took from it (ms). */
+  seenAt: number
   /** Until when the organization is known to be unlimited (ms), or 0. */
   unlimitedUntil: number
   /** Tokens leased and not spent, usable until `tokensUntil` (ms). */
@@ -92,6 +103,8 @@ export class RateLimiter extends Context.Service<
      * `SqlError` when a lease cannot be made.
      */
     readonly take: (organizationId: string) => Effect.Effect<Verdict | undefined, SqlError.SqlError>
+    /** How many organizations this process keeps state for (those served within about {@link IDLE_MS}). */
+    readonly tracked: () => number
   }
 >()("parley/RateLimits/RateLimiter") {
   /** The limiter over PostgreSQL, its per-process state in this layer. Requires `PgClient`. */
@@ -100,6 +113,18 @@ export class RateLimiter extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       const entries = new Map<string, Entry>()
+      /** When the next look for idle organizations is due (ms). */
+      let nextSweep = 0
+
+      /** Drops the organizations with no request for {@link IDLE_MS} and no lease under way. */
+      const sweep = (now: number) => {
+        nextSweep = now + IDLE_MS
+        for (const [organizationId, entry] of entries) {
+          if (entry.leasing === undefined && entry.seenAt + IDLE_MS <= now) {
+            entries.delete(organizationId)
+          }
+        }
+      }
 
       const verdictOf = (entry: Entry, allowed: boolean): Verdict => {
         const remaining = Math.max(0, Math.floor(entry.left + entry.tokens))
@@ -114,11 +139,22 @@ export class RateLimiter extends Context.Service<
 
       const take = (organizationId: string) =>
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Verdict | undefined, SqlError.SqlError> => {
+          if (now >= nextSweep) sweep(now)
           let entry = entries.get(organizationId)
           if (entry === undefined) {
-            entry = { unlimitedUntil: 0, tokens: 0, tokensUntil: 0, rate: 1, burst: 1, left: 0, leasing: undefined }
+            entry = {
+              seenAt: now,
+              unlimitedUntil: 0,
+              tokens: 0,
+              tokensUntil: 0,
+              rate: 1,
+              burst: 1,
+              left: 0,
+              leasing: undefined
+            }
             entries.set(organizationId, entry)
           }
+          entry.seenAt = now
           if (entry.unlimitedUntil > now) return Effect.succeed(undefined)
           if (entry.tokens >= 1 && entry.tokensUntil > now) {
             entry.tokens -= 1
@@ -181,7 +217,7 @@ export class RateLimiter extends Context.Service<
           )
         })
 
-      return RateLimiter.of({ take })
+      return RateLimiter.of({ take, tracked: () => entries.size })
     })
   )
 }

@@ -161,6 +161,8 @@ WHERE k.organization_id = a.organization_id::uuid AND k.key = $2::text AND k.exp
  * stayed a nested loop over two sequential scans once it had grown (PREPARE,
  * seven calls on 3 rows, then 200,000 rows: 442 ms for 10 expired answers,
  * growing with expired answers times table size, against 0.15 ms re-planned).
+ * Autovacuum's ANALYZE of the table makes PostgreSQL re-plan it too, but only
+ * when it runs; planning per call does not depend on it.
  * test/Idempotency/Sweep.test.ts counts 12 sequential scans for one sweep of
  * 10 expired answers that way, and none this way.
  */

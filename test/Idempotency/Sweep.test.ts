@@ -9,7 +9,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { IdempotencyRepo } from "../../src/Idempotency/Repo.ts"
-import { FileDatabase, fileDatabaseClient } from "../support/Database.ts"
+import { FileDatabase, fileDatabaseClient, growingTable, sequentialScans } from "../support/Database.ts"
 
 // One connection to the file's database, so every sweep runs on the same prepared-statement cache.
 layer(IdempotencyRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.provide(FileDatabase)), {
@@ -22,21 +22,13 @@ layer(IdempotencyRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Laye
         const sql = yield* SqlClient.SqlClient
         const repo = yield* IdempotencyRepo
         const organizationId = "01a21bbc-0000-7000-8000-000000000003"
-        yield* sql`ALTER TABLE idempotency_keys SET (autovacuum_enabled = false)`
-        yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'sweep', now())`
+        yield* growingTable("idempotency_keys", organizationId, "sweep")
         /** `n` answers under keys `prefix`1..n, expired (`expired`) or live for 24 hours. */
         const addAnswers = (prefix: string, n: number, expired: boolean) =>
           sql`INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)
           SELECT ${organizationId}, ${prefix} || g, '\\x00', 201, 'application/json', '\\x7b7d',
             CASE WHEN ${expired} THEN now() - interval '1 second' ELSE now() + interval '24 hours' END
           FROM generate_series(1, ${n}) g`
-        /** Sequential scans of `idempotency_keys` so far, this backend's counts flushed first. */
-        const sequentialScans = Effect.gen(function* () {
-          yield* sql`SELECT pg_stat_force_next_flush()`
-          const rows = yield* sql<{ n: string }>`SELECT seq_scan::text AS n FROM pg_stat_user_tables
-          WHERE relname = 'idempotency_keys'`
-          return Number(rows[0]!.n)
-        })
 
         // While the table is small (analyzed, as autovacuum does): more sweeps than PostgreSQL's five before it
         // settles on a plan.
@@ -49,10 +41,14 @@ layer(IdempotencyRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Laye
         // The table grows (not analyzed again): 20,000 live answers, and 10 expired ones.
         yield* addAnswers("grown-", 20_000, false)
         yield* addAnswers("expired-", 10, true)
-        const before = yield* sequentialScans
+        const before = yield* sequentialScans("idempotency_keys")
         assert.strictEqual(yield* repo.sweep(1_000), 10)
         assert.strictEqual(yield* repo.sweep(1_000), 0)
-        assert.strictEqual((yield* sequentialScans) - before, 0, "a sweep scanned idempotency_keys sequentially")
+        assert.strictEqual(
+          (yield* sequentialScans("idempotency_keys")) - before,
+          0,
+          "a sweep scanned idempotency_keys sequentially"
+        )
         const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM idempotency_keys`
         assert.strictEqual(rows[0]!.n, 20_003)
       })

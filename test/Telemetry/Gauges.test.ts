@@ -10,7 +10,7 @@ import { Effect, Layer, Metric } from "effect"
 import { SqlClient } from "effect/sql"
 import { sampleGauges } from "../../src/Telemetry/Metrics.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
-import { FileDatabase, fileDatabaseClient } from "../support/Database.ts"
+import { FileDatabase, fileDatabaseClient, sequentialScans } from "../support/Database.ts"
 
 layer(fileDatabaseClient(1).pipe(Layer.provide(FileDatabase)), { timeout: "120 seconds" })(
   "the database-wide gauges",
@@ -39,17 +39,14 @@ layer(fileDatabaseClient(1).pipe(Layer.provide(FileDatabase)), { timeout: "120 s
           yield* sql`UPDATE deliveries SET created_at = now() - interval '60 seconds'
           WHERE id = (SELECT id FROM deliveries WHERE status = 'pending' AND ordering_key IS NOT NULL LIMIT 1)`
           yield* sql`ANALYZE deliveries`
-          /** Sequential scans of `deliveries` so far, this backend's counts flushed first. */
-          const sequentialScans = Effect.gen(function* () {
-            yield* sql`SELECT pg_stat_force_next_flush()`
-            const rows = yield* sql<{ n: string }>`SELECT seq_scan::text AS n FROM pg_stat_user_tables
-            WHERE relname = 'deliveries'`
-            return Number(rows[0]!.n)
-          })
 
-          const before = yield* sequentialScans
+          const before = yield* sequentialScans("deliveries")
           yield* sampleGauges
-          assert.strictEqual((yield* sequentialScans) - before, 0, "the sample scanned deliveries sequentially")
+          assert.strictEqual(
+            (yield* sequentialScans("deliveries")) - before,
+            0,
+            "the sample scanned deliveries sequentially"
+          )
 
           const gauge = (id: string, queue?: string) =>
             Effect.map(Metric.snapshot, (snapshots) => {

@@ -16,7 +16,7 @@ import { SqlClient } from "effect/sql"
 import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
 import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
-import { FileDatabase, fileDatabaseClient } from "../support/Database.ts"
+import { FileDatabase, fileDatabaseClient, growingTable, sequentialScans } from "../support/Database.ts"
 
 const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
 
@@ -29,8 +29,7 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.p
       const sql = yield* SqlClient.SqlClient
       const repo = yield* WebhooksRepo
       const organizationId = "01a21bbc-0000-7000-8000-000000000001"
-      yield* sql`ALTER TABLE deliveries SET (autovacuum_enabled = false)`
-      yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'plans', now())`
+      yield* growingTable("deliveries", organizationId, "plans")
       yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, signing_secret, created_at)
         VALUES (gen_random_uuid(), ${organizationId}, 'plans', 'https://example.com/hook', ARRAY['message.created'],
           ${generateSecret()}, now())`
@@ -58,13 +57,6 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.p
         if (results.length > 0) yield* repo.complete(workerId, results)
         return claimed.length
       })
-      /** Sequential scans of `deliveries` so far, this backend's counts flushed first. */
-      const sequentialScans = Effect.gen(function* () {
-        yield* sql`SELECT pg_stat_force_next_flush()`
-        const rows = yield* sql<{ n: string }>`SELECT seq_scan::text AS n FROM pg_stat_user_tables
-          WHERE relname = 'deliveries'`
-        return Number(rows[0]!.n)
-      })
 
       // While the table is small: more calls than PostgreSQL's five before it settles on a plan.
       for (let i = 0; i < 8; i++) {
@@ -74,12 +66,12 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.p
       // The table grows: 6,000 deliveries already succeeded.
       yield* addEvents(6_000)
       yield* sql`UPDATE deliveries SET status = 'succeeded', attempts = 1, next_attempt_at = NULL WHERE status = 'pending'`
-      const before = yield* sequentialScans
+      const before = yield* sequentialScans("deliveries")
       for (let i = 0; i < 8; i++) {
         yield* addEvents(3)
         assert.strictEqual(yield* deliverDue, 3)
       }
-      const after = yield* sequentialScans
+      const after = yield* sequentialScans("deliveries")
       assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")
       const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`
       assert.strictEqual(rows[0]!.n, 16 + 6_000 + 24)

@@ -93,3 +93,25 @@ export const ownDatabase = (prefix: string): (() => string) => {
   })
   return () => database!.url
 }
+
+/**
+ * For tests of how a statement's plan holds up as a table grows (the file's
+ * database, `SqlClient` required): the organization `organizationId` named
+ * `name`, written directly, and autovacuum off for `table`, so that no ANALYZE
+ * re-plans prepared statements behind the test's back.
+ */
+export const growingTable = (table: string, organizationId: string, name: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`)
+    yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, ${name}, now())`
+  })
+
+/** Sequential scans of `table` so far (each rescan of a nested loop counts), this backend's counts flushed first. */
+export const sequentialScans = (table: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`SELECT pg_stat_force_next_flush()`
+    const rows = yield* sql<{ n: string }>`SELECT seq_scan::text AS n FROM pg_stat_user_tables WHERE relname = ${table}`
+    return Number(rows[0]!.n)
+  })

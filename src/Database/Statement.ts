@@ -59,7 +59,8 @@ export interface FixedStatementOptions {
    * statistics of that moment. For a statement over a table that starts
    * empty and grows, when each call does enough work that planning it costs
    * little beside it (the delivery worker's claim and completion,
-   * `Webhooks/Repo.ts`). Default false.
+   * `Webhooks/Repo.ts`), or that runs rarely (the sweep of expired
+   * Idempotency-Key answers, `Idempotency/Repo.ts`). Default false.
    */
   readonly plannedPerCall?: boolean
 }

@@ -6,6 +6,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import { organizationOfTokenSql } from "../Admin/Repo.ts"
+import { fixedStatement } from "../Database/Statement.ts"
 import type { KeptAnswer } from "../Domain/Idempotency.ts"
 
 /** How long an answer is kept (D19): 24 hours. */
@@ -155,24 +156,28 @@ const deleteExpiredSql = `DELETE FROM idempotency_keys k USING (${organizationOf
 WHERE k.organization_id = a.organization_id::uuid AND k.key = $2::text AND k.expires_at <= statement_timestamp()`
 
 /**
- * Deletes at most $1 expired answers (oldest expiry first); answers how many.
- * Run unprepared, so planned on every call (once a minute) with the table's
- * current size: prepared, its generic plan made while the table was small
- * stayed a nested loop over two sequential scans once it had grown (PREPARE,
- * seven calls on 3 rows, then 200,000 rows: 442 ms for 10 expired answers,
- * growing with expired answers times table size, against 0.15 ms re-planned).
- * Autovacuum's ANALYZE of the table makes PostgreSQL re-plan it too, but only
- * when it runs; planning per call does not depend on it.
- * test/Idempotency/Sweep.test.ts counts 12 sequential scans for one sweep of
- * 10 expired answers that way, and none this way.
+ * Deletes at most `limit` expired answers (oldest expiry first); answers a row
+ * per answer deleted. Planned on every call (`Database/Statement.ts`
+ * `plannedPerCall`; it runs once a minute): prepared, its generic plan made
+ * while the table was small stayed a nested loop over two sequential scans once
+ * it had grown (PREPARE, seven calls on 3 rows, then 200,000 rows: 442 ms for
+ * 10 expired answers, growing with expired answers times table size, against
+ * 0.15 ms re-planned). Autovacuum's ANALYZE of the table makes PostgreSQL
+ * re-plan it too, but only when it runs. test/Idempotency/Sweep.test.ts counts
+ * 12 sequential scans for one sweep of 10 expired answers prepared, and none
+ * planned per call.
  */
-const sweepSql = `WITH expired AS (
+const sweepStatement = fixedStatement(
+  { limit: "int4" },
+  (p) => `WITH expired AS (
   SELECT organization_id, key FROM idempotency_keys WHERE expires_at <= statement_timestamp()
-  ORDER BY expires_at LIMIT $1::int4
+  ORDER BY expires_at LIMIT ${p.limit}
 )
 DELETE FROM idempotency_keys k USING expired e
 WHERE k.organization_id = e.organization_id AND k.key = e.key
-RETURNING 1 AS deleted`
+RETURNING 1 AS deleted`,
+  { plannedPerCall: true }
+)
 
 /** The idempotency repository (D19). */
 export class IdempotencyRepo extends Context.Service<
@@ -262,7 +267,7 @@ export class IdempotencyRepo extends Context.Service<
                 : { fingerprint: row.fingerprint, status: row.status, contentType: row.content_type, body: row.body }
           ),
         deleteExpired: (tokenHash, key) => Effect.asVoid(sql.unsafe(deleteExpiredSql, [tokenHash, key])),
-        sweep: (limit) => Effect.map(sql.unsafe(sweepSql, [limit]).unprepared, (rows) => rows.length)
+        sweep: (limit) => Effect.map(sweepStatement.run(sql, { limit }), (rows) => rows.length)
       })
     })
   )

@@ -9,8 +9,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Metric } from "effect"
 import { SqlClient } from "effect/sql"
 import { sampleGauges } from "../../src/Telemetry/Metrics.ts"
-import { generateSecret } from "../../src/Webhooks/Signing.ts"
-import { FileDatabase, fileDatabaseClient, sequentialScans } from "../support/Database.ts"
+import { FileDatabase, fileDatabaseClient, growingTable, insertApp, sequentialScans } from "../support/Database.ts"
 
 layer(fileDatabaseClient(1).pipe(Layer.provide(FileDatabase)), { timeout: "120 seconds" })(
   "the database-wide gauges",
@@ -21,12 +20,9 @@ layer(fileDatabaseClient(1).pipe(Layer.provide(FileDatabase)), { timeout: "120 s
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const organizationId = "01a21bbc-0000-7000-8000-000000000002"
-          yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'gauges', now())`
-          for (const ordering of ["none", "conversation"]) {
-            yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, signing_secret, created_at, ordering)
-            VALUES (gen_random_uuid(), ${organizationId}, ${ordering}, 'https://example.com/hook', ARRAY['message.created'],
-              ${generateSecret()}, now(), ${ordering})`
-          }
+          yield* growingTable("deliveries", organizationId, "gauges")
+          yield* insertApp(organizationId, "none", "none")
+          yield* insertApp(organizationId, "conversation", "conversation")
           /** `n` message.created events of conversations of their own: the fan-out makes a delivery for each app. */
           const addEvents = (n: number) =>
             sql`INSERT INTO events (id, organization_id, type, body, created_at, conversation_id)

@@ -14,9 +14,8 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
-import { generateSecret } from "../../src/Webhooks/Signing.ts"
 import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
-import { FileDatabase, fileDatabaseClient, growingTable, sequentialScans } from "../support/Database.ts"
+import { FileDatabase, fileDatabaseClient, growingTable, insertApp, sequentialScans } from "../support/Database.ts"
 
 const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
 
@@ -30,9 +29,7 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.p
       const repo = yield* WebhooksRepo
       const organizationId = "01a21bbc-0000-7000-8000-000000000001"
       yield* growingTable("deliveries", organizationId, "plans")
-      yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, signing_secret, created_at)
-        VALUES (gen_random_uuid(), ${organizationId}, 'plans', 'https://example.com/hook', ARRAY['message.created'],
-          ${generateSecret()}, now())`
+      yield* insertApp(organizationId, "plans")
       /** `n` message.created events: the fan-out makes one pending delivery each. */
       const addEvents = (n: number) =>
         sql`INSERT INTO events (id, organization_id, type, body, created_at)

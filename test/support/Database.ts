@@ -10,6 +10,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, inject } from "vitest"
 import * as Database from "../../src/Database/Database.ts"
+import { generateSecret } from "../../src/Webhooks/Signing.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -105,6 +106,19 @@ export const growingTable = (table: string, organizationId: string, name: string
     const sql = yield* SqlClient.SqlClient
     yield* sql.unsafe(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`)
     yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, ${name}, now())`
+  })
+
+/**
+ * An app of `organizationId` named `name`, subscribed to `message.created`,
+ * with `ordering` (W7), written directly (`SqlClient` required): the fan-out
+ * makes a delivery for it of each such event.
+ */
+export const insertApp = (organizationId: string, name: string, ordering: "none" | "conversation" = "none") =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO apps (id, organization_id, name, webhook_url, events, signing_secret, created_at, ordering)
+      VALUES (gen_random_uuid(), ${organizationId}, ${name}, 'https://example.com/hook', ARRAY['message.created'],
+        ${generateSecret()}, now(), ${ordering})`
   })
 
 /** Sequential scans of `table` so far (each rescan of a nested loop counts), this backend's counts flushed first. */

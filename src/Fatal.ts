@@ -10,7 +10,7 @@
  * denied`, `Embedded PostgreSQL could not start under ...: ...`,
  * `Database migration failed: ...`, else `Parley failed: <message>`.
  */
-import { Cause, Effect, Redacted } from "effect"
+import { Cause, Effect, Exit, Redacted, type Runtime } from "effect"
 import * as SqlError from "effect/sql/SqlError"
 
 /** The `code` of an error-like value (`ECONNREFUSED`, a SQLSTATE). */
@@ -114,3 +114,13 @@ export const reportFatal = (
           })
         )
       )
+
+/**
+ * How a server process ends (O5, O9): exit 0 when it stopped on SIGTERM or
+ * SIGINT (interrupted only: a graceful shutdown) or returned, 1 when it
+ * failed. The `teardown` of `NodeRuntime.runMain` for `npm start`
+ * (`main.ts`) and `parley serve` (`cli.ts`); without it an interrupted
+ * program exits 130.
+ */
+export const serverTeardown: Runtime.Teardown = (exit, onExit) =>
+  onExit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : 0)

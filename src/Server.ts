@@ -64,9 +64,6 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
 /** The domain services with the models of `AI_PROVIDER` (R3). */
 export const ServicesLive = servicesWith(Models.layer)
 
-/** Database connection with migrations applied; requires `AppConfig`. */
-export const DatabaseLive = Database.migrateLayer.pipe(Layer.provideMerge(Database.layer))
-
 /**
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
  * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
@@ -87,6 +84,6 @@ export const WorkersLive = Layer.unwrap(
 /** The whole application; requires `AppConfig`. */
 export const AppLive = Layer.mergeAll(ServerLive, WorkersLive).pipe(
   Layer.provide(ServicesLive),
-  Layer.provide(DatabaseLive),
+  Layer.provide(Database.migratedLayer),
   Layer.provide(Telemetry.layer)
 )

@@ -5,9 +5,9 @@
  * stderr and exits 1 (O9, `Fatal.ts`).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
-import { reportFatal } from "./Fatal.ts"
+import { reportFatal, serverTeardown } from "./Fatal.ts"
 import { AppLive } from "./Server.ts"
 import { LoggingLive } from "./Telemetry/Telemetry.ts"
 
@@ -30,7 +30,4 @@ const program = Effect.gen(function* () {
 })
 
 /** O5: a shutdown by SIGTERM/SIGINT (an interruption) exits 0; a failure exits 1 (O9: reported as one line). */
-NodeRuntime.runMain(program, {
-  disableErrorReporting: true,
-  teardown: (exit, onExit) => onExit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : 0)
-})
+NodeRuntime.runMain(program, { disableErrorReporting: true, teardown: serverTeardown })

@@ -93,6 +93,13 @@ export const migrateLayer = Layer.effectDiscard(
   )
 )
 
+/**
+ * The configured database with pending migrations applied when built:
+ * `SqlClient` and `PgClient` (the server's and the CLI's database). Requires
+ * `AppConfig`; fails as {@link layer} does, or with the migration's `SqlError`.
+ */
+export const migratedLayer = migrateLayer.pipe(Layer.provideMerge(layer))
+
 /** Whether the database answers and every migration in `migrations/` is applied (O4 `/readyz`). */
 export const isReady = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient

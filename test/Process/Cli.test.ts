@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
-import { ownDatabase, runNode } from "../support/Processes.ts"
+import { ownDatabase, runNode, startServer } from "../support/Processes.ts"
 
 const parse = (stdout: string): Record<string, string> =>
   Object.fromEntries(
@@ -174,6 +174,29 @@ describe("parley CLI", () => {
       }),
     // Six CLI processes, each 2-3 s alone (loading the module graph) and up to 10 s while CI runs test files in
     // parallel on two cores: 60 s was exceeded once (CI of 2026-11-27), so the same budget as the tests above.
+    120_000
+  )
+
+  it.live(
+    "serve runs the server as npm start does: ready, the API answering, exit 0 on SIGTERM (O5)",
+    () =>
+      Effect.promise(async () => {
+        const server = await startServer({ DATABASE_URL: databaseUrl() }, 60_000, ["src/cli.ts", "serve"])
+        try {
+          const document = await fetch(`${server.baseUrl}/openapi.json`)
+          assert.strictEqual(document.status, 200)
+          assert.strictEqual(((await document.json()) as { openapi: string }).openapi, "3.1.0")
+          const unauthorized = await fetch(`${server.baseUrl}/conversations/v2/api/v1/sessions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ contact_id: "+15550001" })
+          })
+          assert.strictEqual(unauthorized.status, 401)
+        } finally {
+          server.child.kill("SIGTERM")
+        }
+        assert.strictEqual(await server.exited, 0, server.output())
+      }),
     120_000
   )
 })

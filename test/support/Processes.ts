@@ -47,13 +47,17 @@ export interface ServerProcess {
   readonly exited: Promise<number | null>
 }
 
-/** Starts `node src/main.ts` with `env` on a free port and waits until /readyz answers 200. */
+/**
+ * Starts `node src/main.ts` (or `node` with `args`, e.g. `src/cli.ts serve`) with `env` on a free port and waits
+ * until /readyz answers 200.
+ */
 export const startServer = async (
   env: Record<string, string | undefined>,
-  timeoutMs = 60_000
+  timeoutMs = 60_000,
+  args: ReadonlyArray<string> = ["src/main.ts"]
 ): Promise<ServerProcess> => {
   const port = await freePort()
-  const child = spawn(process.execPath, ["src/main.ts"], {
+  const child = spawn(process.execPath, args, {
     cwd: root,
     env: environment({ LOG_FORMAT: "json", HOST: "127.0.0.1", PORT: String(port), ...env })
   })

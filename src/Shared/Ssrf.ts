@@ -15,7 +15,7 @@ import * as dns from "node:dns"
 import type * as http from "node:http"
 import type * as net from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Cause, Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer, type Scope } from "effect"
 import ipaddr from "ipaddr.js"
 import { Agent as UndiciAgent } from "undici"
 import { AppConfig } from "../Config.ts"
@@ -195,14 +195,20 @@ const guardedAgentOptions = (allowPrivate: boolean): http.AgentOptions => ({
 })
 
 /**
- * An `undici` dispatcher for outgoing requests to URLs clients name (W6):
- * keep-alive connections per origin, HTTP/1.1 only, and every connection (plain
- * or TLS) resolved through the {@link guardedLookup} unless `allowPrivate`
- * (`ALLOW_PRIVATE_NETWORK_TARGETS`). IP-literal hosts never reach the lookup:
- * check the URL with {@link guardedTarget} first. Close it when done with it.
+ * An `undici` dispatcher for outgoing requests to URLs clients name (W6), for
+ * the scope: keep-alive connections per origin, HTTP/1.1 only, and every
+ * connection (plain or TLS) resolved through the {@link guardedLookup} unless
+ * `allowPrivate` (`ALLOW_PRIVATE_NETWORK_TARGETS`); destroyed (its connections
+ * closed) when the scope closes. IP-literal hosts never reach the lookup:
+ * check the URL with {@link guardedTarget} first.
  */
-export const guardedDispatcher = (allowPrivate: boolean): UndiciAgent =>
-  new UndiciAgent({ allowH2: false, ...(allowPrivate ? {} : { connect: { lookup: guardedLookup } }) })
+export const guardedDispatcher = (allowPrivate: boolean): Effect.Effect<UndiciAgent, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(
+      () => new UndiciAgent({ allowH2: false, ...(allowPrivate ? {} : { connect: { lookup: guardedLookup } }) })
+    ),
+    (dispatcher) => Effect.promise(() => dispatcher.destroy())
+  )
 
 /**
  * Node's HTTP client for outgoing requests to URLs clients name: keep-alive,

@@ -255,10 +255,7 @@ class WebhookSender extends Context.Service<WebhookSender, { readonly send: Send
     WebhookSender,
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const dispatcher = yield* Effect.acquireRelease(
-        Effect.sync(() => guardedDispatcher(config.allowPrivateNetworkTargets)),
-        (dispatcher) => Effect.promise(() => dispatcher.destroy())
-      )
+      const dispatcher = yield* guardedDispatcher(config.allowPrivateNetworkTargets)
       return WebhookSender.of({ send: undiciSendWebhook(dispatcher) })
     })
   )

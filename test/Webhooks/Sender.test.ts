@@ -68,14 +68,7 @@ const delivery = (webhookUrl: string): ClaimedDelivery => {
 }
 
 /** The worker's sender over a guarded dispatcher (`allowPrivate`: W6 off), destroyed with the scope. */
-const sender = (allowPrivate: boolean) =>
-  Effect.map(
-    Effect.acquireRelease(
-      Effect.sync(() => guardedDispatcher(allowPrivate)),
-      (dispatcher) => Effect.promise(() => dispatcher.destroy())
-    ),
-    undiciSendWebhook
-  )
+const sender = (allowPrivate: boolean) => Effect.map(guardedDispatcher(allowPrivate), undiciSendWebhook)
 
 const options = { timeoutMs: 300, schedule: [Duration.seconds(1)], allowPrivate: true }
 

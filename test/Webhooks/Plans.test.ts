@@ -7,17 +7,72 @@
  * and completes while the table is small, the table grows to thousands of
  * finished deliveries (statistics not refreshed: autovacuum is off for it),
  * and the next claims and completions must deliver without a sequential scan
- * of `deliveries`. One connection, so the statistics counters read are those
+ * of `deliveries`, for an app with `ordering: none` and for one with
+ * `ordering: conversation` (W7: the claim's walk over the queues' heads, which
+ * PostgreSQL planned as a hash join over the whole table at these sizes even
+ * per call). One connection, so the statistics counters read are those
  * of the backend that ran the statements once it flushed them.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
 import { FileDatabase, fileDatabaseClient, growingTable, insertApp, sequentialScans } from "../support/Database.ts"
 
 const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
+
+/**
+ * Claims what is due (up to 32, 32 per app) and records a success for each;
+ * answers how many.
+ */
+const deliverDue = Effect.gen(function* () {
+  const repo = yield* WebhooksRepo
+  const claimed = yield* repo.claim({
+    workerId,
+    leaseMs: 30_000,
+    limit: 32,
+    perApp: 32,
+    busyApps: [],
+    busyCounts: [],
+    saturated: []
+  })
+  const results: Array<AttemptResult> = claimed.map((delivery) => ({
+    id: delivery.id,
+    durationMs: 1,
+    startedAt: new Date(),
+    ...attemptVerdict({ statusCode: 200 }, delivery.attempts + 1, [])
+  }))
+  if (results.length > 0) yield* repo.complete(workerId, results)
+  return claimed.length
+})
+
+/**
+ * The scenario: `addEvents(n)` writes n message.created events for one app
+ * (the fan-out makes a pending delivery of each); `perRound` events are
+ * delivered in each of eight rounds while the table is small, then 6,000
+ * events are written and marked succeeded, then eight more rounds must not
+ * scan `deliveries` sequentially.
+ */
+const deliversWithoutScans = (addEvents: (n: number) => Statement.Statement<unknown>, perRound: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    // While the table is small: more calls than PostgreSQL's five before it settles on a plan.
+    for (let i = 0; i < 8; i++) {
+      yield* addEvents(perRound)
+      assert.strictEqual(yield* deliverDue, perRound)
+    }
+    // The table grows: 6,000 deliveries already succeeded.
+    yield* addEvents(6_000)
+    yield* sql`UPDATE deliveries SET status = 'succeeded', attempts = 1, next_attempt_at = NULL WHERE status = 'pending'`
+    const before = yield* sequentialScans("deliveries")
+    for (let i = 0; i < 8; i++) {
+      yield* addEvents(perRound)
+      assert.strictEqual(yield* deliverDue, perRound)
+    }
+    const after = yield* sequentialScans("deliveries")
+    assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")
+  })
 
 // One connection to the file's database, and the webhooks repository over it.
 layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.provide(FileDatabase)), {
@@ -26,52 +81,36 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.p
   it.effect("claims and completions after the table grew from a few rows to 6,000 scan none of it whole (W5)", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const repo = yield* WebhooksRepo
       const organizationId = "01a21bbc-0000-7000-8000-000000000001"
       yield* growingTable("deliveries", organizationId, "plans")
       yield* insertApp(organizationId, "plans")
-      /** `n` message.created events: the fan-out makes one pending delivery each. */
-      const addEvents = (n: number) =>
-        sql`INSERT INTO events (id, organization_id, type, body, created_at)
-          SELECT gen_random_uuid(), ${organizationId}, 'message.created', '{}', now() FROM generate_series(1, ${n})`
-      /** Claims what is due and records a success for each; answers how many. */
-      const deliverDue = Effect.gen(function* () {
-        const claimed = yield* repo.claim({
-          workerId,
-          leaseMs: 30_000,
-          limit: 16,
-          perApp: 16,
-          busyApps: [],
-          busyCounts: [],
-          saturated: []
-        })
-        const results: Array<AttemptResult> = claimed.map((delivery) => ({
-          id: delivery.id,
-          durationMs: 1,
-          startedAt: new Date(),
-          ...attemptVerdict({ statusCode: 200 }, delivery.attempts + 1, [])
-        }))
-        if (results.length > 0) yield* repo.complete(workerId, results)
-        return claimed.length
-      })
+      yield* deliversWithoutScans(
+        (n) => sql`INSERT INTO events (id, organization_id, type, body, created_at)
+          SELECT gen_random_uuid(), ${organizationId}, 'message.created', '{}', now() FROM generate_series(1, ${n})`,
+        2
+      )
+      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries
+        WHERE organization_id = ${organizationId} AND status = 'succeeded'`
+      assert.strictEqual(rows[0]!.n, 16 + 6_000 + 16)
+    })
+  )
 
-      // While the table is small: more calls than PostgreSQL's five before it settles on a plan.
-      for (let i = 0; i < 8; i++) {
-        yield* addEvents(2)
-        assert.strictEqual(yield* deliverDue, 2)
-      }
-      // The table grows: 6,000 deliveries already succeeded.
-      yield* addEvents(6_000)
-      yield* sql`UPDATE deliveries SET status = 'succeeded', attempts = 1, next_attempt_at = NULL WHERE status = 'pending'`
-      const before = yield* sequentialScans("deliveries")
-      for (let i = 0; i < 8; i++) {
-        yield* addEvents(3)
-        assert.strictEqual(yield* deliverDue, 3)
-      }
-      const after = yield* sequentialScans("deliveries")
-      assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")
-      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`
-      assert.strictEqual(rows[0]!.n, 16 + 6_000 + 24)
+  it.effect("ordered claims (W7) after the table grew scan none of it whole: one index probe per queue", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const organizationId = "01a21bbc-0000-7000-8000-000000000002"
+      yield* growingTable("deliveries", organizationId, "plans ordered")
+      yield* insertApp(organizationId, "plans ordered", "conversation")
+      // Events over 20 conversations, in turn: a round of 20 is one delivery at the head of each queue.
+      yield* deliversWithoutScans(
+        (n) => sql`INSERT INTO events (id, organization_id, type, body, created_at, conversation_id)
+          SELECT gen_random_uuid(), ${organizationId}, 'message.created', '{}', now(), md5((g % 20)::text)::uuid
+          FROM generate_series(1, ${n}) AS g`,
+        20
+      )
+      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries
+        WHERE organization_id = ${organizationId} AND status = 'succeeded' AND ordering_key IS NOT NULL`
+      assert.strictEqual(rows[0]!.n, 160 + 6_000 + 160)
     })
   )
 })

@@ -74,13 +74,22 @@ export const layer = Layer.unwrap(
 ).pipe(Layer.provideMerge(DatabaseLocation.layer))
 
 /**
- * Applies pending migrations, serialized across processes by the migrator's
- * table lock. Returns the `[id, name]` pairs applied.
+ * Applies the pending migrations numbered up to `last` (all of them by
+ * default), serialized across processes by the migrator's table lock.
+ * Returns the `[id, name]` pairs applied. A `last` below the newest lets a
+ * test build a database as an older release left it, to check what a later
+ * migration does with its rows (test/Webhooks/AttemptLog.test.ts).
  */
-export const migrate = PgMigrator.run({
-  loader: MigratorFileSystem.fromFileSystem(migrationsDirectory),
-  table: migrationsTable
-}).pipe(Effect.provide(NodeServices.layer), Effect.withSpan("Database.migrate"))
+export const migrateThrough = (last = Number.POSITIVE_INFINITY) =>
+  PgMigrator.run({
+    loader: MigratorFileSystem.fromFileSystem(migrationsDirectory).pipe(
+      Effect.map((migrations) => migrations.filter(([id]) => id <= last))
+    ),
+    table: migrationsTable
+  }).pipe(Effect.provide(NodeServices.layer), Effect.withSpan("Database.migrate"))
+
+/** Applies every pending migration ({@link migrateThrough}). */
+export const migrate = migrateThrough()
 
 /** Applies pending migrations when the layer is built. */
 export const migrateLayer = Layer.effectDiscard(

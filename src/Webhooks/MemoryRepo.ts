@@ -49,7 +49,7 @@ export interface MemoryEvent {
   readonly traceparent: string | null
 }
 
-/** One attempt of a delivery as stored (`delivery_attempts`, W5). */
+/** One attempt of a delivery as stored (`deliveries.attempt_log`, W5). */
 export interface MemoryAttempt {
   /** 1-based. */
   readonly attempt: number

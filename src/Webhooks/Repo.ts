@@ -182,10 +182,12 @@ RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_ur
 
 /**
  * Records a batch of attempts (W5): each delivery's status, counters and next
- * attempt, its lease cleared, and one `delivery_attempts` row, for deliveries
- * still leased to `workerId`. Arrays of one entry per attempt: ids, status
- * codes ('' = none), errors ('' = none), durations (ms), starts (ISO 8601),
- * statuses, delays (ms).
+ * attempt, its lease cleared and the attempt appended to its `attempt_log`
+ * (one update per delivery, no other row: migrations/0016_delivery_writes.ts,
+ * measured by `npm run bench -- webhooks`, bench/README.md "Fewer writes per
+ * delivery"), for deliveries still leased to `workerId`. Arrays of one entry
+ * per attempt: ids, status codes ('' = none), errors ('' = none), durations
+ * (ms), starts (ISO 8601), statuses, delays (ms).
  */
 export const completeStatement = fixedStatement(
   {
@@ -199,19 +201,17 @@ export const completeStatement = fixedStatement(
     workerId: "uuid"
   },
   (p) => `WITH ${ASYNC_COMMIT_CTE}, r AS (
-  SELECT * FROM unnest(${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt}, ${p.statuses},
-    ${p.delaysMs}) AS r(id, status_code, error, duration_ms, started_at, status, delay_ms)
-), d AS (
-  UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
-    next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
-    last_status_code = nullif(r.status_code, '')::int, last_error = nullif(r.error, ''),
-    leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
-  FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}
-  RETURNING d.id, d.organization_id, d.attempts, r.status_code, r.error, r.duration_ms, r.started_at
+  SELECT u.id, nullif(u.status_code, '')::int AS status_code, nullif(u.error, '') AS error, u.duration_ms,
+    u.started_at::timestamptz AS started_at, u.status, u.delay_ms
+  FROM unnest(${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt}, ${p.statuses},
+    ${p.delaysMs}) AS u(id, status_code, error, duration_ms, started_at, status, delay_ms)
 )
-INSERT INTO delivery_attempts (delivery_id, attempt, organization_id, status_code, error, duration_ms, started_at)
-SELECT id, attempts, organization_id, nullif(status_code, '')::int, nullif(error, ''), duration_ms, started_at::timestamptz
-FROM d`,
+UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
+  next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
+  last_status_code = r.status_code, last_error = r.error,
+  attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
+  leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
+FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`,
   WORKER_STATEMENT
 )
 
@@ -374,7 +374,7 @@ const DELIVERY_JSON = `(SELECT row_to_json(j) FROM (SELECT d.id, d.event_id, d.e
   d.attempts, d.last_status_code, d.last_error, ${isoTimestamp("d.next_attempt_at")} AS next_attempt_at,
   ${isoTimestamp("d.created_at")} AS created_at, ${isoTimestamp("d.updated_at")} AS updated_at,
   coalesce((SELECT json_agg(t ORDER BY t.attempt) FROM (SELECT x.attempt, x.status_code, x.error, x.duration_ms,
-    ${isoTimestamp("x.started_at")} AS started_at FROM delivery_attempts x WHERE x.delivery_id = d.id) t), '[]'::json)
+    ${isoTimestamp("x.started_at")} AS started_at FROM unnest(d.attempt_log) x) t), '[]'::json)
     AS attempt_log) j)`
 
 /** The repository over PostgreSQL client `sql`. */

@@ -55,10 +55,23 @@ export const cloneDatabase = async (prefix: string) => {
       await new Promise((resolve) => setTimeout(resolve, 100 * attempt))
     }
   }
-  return {
-    url: urlOf(name),
-    drop: () => administer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined)
-  }
+  return ownedDatabase(name)
+}
+
+/** The URL of `name` on the run's server and how to drop it. */
+const ownedDatabase = (name: string) => ({
+  url: urlOf(name),
+  drop: () => administer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined)
+})
+
+/**
+ * A new empty database (no migration applied), named after `prefix`, for
+ * tests that migrate it themselves; answers its URL and how to drop it.
+ */
+export const emptyDatabase = async (prefix: string) => {
+  const name = `${prefix}_${process.pid}_${Date.now()}_${clones++}`
+  await administer(`CREATE DATABASE "${name}"`)
+  return ownedDatabase(name)
 }
 
 /** The URL of the test file's database (see module docs). */

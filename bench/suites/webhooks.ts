@@ -33,7 +33,7 @@
  * messages benchmark.
  */
 import { randomUUID } from "node:crypto"
-import { Agent, createServer, request as httpRequest } from "node:http"
+import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { Effect, ManagedRuntime, Redacted } from "effect"
@@ -43,6 +43,7 @@ import { makeCleanup } from "../lib/cleanup.ts"
 import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
+import { openKeepAlive, requestBytes } from "../lib/keepAlive.ts"
 import { startParley } from "../lib/parley.ts"
 import { cpuSeconds, measureCpu, measureMachine, pidsNamed } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
@@ -276,39 +277,24 @@ export const run = async (_args: ReadonlyArray<string>) => {
           })
         )
       )
-      const agent = new Agent({ keepAlive: true, maxSockets: e2eConnections })
+      // One connection per session, on the lean client: Node's http.request took CPU the server then lacked.
       const url = new URL(parley.baseUrl)
       const body = JSON.stringify({
         role: "user",
         content: { type: "text", text: "Hello from the end-to-end benchmark" }
       })
-      const post = (sessionId: string) =>
-        new Promise<{ status: number; id: string | undefined }>((resolve, reject) => {
-          const req = httpRequest(
-            {
-              agent,
-              host: url.hostname,
-              port: url.port,
-              method: "POST",
-              path: `/conversations/v2/api/v1/sessions/${sessionId}/messages`,
-              headers: {
-                authorization: `Bearer ${key.token}`,
-                "content-type": "application/json",
-                "content-length": Buffer.byteLength(body)
-              }
-            },
-            (res) => {
-              const chunks: Array<Buffer> = []
-              res.on("data", (chunk: Buffer) => chunks.push(chunk))
-              res.on("end", () => {
-                const text = Buffer.concat(chunks).toString("utf8")
-                resolve({ status: res.statusCode ?? 0, id: res.statusCode === 201 ? JSON.parse(text).id : undefined })
-              })
-            }
+      const clients = await Promise.all(
+        sessions.map(async (session) => ({
+          connection: await openKeepAlive(url.hostname, Number(url.port)),
+          request: requestBytes(
+            "POST",
+            url.host,
+            `/conversations/v2/api/v1/sessions/${session.id}/messages`,
+            { authorization: `Bearer ${key.token}`, "content-type": "application/json" },
+            body
           )
-          req.on("error", reject)
-          req.end(body)
-        })
+        }))
+      )
       const answeredAt = new Map<string, number>()
       let non201 = 0
       const cpuBefore = cpuSeconds(parley.pid) ?? 0
@@ -319,11 +305,11 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const start = performance.now()
       const end = start + e2eSeconds * 1000
       await Promise.all(
-        sessions.map(async (session) => {
+        clients.map(async ({ connection, request }) => {
           while (performance.now() < end) {
-            const answer = await post(session.id)
-            if (answer.id === undefined) non201++
-            else answeredAt.set(answer.id, performance.now())
+            const answer = await connection.send(request)
+            if (answer.status === 201) answeredAt.set(JSON.parse(answer.body).id, performance.now())
+            else non201++
           }
         })
       )
@@ -339,7 +325,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       log(
         `    CPU while posting (% of a core): server ${fixed(cpu.server, 0)}, PostgreSQL ${fixed(cpu.postgres, 0)}, benchmark process ${fixed(cpu.bench, 0)}; machine ${fixed(cpu.machineBusy ?? Number.NaN, 0)}% busy`
       )
-      agent.destroy()
+      for (const { connection } of clients) connection.close()
       const inPerSecond = answeredAt.size / inSeconds
       if (!subscribed) {
         log(`  end to end, no app: ${fixed(inPerSecond, 0)} messages/s in, ${non201} non-201`)

@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { adminBasePath } from "../Domain/BasePaths.ts"
-import { DateTimeInput, Identifier, Timestamp, Uuid } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, Limit, Timestamp, Uuid } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { eventTypes } from "../Domain/Event.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
@@ -136,11 +136,7 @@ export const UpdateAppPayload = Schema.Struct({
 /** GET .../deliveries query: `status`, `limit` (1-1000, default 100), `after_id` (keyset: the last id of the previous page). */
 export const DeliveriesQuery = Schema.Struct({
   status: Schema.optionalKey(DeliveryStatus),
-  limit: Schema.optionalKey(
-    Schema.NumberFromString.pipe(
-      Schema.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(1000))
-    )
-  ),
+  limit: Schema.optionalKey(Limit(1000)),
   after_id: Schema.optionalKey(Identifier)
 })
 

@@ -146,6 +146,13 @@ withWorkers({
       const limit = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=5000`)
       assert.strictEqual(limit.status, 422)
       assert.deepStrictEqual(limit.body.detail[0].loc, ["query", "limit"])
+      // Not a number: one issue saying so, as every other page size in the API answers (O6).
+      const word = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=abc`)
+      assert.strictEqual(word.status, 422)
+      assert.deepStrictEqual(
+        word.body.detail.map((issue: any) => [issue.loc.join("."), issue.type]),
+        [["query.limit", "int_parsing"]]
+      )
     })
   )
 

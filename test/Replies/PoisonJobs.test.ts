@@ -19,16 +19,22 @@ import { aiFixture, messagesOf, realSleep, runsOf, snapshotOf, waitFor } from ".
 const script = makeScript()
 
 /**
- * Moves TestClock on by `seconds`, one second at a time with a moment of real
- * time between, so the worker re-arms its timers (its waits sit between real
- * database round trips).
+ * Moves TestClock on one second at a time, with a moment of real time between
+ * (the worker re-arms its timers between real database round trips), until
+ * `done` holds for the value of `effect`, at most `maxSeconds`; then waits for
+ * it in real time ({@link waitFor}). Stepping on until the outcome rather than
+ * a fixed number of seconds: on a busy machine (CI) a backoff timer can be
+ * armed a step or two late, so it falls due later than the fixed count reached.
  */
-const advance = (seconds: number) =>
+const advanceUntil = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean, maxSeconds: number) =>
   Effect.gen(function* () {
-    for (let i = 0; i < seconds; i++) {
+    for (let i = 0; i < maxSeconds; i++) {
+      const value = yield* effect
+      if (done(value)) return value
       yield* TestClock.adjust("1 second")
       yield* realSleep(30)
     }
+    return yield* waitFor(effect, done)
   })
 
 withWorkers({}, servicesWith(scriptedModel(script)), { testClock: true })("poison jobs", (it) => {
@@ -63,9 +69,8 @@ withWorkers({}, servicesWith(scriptedModel(script)), { testClock: true })("poiso
       yield* waitFor(job, (rows) => rows[0]?.attempts === 2 && rows[0]?.status === "pending")
       assert.strictEqual(script.calls.length, calls + 2)
 
-      yield* advance(31)
-      // Attempt 3 died too: the job is gone, one failed run records the cause.
-      const runs = yield* waitFor(runsOf(session.id), (rows) => rows.length === 1)
+      // Attempt 3, after the 30 s backoff, died too: the job is gone, one failed run records the cause.
+      const runs = yield* advanceUntil(runsOf(session.id), (rows) => rows.length === 1, 120)
       assert.strictEqual(runs[0]!.status, "failed")
       assert.strictEqual(runs[0]!.error, "Internal error: layer bug (gave up after 3 attempts)")
       assert.deepStrictEqual(yield* job, [])
@@ -111,9 +116,8 @@ withWorkers({}, servicesWith(scriptedModel(script)), { testClock: true })("poiso
       const retried = yield* waitFor(schedules, (rows) => rows[0]?.status === "pending" && rows[0]?.error !== null)
       assert.strictEqual(retried[0].error, "Internal error: node bug")
       assert.strictEqual(retried[0].scheduled_for, scheduledFor)
-      yield* advance(6)
-      yield* advance(31)
-      const failed = yield* waitFor(schedules, (rows) => rows[0]?.status === "failed")
+      // Attempts 2 and 3, after backoffs of 5 s and 30 s.
+      const failed = yield* advanceUntil(schedules, (rows) => rows[0]?.status === "failed", 120)
       assert.strictEqual(failed[0].error, "Internal error: node bug (gave up after 3 attempts)")
       const runs = yield* runsOf(session.id)
       assert.deepStrictEqual(

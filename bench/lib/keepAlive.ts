@@ -17,7 +17,7 @@ export interface Answer {
 
 /** A connection to `host:port` sending requests built with {@link requestBytes}. */
 export interface KeepAliveConnection {
-  /** Sends `request` and answers the response; fails if the connection ends or errs first. */
+  /** Sends `request` and answers the response; fails if the connection is closed or errs first. */
   readonly send: (request: Buffer) => Promise<Answer>
   readonly close: () => void
 }
@@ -72,11 +72,17 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
       fail(error)
       reject(error)
     })
-    socket.on("close", () => fail(new Error("connection closed")))
+    let closed = false
+    socket.on("close", () => {
+      closed = true
+      fail(new Error("connection closed"))
+    })
     socket.once("connect", () =>
       resolve({
         send: (request) =>
           new Promise<Answer>((resolveAnswer, rejectAnswer) => {
+            // A connection the server closed between requests fails the request, not hangs it.
+            if (closed) return rejectAnswer(new Error("connection closed"))
             pending = { resolve: resolveAnswer, reject: rejectAnswer }
             socket.write(request)
           }),

@@ -22,19 +22,20 @@ const script = makeScript()
  * Moves TestClock on one second at a time, with a moment of real time between
  * (the worker re-arms its timers between real database round trips), until
  * `done` holds for the value of `effect`, at most `maxSeconds`; then waits for
- * it in real time ({@link waitFor}). Stepping on until the outcome rather than
- * a fixed number of seconds: on a busy machine (CI) a backoff timer can be
- * armed a step or two late, so it falls due later than the fixed count reached.
+ * it in real time ({@link waitFor}). Answers the value and the seconds stepped.
+ * Stepping on until the outcome rather than a fixed number of seconds: on a
+ * busy machine (CI) a backoff timer can be armed a step or two late, so it
+ * falls due after a fixed count would have stopped.
  */
 const advanceUntil = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean, maxSeconds: number) =>
   Effect.gen(function* () {
-    for (let i = 0; i < maxSeconds; i++) {
+    for (let seconds = 0; seconds < maxSeconds; seconds++) {
       const value = yield* effect
-      if (done(value)) return value
+      if (done(value)) return [value, seconds] as const
       yield* TestClock.adjust("1 second")
       yield* realSleep(30)
     }
-    return yield* waitFor(effect, done)
+    return [yield* waitFor(effect, done), maxSeconds] as const
   })
 
 withWorkers({}, servicesWith(scriptedModel(script)), { testClock: true })("poison jobs", (it) => {
@@ -70,7 +71,9 @@ withWorkers({}, servicesWith(scriptedModel(script)), { testClock: true })("poiso
       assert.strictEqual(script.calls.length, calls + 2)
 
       // Attempt 3, after the 30 s backoff, died too: the job is gone, one failed run records the cause.
-      const runs = yield* advanceUntil(runsOf(session.id), (rows) => rows.length === 1, 120)
+      const [runs, waited] = yield* advanceUntil(runsOf(session.id), (rows) => rows.length === 1, 120)
+      assert.isAtLeast(waited, 29, "not before its 30 s backoff")
+      assert.isAtMost(waited, 60)
       assert.strictEqual(runs[0]!.status, "failed")
       assert.strictEqual(runs[0]!.error, "Internal error: layer bug (gave up after 3 attempts)")
       assert.deepStrictEqual(yield* job, [])
@@ -117,7 +120,9 @@ withWorkers({}, servicesWith(scriptedModel(script)), { testClock: true })("poiso
       assert.strictEqual(retried[0].error, "Internal error: node bug")
       assert.strictEqual(retried[0].scheduled_for, scheduledFor)
       // Attempts 2 and 3, after backoffs of 5 s and 30 s.
-      const failed = yield* advanceUntil(schedules, (rows) => rows[0]?.status === "failed", 120)
+      const [failed, waited] = yield* advanceUntil(schedules, (rows) => rows[0]?.status === "failed", 120)
+      assert.isAtLeast(waited, 34, "not before its backoffs of 5 s and 30 s")
+      assert.isAtMost(waited, 70)
       assert.strictEqual(failed[0].error, "Internal error: node bug (gave up after 3 attempts)")
       const runs = yield* runsOf(session.id)
       assert.deepStrictEqual(

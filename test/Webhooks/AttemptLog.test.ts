@@ -44,15 +44,16 @@ describe("attempt log in deliveries (migration 0016)", () => {
           yield* insertApp(organizationId, "receiver")
           const retried = yield* insertEvent(organizationId)
           const untried = yield* insertEvent(organizationId)
-          // What the worker of the release before wrote for two attempts: a 503, then a 200.
+          // What the worker of the release before wrote for two failed attempts, a 503 and a 500
+          // (inserted second first); the delivery is due again.
           yield* sql`INSERT INTO delivery_attempts (delivery_id, attempt, organization_id, status_code, error, duration_ms,
               started_at)
             SELECT d.id, a.attempt, d.organization_id, a.status_code, a.error, a.duration_ms, a.started_at::timestamptz
-            FROM deliveries d, (VALUES (2, 200, NULL, 8, '2026-11-27T10:00:05.250Z'),
+            FROM deliveries d, (VALUES (2, 500, 'HTTP status 500', 8, '2026-11-27T10:00:05.250Z'),
               (1, 503, 'HTTP status 503', 31, '2026-11-27T10:00:00.125Z')) AS a(attempt, status_code, error, duration_ms, started_at)
             WHERE d.event_id = ${retried}`
-          yield* sql`UPDATE deliveries SET status = 'succeeded', attempts = 2, last_status_code = 200, next_attempt_at = NULL
-            WHERE event_id = ${retried}`
+          yield* sql`UPDATE deliveries SET attempts = 2, last_status_code = 500, last_error = 'HTTP status 500',
+              next_attempt_at = now() WHERE event_id = ${retried}`
 
           const rest = yield* Database.migrate
           assert.deepStrictEqual(rest.map(([id]) => id).slice(0, 1), [16])
@@ -73,7 +74,13 @@ describe("attempt log in deliveries (migration 0016)", () => {
               duration_ms: 31,
               started_at: "2026-11-27T10:00:00.125000Z"
             },
-            { attempt: 2, status_code: 200, error: null, duration_ms: 8, started_at: "2026-11-27T10:00:05.250000Z" }
+            {
+              attempt: 2,
+              status_code: 500,
+              error: "HTTP status 500",
+              duration_ms: 8,
+              started_at: "2026-11-27T10:00:05.250000Z"
+            }
           ])
           for (const attempt of before.attempt_log) {
             assert.deepStrictEqual(Object.keys(attempt), [
@@ -87,7 +94,8 @@ describe("attempt log in deliveries (migration 0016)", () => {
           assert.deepStrictEqual((byEvent.get(untried) as { attempt_log: Array<unknown> }).attempt_log, [])
 
           // After the migration: the fan-out still makes a delivery per event, and a claim and a
-          // completion append the attempt to the log of the delivery that had none.
+          // completion append each attempt to its delivery's log: the third of the retried one,
+          // the first of the others.
           const after = yield* insertEvent(organizationId)
           const claimed = yield* repo.claim({
             workerId,
@@ -100,7 +108,7 @@ describe("attempt log in deliveries (migration 0016)", () => {
           })
           assert.sameMembers(
             claimed.map((delivery) => delivery.event_id),
-            [untried, after]
+            [retried, untried, after]
           )
           yield* repo.complete(
             workerId,
@@ -113,20 +121,14 @@ describe("attempt log in deliveries (migration 0016)", () => {
           )
           const relisted = JSON.parse(yield* repo.listDeliveries(organizationId, app!.id, { limit: 10 }))
           assert.strictEqual(relisted.length, 3)
+          const success = { status_code: 204, error: null, duration_ms: 4, started_at: "2026-11-27T11:00:00.000000Z" }
           for (const delivery of relisted) {
             const expected =
               delivery.event_id === retried
-                ? before.attempt_log
-                : [
-                    {
-                      attempt: 1,
-                      status_code: 204,
-                      error: null,
-                      duration_ms: 4,
-                      started_at: "2026-11-27T11:00:00.000000Z"
-                    }
-                  ]
+                ? [...before.attempt_log, { attempt: 3, ...success }]
+                : [{ attempt: 1, ...success }]
             assert.deepStrictEqual(delivery.attempt_log, expected)
+            assert.strictEqual(delivery.attempts, expected.length)
           }
         }).pipe(
           Effect.provide(

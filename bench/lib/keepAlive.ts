@@ -44,11 +44,13 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
     const socket: Socket = connect({ host, port, noDelay: true })
     let pending: { resolve: (answer: Answer) => void; reject: (error: unknown) => void } | undefined
     let buffered: Buffer = Buffer.alloc(0)
-    const fail = (error: unknown) => {
+    /** The request waiting for its answer, now no longer waiting. */
+    const take = () => {
       const waiting = pending
       pending = undefined
-      waiting?.reject(error)
+      return waiting
     }
+    const fail = (error: unknown) => take()?.reject(error)
     socket.on("data", (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
       const end = buffered.indexOf(headerEnd)
@@ -64,9 +66,7 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
       if (buffered.length < total) return
       const answer = { status: Number(head.slice(9, 12)), body: buffered.subarray(end + 4, total).toString("utf8") }
       buffered = buffered.subarray(total)
-      const waiting = pending
-      pending = undefined
-      waiting?.resolve(answer)
+      take()?.resolve(answer)
     })
     socket.on("error", (error) => {
       fail(error)

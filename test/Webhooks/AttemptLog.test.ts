@@ -12,10 +12,8 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/Database/Database.ts"
 import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
-import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
 import { emptyDatabase, insertApp } from "../support/Database.ts"
-
-const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
+import { deliverDue } from "../support/Deliveries.ts"
 
 /** A message.created event of `organizationId` (the fan-out makes its deliveries). */
 const insertEvent = (organizationId: string) =>
@@ -97,27 +95,14 @@ describe("attempt log in deliveries (migration 0016)", () => {
           // completion append each attempt to its delivery's log: the third of the retried one,
           // the first of the others.
           const after = yield* insertEvent(organizationId)
-          const claimed = yield* repo.claim({
-            workerId,
-            leaseMs: 30_000,
-            limit: 10,
-            perApp: 10,
-            busyApps: [],
-            busyCounts: [],
-            saturated: []
+          const claimed = yield* deliverDue({
+            statusCode: 204,
+            durationMs: 4,
+            startedAt: new Date("2026-11-27T11:00:00.000Z")
           })
           assert.sameMembers(
             claimed.map((delivery) => delivery.event_id),
             [retried, untried, after]
-          )
-          yield* repo.complete(
-            workerId,
-            claimed.map((delivery) => ({
-              id: delivery.id,
-              durationMs: 4,
-              startedAt: new Date("2026-11-27T11:00:00.000Z"),
-              ...attemptVerdict({ statusCode: 204 }, delivery.attempts + 1, [])
-            }))
           )
           const relisted = JSON.parse(yield* repo.listDeliveries(organizationId, app!.id, { limit: 10 }))
           assert.strictEqual(relisted.length, 3)

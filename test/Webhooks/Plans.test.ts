@@ -16,36 +16,12 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { type AttemptResult, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
-import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
+import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { FileDatabase, fileDatabaseClient, growingTable, insertApp, sequentialScans } from "../support/Database.ts"
+import { deliverDue } from "../support/Deliveries.ts"
 
-const workerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
-
-/**
- * Claims what is due (up to 32, 32 per app) and records a success for each;
- * answers how many.
- */
-const deliverDue = Effect.gen(function* () {
-  const repo = yield* WebhooksRepo
-  const claimed = yield* repo.claim({
-    workerId,
-    leaseMs: 30_000,
-    limit: 32,
-    perApp: 32,
-    busyApps: [],
-    busyCounts: [],
-    saturated: []
-  })
-  const results: Array<AttemptResult> = claimed.map((delivery) => ({
-    id: delivery.id,
-    durationMs: 1,
-    startedAt: new Date(),
-    ...attemptVerdict({ statusCode: 200 }, delivery.attempts + 1, [])
-  }))
-  if (results.length > 0) yield* repo.complete(workerId, results)
-  return claimed.length
-})
+/** One turn of the worker ({@link deliverDue}, successes); answers how many deliveries it took. */
+const deliverRound = Effect.map(deliverDue(), (claimed) => claimed.length)
 
 /**
  * The scenario: `addEvents(n)` writes n message.created events for one app
@@ -60,7 +36,7 @@ const deliversWithoutScans = (addEvents: (n: number) => Statement.Statement<unkn
     // While the table is small: more calls than PostgreSQL's five before it settles on a plan.
     for (let i = 0; i < 8; i++) {
       yield* addEvents(perRound)
-      assert.strictEqual(yield* deliverDue, perRound)
+      assert.strictEqual(yield* deliverRound, perRound)
     }
     // The table grows: 6,000 deliveries already succeeded.
     yield* addEvents(6_000)
@@ -68,7 +44,7 @@ const deliversWithoutScans = (addEvents: (n: number) => Statement.Statement<unkn
     const before = yield* sequentialScans("deliveries")
     for (let i = 0; i < 8; i++) {
       yield* addEvents(perRound)
-      assert.strictEqual(yield* deliverDue, perRound)
+      assert.strictEqual(yield* deliverRound, perRound)
     }
     const after = yield* sequentialScans("deliveries")
     assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")

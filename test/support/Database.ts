@@ -39,12 +39,15 @@ const urlOf = (database: string) => {
   return parsed.toString()
 }
 
+/** A database name of this run's own, after `prefix`. */
+const databaseName = (prefix: string) => `${prefix}_${process.pid}_${Date.now()}_${clones++}`
+
 /**
  * A new database cloned from the migrated template, named after `prefix`;
  * answers its URL and how to drop it.
  */
 export const cloneDatabase = async (prefix: string) => {
-  const name = `${prefix}_${process.pid}_${Date.now()}_${clones++}`
+  const name = databaseName(prefix)
   for (let attempt = 1; ; attempt++) {
     try {
       await administer(`CREATE DATABASE "${name}" TEMPLATE "${inject("templateDatabase")}"`)
@@ -69,7 +72,7 @@ const ownedDatabase = (name: string) => ({
  * tests that migrate it themselves; answers its URL and how to drop it.
  */
 export const emptyDatabase = async (prefix: string) => {
-  const name = `${prefix}_${process.pid}_${Date.now()}_${clones++}`
+  const name = databaseName(prefix)
   await administer(`CREATE DATABASE "${name}"`)
   return ownedDatabase(name)
 }

@@ -1,0 +1,45 @@
+/**
+ * The delivery worker's turn for tests of the webhooks repository on
+ * PostgreSQL (DECISIONS.md W5): claim and complete with `WebhooksRepo` alone,
+ * no HTTP.
+ */
+import { Effect } from "effect"
+import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
+
+/** The worker id the tests' {@link deliverDue} claims as. */
+const testWorkerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
+
+/**
+ * What one turn of the delivery worker does, with the repository alone
+ * (`WebhooksRepo` required): claims what is due (up to 32, 32 per app) and
+ * records for each the answer `statusCode` (W5 verdict), `durationMs` and
+ * `startedAt`. Answers the claimed deliveries.
+ */
+export const deliverDue = (
+  answer: { statusCode: number; durationMs?: number; startedAt?: Date } = { statusCode: 200 }
+) =>
+  Effect.gen(function* () {
+    const repo = yield* WebhooksRepo
+    const claimed = yield* repo.claim({
+      workerId: testWorkerId,
+      leaseMs: 30_000,
+      limit: 32,
+      perApp: 32,
+      busyApps: [],
+      busyCounts: [],
+      saturated: []
+    })
+    if (claimed.length > 0) {
+      yield* repo.complete(
+        testWorkerId,
+        claimed.map((delivery) => ({
+          id: delivery.id,
+          durationMs: answer.durationMs ?? 1,
+          startedAt: answer.startedAt ?? new Date(),
+          ...attemptVerdict({ statusCode: answer.statusCode }, delivery.attempts + 1, [])
+        }))
+      )
+    }
+    return claimed
+  })

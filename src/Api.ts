@@ -16,8 +16,8 @@ import { RepliesApi } from "./Replies/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
 import { AppsApi } from "./Webhooks/Api.ts"
 
-/** The Parley API. Every request failing its schemas answers 422 with all problems. */
-export class ParleyApi extends HttpApi.make("parley")
+/** The Parley API's groups, middleware and document annotations, before the document's finishing pass. */
+const Contract = HttpApi.make("parley")
   .add(SessionsApi)
   .add(MessagesApi)
   .add(RepliesApi)
@@ -30,15 +30,17 @@ export class ParleyApi extends HttpApi.make("parley")
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotate(HttpApi.AdditionalSchemas, webhookSchemas)
-  .annotateMerge(
-    OpenApi.annotations({
-      title: "Parley",
-      version: "0.1.0",
-      description:
-        "Conversations between contacts and agents, AI replies, signed webhooks, bulk export and assistant version control.",
-      // Relative: the server that serves the document (reference pages send their requests there).
-      servers: [{ url: "/", description: "This server" }],
-      license: { name: "MIT", identifier: "MIT" },
-      transform: finishDocument
-    })
-  ) {}
+
+/** The Parley API. Every request failing its schemas answers 422 with all problems. */
+export class ParleyApi extends Contract.annotateMerge(
+  OpenApi.annotations({
+    title: "Parley",
+    version: "0.1.0",
+    description:
+      "Conversations between contacts and agents, AI replies, signed webhooks, bulk export and assistant version control.",
+    // Relative: the server that serves the document (reference pages send their requests there).
+    servers: [{ url: "/", description: "This server" }],
+    license: { name: "MIT", identifier: "MIT" },
+    transform: (spec) => finishDocument(spec, Contract)
+  })
+) {}

@@ -25,9 +25,16 @@
  * - `webhooks`: every event type of W1 as the request an app receives, with
  *   its W3 envelope schema (`Domain/Event.ts`) and the Standard Webhooks
  *   headers of W4.
+ * - Numbers in the query (`limit`, `offset`) are documented as the numbers
+ *   they decode to, with their bounds and descriptions (`{type: integer,
+ *   minimum: 1, maximum: 1000}`), where the generated document gave the
+ *   encoded side: any numeric-looking string, no bounds. Generators then type
+ *   them as numbers, and reference pages show the range.
  *
- * Imports only the contract's domain files, like `Api.ts`.
+ * Imports only `effect` and the contract's domain files, like `Api.ts`.
  */
+import { Schema, SchemaAST } from "effect"
+import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { isOrganizationApiPath } from "./Domain/BasePaths.ts"
 import { transportDetails } from "./Domain/Errors.ts"
 import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
@@ -298,11 +305,58 @@ const withIdempotencyKey = (spec: Json): void => {
 }
 
 /**
- * Finishes the generated document (see module docs): shared responses,
- * open objects, the webhooks section and its tag. Returns `spec`, changed in
- * place.
+ * The query parameters of `api` that decode to numbers, with the JSON Schema
+ * of what they decode to (bounds and description included), keyed by OpenAPI
+ * operation (`get /path/{id}`) and name.
  */
-export const finishDocument = (spec: Json): Json => {
+const numericQueryParameters = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>
+): Map<string, Map<string, Json>> => {
+  const found = new Map<string, Map<string, Json>>()
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      if (endpoint.query === undefined) return
+      const decoded = SchemaAST.toType(endpoint.query.ast)
+      if (!SchemaAST.isObjects(decoded)) return
+      const operation = `${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:(\w+)/g, "{$1}")}`
+      for (const property of decoded.propertySignatures) {
+        const schema: Json = Schema.toJsonSchemaDocument(Schema.make(property.type)).schema
+        if (schema.type !== "integer" && schema.type !== "number") continue
+        found.set(operation, (found.get(operation) ?? new Map()).set(String(property.name), schema))
+      }
+    }
+  })
+  return found
+}
+
+/** Documents the number parameters of the query of `api`'s operations as numbers (see module docs). */
+const numbersInQuery = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  spec: Json,
+  api: HttpApi.HttpApi<Id, Groups>
+): void => {
+  for (const [operation, parameters] of numericQueryParameters(api)) {
+    const [method, path] = operation.split(" ") as [string, string]
+    for (const parameter of spec.paths[path]?.[method]?.parameters ?? []) {
+      const schema = parameter.in === "query" ? parameters.get(parameter.name) : undefined
+      if (schema === undefined) continue
+      const { description, ...rest } = schema
+      parameter.schema = rest
+      if (description !== undefined) parameter.description = description
+    }
+  }
+}
+
+/**
+ * Finishes the document generated from `api` (see module docs): shared
+ * responses, open objects, numbers in the query, the webhooks section and its
+ * tag. Returns `spec`, changed in place.
+ */
+export const finishDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  spec: Json,
+  api: HttpApi.HttpApi<Id, Groups>
+): Json => {
+  numbersInQuery(spec, api)
   spec.components.schemas.ErrorDetail = errorDetail
   spec.components.responses = Object.fromEntries(Object.values(commonResponses).map(([name, body]) => [name, body]))
   withCommonResponses(spec.paths)

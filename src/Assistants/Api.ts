@@ -144,10 +144,15 @@ export const MergePayload = Schema.Struct({
 /** Query of a draft read and of its index: an optional path prefix such as `nodes/`. */
 export const PrefixQuery = Schema.Struct({ prefix: Schema.optionalKey(Schema.String) })
 
+/** The versions of a page when the query gives no `limit` (assistants.md "Limits", A8). */
+export const DEFAULT_VERSIONS_LIMIT = 20
+
 /** Query of the version list (A8): `limit` (default 20), `offset` (default 0), `branch_name`. */
 export const VersionsQuery = Schema.Struct({
-  limit: Schema.optionalKey(Limit(1000)),
-  offset: Schema.optionalKey(Offset),
+  limit: Schema.optionalKey(
+    Limit(1000).annotate({ description: `Most versions on the page, 1-1000 (default ${DEFAULT_VERSIONS_LIMIT}).` })
+  ),
+  offset: Schema.optionalKey(Offset.annotate({ description: "Versions to skip (default 0)." })),
   branch_name: Schema.optionalKey(BranchName)
 })
 

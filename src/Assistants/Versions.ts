@@ -5,12 +5,16 @@
 import { Context, Effect, Layer } from "effect"
 import { CommitNotFound } from "../Domain/AssistantErrors.ts"
 import { type AssistantAccessError, type BranchAccessError, makeAccess } from "./Access.ts"
-import type { DiffAnswer, VersionAnswer, VersionsAnswer, VersionsDiffQuery, VersionsQuery } from "./Api.ts"
+import {
+  DEFAULT_VERSIONS_LIMIT,
+  type DiffAnswer,
+  type VersionAnswer,
+  type VersionsAnswer,
+  type VersionsDiffQuery,
+  type VersionsQuery
+} from "./Api.ts"
 import { diffFiles } from "./Files.ts"
 import { AssistantsRepo } from "./Repo.ts"
-
-/** The default page of the version list (assistants.md "Limits"). */
-const DEFAULT_LIMIT = 20
 
 /**
  * The version operations of an assistant. `organizationId` and `assistantId`
@@ -70,7 +74,7 @@ const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
           : (yield* access.branch(assistantId, query.branch_name)).head_commit_id
       const commits = yield* repo.listCommits(assistantId, {
         head,
-        limit: query.limit ?? DEFAULT_LIMIT,
+        limit: query.limit ?? DEFAULT_VERSIONS_LIMIT,
         offset: query.offset ?? 0
       })
       return { commits }

@@ -10,6 +10,9 @@ import { Message } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
 
+/** The records of a page when the query gives no `limit` (D14). */
+export const DEFAULT_EXPORT_LIMIT = 100
+
 /** Query of GET /data/sessions: `limit` 1-3000 (default 100), `sort_by` default `created_at`. */
 export const ExportQuery = {
   sort_by: Schema.optionalKey(Schema.Literals(["created_at", "updated_at"])),
@@ -18,7 +21,9 @@ export const ExportQuery = {
   updated_after: Schema.optionalKey(DateTimeInput),
   updated_before: Schema.optionalKey(DateTimeInput),
   after_id: Schema.optionalKey(Identifier),
-  limit: Schema.optionalKey(Limit(3000))
+  limit: Schema.optionalKey(
+    Limit(3000).annotate({ description: `Most records on the page, 1-3000 (default ${DEFAULT_EXPORT_LIMIT}).` })
+  )
 }
 
 /** The most ids of one batch request (D14). */

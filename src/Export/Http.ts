@@ -6,6 +6,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { ParleyApi } from "../Api.ts"
 import { jsonArrayStream, jsonText } from "../Domain/JsonResponse.ts"
 import { CurrentOrganization } from "../Domain/Organization.ts"
+import { DEFAULT_EXPORT_LIMIT } from "./Api.ts"
 import { Export } from "./Export.ts"
 
 /** The export handlers; require `Export`. */
@@ -21,7 +22,7 @@ export const ExportHttp = HttpApiBuilder.group(
           yield* exports.sessions(organization.id, {
             ...query,
             sort_by: query.sort_by ?? "created_at",
-            limit: query.limit ?? 100
+            limit: query.limit ?? DEFAULT_EXPORT_LIMIT
           })
         )
       }),
@@ -35,7 +36,7 @@ export const ExportHttp = HttpApiBuilder.group(
           yield* exports.messages(organization.id, {
             ...query,
             sort_by: query.sort_by ?? "created_at",
-            limit: query.limit ?? 100
+            limit: query.limit ?? DEFAULT_EXPORT_LIMIT
           })
         )
       })

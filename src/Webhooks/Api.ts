@@ -133,10 +133,15 @@ export const UpdateAppPayload = Schema.Struct({
   ordering: Schema.optionalKey(AppOrdering)
 })
 
+/** The deliveries of a page when the query gives no `limit` (O6). */
+export const DEFAULT_DELIVERIES_LIMIT = 100
+
 /** GET .../deliveries query: `status`, `limit` (1-1000, default 100), `after_id` (keyset: the last id of the previous page). */
 export const DeliveriesQuery = Schema.Struct({
   status: Schema.optionalKey(DeliveryStatus),
-  limit: Schema.optionalKey(Limit(1000)),
+  limit: Schema.optionalKey(
+    Limit(1000).annotate({ description: `Most deliveries on the page, 1-1000 (default ${DEFAULT_DELIVERIES_LIMIT}).` })
+  ),
   after_id: Schema.optionalKey(Identifier)
 })
 

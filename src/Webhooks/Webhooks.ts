@@ -17,15 +17,16 @@ import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
-import type {
-  App,
-  CreateAppPayload,
-  DeliveriesQuery,
-  Delivery,
-  Recovered,
-  RecoverRange,
-  SecretRotation,
-  UpdateAppPayload
+import {
+  type App,
+  type CreateAppPayload,
+  DEFAULT_DELIVERIES_LIMIT,
+  type DeliveriesQuery,
+  type Delivery,
+  type Recovered,
+  type RecoverRange,
+  type SecretRotation,
+  type UpdateAppPayload
 } from "./Api.ts"
 import { makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
@@ -188,7 +189,7 @@ export class Webhooks extends Context.Service<
           yield* requireApp(organizationId, appId)
           return yield* repo.listDeliveries(organizationId, appId, {
             status: query.status,
-            limit: query.limit ?? 100,
+            limit: query.limit ?? DEFAULT_DELIVERIES_LIMIT,
             afterId: query.after_id
           })
         },

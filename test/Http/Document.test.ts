@@ -41,6 +41,48 @@ const resolve = (doc: any, schema: any): any =>
 
 withApp()("the OpenAPI document", (it) => {
   it.effect(
+    "numbers in the query are documented as the integers they are, with their bounds and defaults (O6, A8, D14)",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const numbers: Record<string, unknown> = {}
+        for (const [name, operation] of operationsOf(doc)) {
+          for (const parameter of operation.parameters ?? []) {
+            if (parameter.in !== "query") continue
+            // No query parameter is left as the encoded side of a number: any numeric-looking string, unbounded.
+            assert.notMatch(JSON.stringify(parameter.schema), /\\d\+/, `${name} ${parameter.name}`)
+            if (parameter.schema.type === "integer") {
+              numbers[`${name} ${parameter.name}`] = [
+                parameter.schema.minimum,
+                parameter.schema.maximum,
+                parameter.description
+              ]
+            }
+          }
+        }
+        assert.deepStrictEqual(numbers, {
+          "GET /assistants/api/v2/assistants/{assistant_id}/versions limit": [
+            1,
+            1000,
+            "Most versions on the page, 1-1000 (default 20)."
+          ],
+          "GET /assistants/api/v2/assistants/{assistant_id}/versions offset": [
+            0,
+            Number.MAX_SAFE_INTEGER,
+            "Versions to skip (default 0)."
+          ],
+          [`GET ${C}/data/sessions limit`]: [1, 3000, "Most records on the page, 1-3000 (default 100)."],
+          [`GET ${C}/data/messages limit`]: [1, 3000, "Most records on the page, 1-3000 (default 100)."],
+          "GET /admin/v1/organizations/{org_id}/apps/{app_id}/deliveries limit": [
+            1,
+            1000,
+            "Most deliveries on the page, 1-1000 (default 100)."
+          ]
+        })
+      })
+  )
+
+  it.effect(
     "issue 15 (D20): every operation of the conversations and assistants APIs documents 429 with Retry-After and RateLimit-*",
     () =>
       Effect.gen(function* () {

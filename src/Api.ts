@@ -16,7 +16,7 @@ import { RepliesApi } from "./Replies/Api.ts"
 import { SessionsApi } from "./Sessions/Api.ts"
 import { AppsApi } from "./Webhooks/Api.ts"
 
-/** The Parley API's groups, middleware and document annotations, before the document's finishing pass. */
+/** The Parley API's groups, middleware, parse options and additional schemas: what the document's finishing pass reads. */
 const Contract = HttpApi.make("parley")
   .add(SessionsApi)
   .add(MessagesApi)

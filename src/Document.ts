@@ -330,16 +330,26 @@ const numericQueryParameters = <Id extends string, Groups extends HttpApiGroup.C
   return found
 }
 
-/** Documents the number parameters of the query of `api`'s operations as numbers (see module docs). */
+/** The pattern with which the generated document gives a number's encoded side: any numeric-looking string. */
+export const NUMERIC_STRING = "^[+-]?(?:\\d+(?:\\.\\d+)?|\\.\\d+)(?:[Ee][+-]?\\d+)?$"
+
+/**
+ * Documents the number parameters of the query of `api`'s operations as
+ * numbers (see module docs): those the generated document gave as numeric
+ * strings. Throws when an operation of `api` is not in `spec` (a path this
+ * pass writes differently from the generator).
+ */
 const numbersInQuery = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   spec: Json,
   api: HttpApi.HttpApi<Id, Groups>
 ): void => {
   for (const [operation, parameters] of numericQueryParameters(api)) {
     const [method, path] = operation.split(" ") as [string, string]
-    for (const parameter of spec.paths[path]?.[method]?.parameters ?? []) {
+    const documented = spec.paths[path]?.[method]
+    if (documented === undefined) throw new Error(`OpenAPI document: no operation ${operation}`)
+    for (const parameter of documented.parameters ?? []) {
       const schema = parameter.in === "query" ? parameters.get(parameter.name) : undefined
-      if (schema === undefined) continue
+      if (schema === undefined || parameter.schema?.pattern !== NUMERIC_STRING) continue
       const { description, ...rest } = schema
       parameter.schema = rest
       if (description !== undefined) parameter.description = description

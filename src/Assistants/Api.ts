@@ -144,10 +144,10 @@ export const MergePayload = Schema.Struct({
 /** Query of a draft read and of its index: an optional path prefix such as `nodes/`. */
 export const PrefixQuery = Schema.Struct({ prefix: Schema.optionalKey(Schema.String) })
 
-/** The versions of a page when the query gives no `limit` (assistants.md "Limits", A8). */
+/** The versions of a page when the query gives no `limit` (assistants.md "Limits"). */
 export const DEFAULT_VERSIONS_LIMIT = 20
 
-/** Query of the version list (A8): `limit` (default 20), `offset` (default 0), `branch_name`. */
+/** Query of the version list (A8): `limit` (default {@link DEFAULT_VERSIONS_LIMIT}), `offset` (default 0), `branch_name`. */
 export const VersionsQuery = Schema.Struct({
   limit: Schema.optionalKey(
     Limit(1000).annotate({ description: `Most versions on the page, 1-1000 (default ${DEFAULT_VERSIONS_LIMIT}).` })
@@ -502,8 +502,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     }).annotateMerge(
       OpenApi.annotations({
         summary: "List versions",
-        description:
-          "The assistant's commits, newest first, paged by `limit` (default 20) and `offset`; with `branch_name`, only those reachable from that branch's HEAD over both parent links (A8)."
+        description: `The assistant's commits, newest first, paged by \`limit\` (default ${DEFAULT_VERSIONS_LIMIT}) and \`offset\`; with \`branch_name\`, only those reachable from that branch's HEAD over both parent links (A8).`
       })
     ),
     HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {

@@ -26,7 +26,7 @@ export class Versions extends Context.Service<
   Versions,
   {
     /**
-     * GET /versions: commits newest first, `limit` (default 20) from `offset`
+     * GET /versions: commits newest first, `limit` (default {@link DEFAULT_VERSIONS_LIMIT}) from `offset`
      * (default 0); with `branch_name`, only those reachable from that branch's
      * HEAD over both parent links (A8; none before its first publish).
      * `BranchNotFound` for an unknown `branch_name`.

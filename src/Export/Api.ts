@@ -13,7 +13,7 @@ import { Session } from "../Domain/Session.ts"
 /** The records of a page when the query gives no `limit` (D14). */
 export const DEFAULT_EXPORT_LIMIT = 100
 
-/** Query of GET /data/sessions: `limit` 1-3000 (default 100), `sort_by` default `created_at`. */
+/** Query of GET /data/sessions: `limit` 1-3000 (default {@link DEFAULT_EXPORT_LIMIT}), `sort_by` default `created_at`. */
 export const ExportQuery = {
   sort_by: Schema.optionalKey(Schema.Literals(["created_at", "updated_at"])),
   created_after: Schema.optionalKey(DateTimeInput),
@@ -39,8 +39,7 @@ export class ExportApi extends HttpApiGroup.make("export")
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Export sessions",
-        description:
-          "Sessions of the organization in pages of `limit` (1-3000, default 100), for syncing into another store. Sorted by (`created_at`, `id`), or with `sort_by=updated_at` by (`updated_at`, or `created_at` when never updated, then `id`), so records never updated still sync. Pass the last `id` of a page as `after_id` for the next page (a keyset cursor; an unknown `after_id` answers 400 `Invalid cursor`). `created_*`/`updated_*` bound the range (D14)."
+        description: `Sessions of the organization in pages of \`limit\` (1-3000, default ${DEFAULT_EXPORT_LIMIT}), for syncing into another store. Sorted by (\`created_at\`, \`id\`), or with \`sort_by=updated_at\` by (\`updated_at\`, or \`created_at\` when never updated, then \`id\`), so records never updated still sync. Pass the last \`id\` of a page as \`after_id\` for the next page (a keyset cursor; an unknown \`after_id\` answers 400 \`Invalid cursor\`). \`created_*\`/\`updated_*\` bound the range (D14).`
       })
     ),
     HttpApiEndpoint.get("sessionsBatch", "/data/sessions/batch", {

@@ -133,10 +133,10 @@ export const UpdateAppPayload = Schema.Struct({
   ordering: Schema.optionalKey(AppOrdering)
 })
 
-/** The deliveries of a page when the query gives no `limit` (O6). */
+/** The deliveries of a page when the query gives no `limit` (O6; docs/webhooks.md). */
 export const DEFAULT_DELIVERIES_LIMIT = 100
 
-/** GET .../deliveries query: `status`, `limit` (1-1000, default 100), `after_id` (keyset: the last id of the previous page). */
+/** GET .../deliveries query: `status`, `limit` (1-1000, default {@link DEFAULT_DELIVERIES_LIMIT}), `after_id` (keyset: the last id of the previous page). */
 export const DeliveriesQuery = Schema.Struct({
   status: Schema.optionalKey(DeliveryStatus),
   limit: Schema.optionalKey(
@@ -224,8 +224,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
     }).annotateMerge(
       OpenApi.annotations({
         summary: "List an app's deliveries",
-        description:
-          "Deliveries of events to the app, newest first, each with every attempt (status code, error, duration), filtered by `status`; `limit` 1-1000 (default 100), next page with `after_id` = the last id of the previous page (O6, W5)."
+        description: `Deliveries of events to the app, newest first, each with every attempt (status code, error, duration), filtered by \`status\`; \`limit\` 1-1000 (default ${DEFAULT_DELIVERIES_LIMIT}), next page with \`after_id\` = the last id of the previous page (O6, W5).`
       })
     ),
     HttpApiEndpoint.post("rotateSecret", "/organizations/:org_id/apps/:app_id/rotate-secret", {

@@ -38,7 +38,7 @@ export type CreateApp = typeof CreateAppPayload.Type
 /** Body of PATCH /organizations/{id}/apps/{app_id}: members present are changed (O6). */
 export type UpdateApp = typeof UpdateAppPayload.Type
 
-/** Query of GET .../deliveries (O6): `status`, `limit` (default 100), `after_id` (keyset cursor). */
+/** Query of GET .../deliveries (O6): `status`, `limit` (default {@link DEFAULT_DELIVERIES_LIMIT}), `after_id` (keyset cursor). */
 export type ListDeliveries = typeof DeliveriesQuery.Type
 
 const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })

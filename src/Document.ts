@@ -304,58 +304,39 @@ const withIdempotencyKey = (spec: Json): void => {
   }
 }
 
+/** The pattern with which the generated document gives a number's encoded side: any numeric-looking string. */
+export const NUMERIC_STRING = "^[+-]?(?:\\d+(?:\\.\\d+)?|\\.\\d+)(?:[Ee][+-]?\\d+)?$"
+
 /**
- * The query parameters of `api` that decode to numbers, with the JSON Schema
- * of what they decode to (bounds and description included), keyed by OpenAPI
- * operation (`get /path/{id}`) and name.
+ * Documents the query parameters of `api`'s operations that the generated
+ * document gave as numeric strings as the numbers they decode to, with their
+ * bounds and description (see module docs). Throws when an operation of
+ * `api` with a query is not in `spec` (a path this pass writes differently
+ * from the generator).
  */
-const numericQueryParameters = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+const numbersInQuery = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  spec: Json,
   api: HttpApi.HttpApi<Id, Groups>
-): Map<string, Map<string, Json>> => {
-  const found = new Map<string, Map<string, Json>>()
+): void =>
   HttpApi.reflect(api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {
       if (endpoint.query === undefined) return
       const decoded = SchemaAST.toType(endpoint.query.ast)
       if (!SchemaAST.isObjects(decoded)) return
-      const operation = `${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:(\w+)/g, "{$1}")}`
-      for (const property of decoded.propertySignatures) {
-        const schema: Json = Schema.toJsonSchemaDocument(Schema.make(property.type)).schema
-        if (schema.type !== "integer" && schema.type !== "number") continue
-        found.set(operation, (found.get(operation) ?? new Map()).set(String(property.name), schema))
+      const path = endpoint.path.replace(/:(\w+)/g, "{$1}")
+      const operation = spec.paths[path]?.[endpoint.method.toLowerCase()]
+      if (operation === undefined) throw new Error(`OpenAPI document: no operation ${endpoint.method} ${path}`)
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== "query" || parameter.schema?.pattern !== NUMERIC_STRING) continue
+        const property = decoded.propertySignatures.find((candidate) => String(candidate.name) === parameter.name)
+        if (property === undefined) continue
+        const { description, ...schema }: Json = Schema.toJsonSchemaDocument(Schema.make(property.type)).schema
+        parameter.schema = schema
+        if (description !== undefined) parameter.description = description
       }
     }
   })
-  return found
-}
-
-/** The pattern with which the generated document gives a number's encoded side: any numeric-looking string. */
-export const NUMERIC_STRING = "^[+-]?(?:\\d+(?:\\.\\d+)?|\\.\\d+)(?:[Ee][+-]?\\d+)?$"
-
-/**
- * Documents the number parameters of the query of `api`'s operations as
- * numbers (see module docs): those the generated document gave as numeric
- * strings. Throws when an operation of `api` is not in `spec` (a path this
- * pass writes differently from the generator).
- */
-const numbersInQuery = <Id extends string, Groups extends HttpApiGroup.Constraint>(
-  spec: Json,
-  api: HttpApi.HttpApi<Id, Groups>
-): void => {
-  for (const [operation, parameters] of numericQueryParameters(api)) {
-    const [method, path] = operation.split(" ") as [string, string]
-    const documented = spec.paths[path]?.[method]
-    if (documented === undefined) throw new Error(`OpenAPI document: no operation ${operation}`)
-    for (const parameter of documented.parameters ?? []) {
-      const schema = parameter.in === "query" ? parameters.get(parameter.name) : undefined
-      if (schema === undefined || parameter.schema?.pattern !== NUMERIC_STRING) continue
-      const { description, ...rest } = schema
-      parameter.schema = rest
-      if (description !== undefined) parameter.description = description
-    }
-  }
-}
 
 /**
  * Finishes the document generated from `api` (see module docs): shared

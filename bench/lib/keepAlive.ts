@@ -1,13 +1,15 @@
 /**
- * A lean HTTP/1.1 keep-alive client for load phases that share the machine's
- * two cores with the server and PostgreSQL (`npm run bench -- webhooks`, end
- * to end): one request at a time per connection, its bytes built once by the
- * caller, the answer read by its `content-length` (chunked answers are
- * refused). Node's `http.request` cost the benchmark process about 0.2 ms of
- * CPU per request there, CPU the server then did not get (bench/README.md
- * "A lighter load generator").
+ * Lean HTTP/1.1 over keep-alive connections, for load phases that share the
+ * machine's two cores with the server and PostgreSQL (`npm run bench --
+ * webhooks`): a client sending one request at a time per connection, its
+ * bytes built once by the caller, and a receiver answering every request 200
+ * with no body. Messages are framed by their `content-length` (chunked ones
+ * are refused). Node's `http.request` cost the benchmark process about 0.2 ms
+ * of CPU per request end to end, and Node's `http` server about 0.1 ms per
+ * webhook, CPU the server then did not get (bench/README.md "A lighter load
+ * generator", "A lighter receiver").
  */
-import { connect, type Socket } from "node:net"
+import { connect, createServer, type Server, type Socket } from "node:net"
 
 /** An answer: the status code and the body as UTF-8 text. */
 export interface Answer {
@@ -38,6 +40,40 @@ export const requestBytes = (
 
 const headerEnd = Buffer.from("\r\n\r\n")
 
+/** One HTTP/1.1 message: its head (start line and headers, latin1, no blank line) and its body. */
+interface Message {
+  readonly head: string
+  readonly body: Buffer
+}
+
+/**
+ * The message at the start of `buffered`, framed by its `content-length`, and
+ * the bytes after it; undefined while it is incomplete. Throws for a head
+ * without `content-length`.
+ */
+const takeMessage = (buffered: Buffer): { readonly message: Message; readonly rest: Buffer } | undefined => {
+  const end = buffered.indexOf(headerEnd)
+  if (end < 0) return undefined
+  const head = buffered.subarray(0, end).toString("latin1")
+  const length = headerOf(head, "content-length")
+  if (length === undefined) throw new Error(`message without content-length: ${head.split("\r\n")[0]}`)
+  const total = end + 4 + Number(length)
+  if (buffered.length < total) return undefined
+  return { message: { head, body: buffered.subarray(end + 4, total) }, rest: buffered.subarray(total) }
+}
+
+const headerPatterns = new Map<string, RegExp>()
+
+/** The value of header `name` (lower case) in a message's `head`, or undefined. */
+export const headerOf = (head: string, name: string): string | undefined => {
+  let pattern = headerPatterns.get(name)
+  if (pattern === undefined) {
+    pattern = new RegExp(`\r\n${name}: *([^\r]*)`, "i")
+    headerPatterns.set(name, pattern)
+  }
+  return pattern.exec(head)?.[1]
+}
+
 /** Opens a connection to `host:port`. */
 export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConnection> =>
   new Promise((resolve, reject) => {
@@ -53,20 +89,18 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
     const fail = (error: unknown) => take()?.reject(error)
     socket.on("data", (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
-      const end = buffered.indexOf(headerEnd)
-      if (end < 0) return
-      const head = buffered.subarray(0, end).toString("latin1")
-      const length = /\r\ncontent-length: *(\d+)/i.exec(head)
-      if (length === null) {
-        fail(new Error(`answer without content-length: ${head.split("\r\n")[0]}`))
+      let taken: ReturnType<typeof takeMessage>
+      try {
+        taken = takeMessage(buffered)
+      } catch (error) {
+        fail(error)
         socket.destroy()
         return
       }
-      const total = end + 4 + Number(length[1])
-      if (buffered.length < total) return
-      const answer = { status: Number(head.slice(9, 12)), body: buffered.subarray(end + 4, total).toString("utf8") }
-      buffered = buffered.subarray(total)
-      take()?.resolve(answer)
+      if (taken === undefined) return
+      const { message, rest } = taken
+      buffered = rest
+      take()?.resolve({ status: Number(message.head.slice(9, 12)), body: message.body.toString("utf8") })
     })
     socket.on("error", (error) => {
       fail(error)
@@ -87,6 +121,59 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
             socket.write(request)
           }),
         close: () => socket.end()
+      })
+    )
+  })
+
+/** A receiver listening on 127.0.0.1 ({@link listenLean}). */
+export interface LeanReceiver {
+  readonly port: number
+  /** Stops listening and closes every connection. */
+  readonly close: () => Promise<void>
+}
+
+const ok = Buffer.from("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+
+/**
+ * Listens on 127.0.0.1 (a free port) and answers every request 200 with no
+ * body, in order, after calling `onRequest` with its head ({@link headerOf};
+ * the request line is its first line) and body. A request without
+ * `content-length` closes its connection.
+ */
+export const listenLean = (onRequest: (head: string, body: Buffer) => void): Promise<LeanReceiver> =>
+  new Promise((resolve, reject) => {
+    const sockets = new Set<Socket>()
+    const server: Server = createServer({ noDelay: true }, (socket) => {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+      socket.on("error", () => socket.destroy())
+      let buffered: Buffer = Buffer.alloc(0)
+      socket.on("data", (chunk: Buffer) => {
+        buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
+        let answers = 0
+        try {
+          for (let taken = takeMessage(buffered); taken !== undefined; taken = takeMessage(buffered)) {
+            buffered = taken.rest
+            onRequest(taken.message.head, taken.message.body)
+            answers++
+          }
+        } catch {
+          socket.destroy()
+          return
+        }
+        if (answers === 1) socket.write(ok)
+        else if (answers > 1) socket.write(Buffer.concat(Array.from({ length: answers }, () => ok)))
+      })
+    })
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        port: (server.address() as { port: number }).port,
+        close: () =>
+          new Promise<void>((closed) => {
+            for (const socket of sockets) socket.destroy()
+            server.close(() => closed())
+          })
       })
     )
   })

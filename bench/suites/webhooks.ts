@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- webhooks`: webhook delivery (issue 4; DECISIONS.md W2-W5)
- * from one Parley process to a local receiver (node:http on 127.0.0.1, in the
- * benchmark process), on a dedicated database.
+ * from one Parley process to a local receiver (`lib/keepAlive.ts` `listenLean`
+ * on 127.0.0.1, in the benchmark process), on a dedicated database.
  *
  * 1. Throughput: BENCH_WEBHOOK_EVENTS (10,000) message.created events committed
  *    in one transaction (the fan-out makes one delivery each); deliveries/s from
@@ -33,8 +33,6 @@
  * messages benchmark.
  */
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -43,7 +41,7 @@ import { makeCleanup } from "../lib/cleanup.ts"
 import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
-import { openKeepAlive, requestBytes } from "../lib/keepAlive.ts"
+import { headerOf, listenLean, openKeepAlive, requestBytes } from "../lib/keepAlive.ts"
 import { startParley } from "../lib/parley.ts"
 import { cpuSeconds, measureCpu, measureMachine, pidsNamed } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
@@ -105,32 +103,22 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const arrivals: Array<string> = []
     const messageReceivedAt = new Map<string, number>()
     let requests = 0
-    const receiver = createServer((request, response) => {
-      const chunks: Array<Buffer> = []
-      const e2e = request.url === "/e2e"
-      request.on("data", (chunk: Buffer) => {
-        if (e2e) chunks.push(chunk)
-      })
-      request.on("end", () => {
-        const now = performance.now()
-        requests++
-        const id = String(request.headers["webhook-id"])
-        if (!receivedAt.has(id)) {
-          receivedAt.set(id, now)
-          arrivals.push(id)
-        }
-        if (e2e) {
-          const messageId: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).data.object.id
-          if (!messageReceivedAt.has(messageId)) messageReceivedAt.set(messageId, now)
-        }
-        response.statusCode = 200
-        response.end()
-      })
+    // On the lean receiver: Node's http server took CPU the server then lacked (bench/README.md "A lighter receiver").
+    const receiver = await listenLean((head, body) => {
+      const now = performance.now()
+      requests++
+      const id = String(headerOf(head, "webhook-id"))
+      if (!receivedAt.has(id)) {
+        receivedAt.set(id, now)
+        arrivals.push(id)
+      }
+      if (head.startsWith("POST /e2e ")) {
+        const messageId: string = JSON.parse(body.toString("utf8")).data.object.id
+        if (!messageReceivedAt.has(messageId)) messageReceivedAt.set(messageId, now)
+      }
     })
-    receiver.keepAliveTimeout = 60_000
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-    cleanup.add("receiver", () => new Promise((resolve) => receiver.close(resolve)))
-    const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+    cleanup.add("receiver", receiver.close)
+    const receiverUrl = `http://127.0.0.1:${receiver.port}/hook`
 
     const {
       server: parley,

@@ -173,7 +173,25 @@ const walk = (
 export const validationIssues = (issue: SchemaIssue.Issue, prefix: ReadonlyArray<string | number>): Out => {
   const out: Out = []
   walk(issue, [...prefix], out)
-  return dedupeIssues(out)
+  return withoutIntegerIssuesOutOfBounds(dedupeIssues(out))
+}
+
+/** The `type`s of a bound's issue (`filterIssue`). */
+const BOUND_TYPES = new Set(["less_than_equal", "less_than", "greater_than_equal", "greater_than"])
+
+/**
+ * `issues` without an `int_from_float` issue where the same `loc` also broke a
+ * bound: a number out of its bounds is reported by its bound alone. Beyond
+ * 2^53 (`limit=99999999999999999999`) Effect's integer check fails as well,
+ * and "got a number with a fractional part" would mislead.
+ */
+const withoutIntegerIssuesOutOfBounds = (issues: Out): Out => {
+  const bounded = new Set(
+    issues.filter((issue) => BOUND_TYPES.has(issue.type)).map((issue) => JSON.stringify(issue.loc))
+  )
+  return bounded.size === 0
+    ? issues
+    : issues.filter((issue) => issue.type !== "int_from_float" || !bounded.has(JSON.stringify(issue.loc)))
 }
 
 /** `issues` without repeats of the same `loc` and `type`, first kept. */

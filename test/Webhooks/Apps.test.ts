@@ -153,6 +153,22 @@ withWorkers({
         word.body.detail.map((issue: any) => [issue.loc.join("."), issue.type]),
         [["query.limit", "int_parsing"]]
       )
+      // Out of bounds: the bound alone, also beyond 2^53 where the integer check fails too; a fraction within
+      // the bounds: the integer check.
+      for (const [query, type] of [
+        ["99999999999999999999", "less_than_equal"],
+        ["1e300", "less_than_equal"],
+        ["-5.5", "greater_than_equal"],
+        ["1.5", "int_from_float"]
+      ]) {
+        const answer = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=${query}`)
+        assert.strictEqual(answer.status, 422)
+        assert.deepStrictEqual(
+          answer.body.detail.map((issue: any) => [issue.loc.join("."), issue.type]),
+          [["query.limit", type]],
+          query
+        )
+      }
     })
   )
 

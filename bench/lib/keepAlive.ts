@@ -49,14 +49,16 @@ interface Message {
 /**
  * The message at the start of `buffered`, framed by its `content-length`, and
  * the bytes after it; undefined while it is incomplete. Throws for a head
- * without `content-length`.
+ * without a `content-length` of digits.
  */
 const takeMessage = (buffered: Buffer): { readonly message: Message; readonly rest: Buffer } | undefined => {
   const end = buffered.indexOf(headerEnd)
   if (end < 0) return undefined
   const head = buffered.subarray(0, end).toString("latin1")
-  const length = headerOf(head, "content-length")
-  if (length === undefined) throw new Error(`message without content-length: ${head.split("\r\n")[0]}`)
+  const length = headerOf(head, "content-length")?.trim()
+  if (length === undefined || !/^\d+$/.test(length)) {
+    throw new Error(`message without a content-length: ${head.split("\r\n")[0]}`)
+  }
   const total = end + 4 + Number(length)
   if (buffered.length < total) return undefined
   return { message: { head, body: buffered.subarray(end + 4, total) }, rest: buffered.subarray(total) }
@@ -137,8 +139,9 @@ const ok = Buffer.from("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
 /**
  * Listens on 127.0.0.1 (a free port) and answers every request 200 with no
  * body, in order, after calling `onRequest` with its head ({@link headerOf};
- * the request line is its first line) and body. A request without
- * `content-length` closes its connection.
+ * the request line is its first line) and body. A request without a
+ * `content-length` is answered no more and closes its connection; an
+ * exception of `onRequest` is thrown, as Node's `http` server would.
  */
 export const listenLean = (onRequest: (head: string, body: Buffer) => void): Promise<LeanReceiver> =>
   new Promise((resolve, reject) => {
@@ -151,15 +154,19 @@ export const listenLean = (onRequest: (head: string, body: Buffer) => void): Pro
       socket.on("data", (chunk: Buffer) => {
         buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
         let answers = 0
-        try {
-          for (let taken = takeMessage(buffered); taken !== undefined; taken = takeMessage(buffered)) {
-            buffered = taken.rest
-            onRequest(taken.message.head, taken.message.body)
-            answers++
+        for (;;) {
+          let taken: ReturnType<typeof takeMessage>
+          try {
+            taken = takeMessage(buffered)
+          } catch {
+            if (answers > 0) socket.write(Buffer.concat(Array.from({ length: answers }, () => ok)))
+            socket.destroy()
+            return
           }
-        } catch {
-          socket.destroy()
-          return
+          if (taken === undefined) break
+          buffered = taken.rest
+          onRequest(taken.message.head, taken.message.body)
+          answers++
         }
         if (answers === 1) socket.write(ok)
         else if (answers > 1) socket.write(Buffer.concat(Array.from({ length: answers }, () => ok)))

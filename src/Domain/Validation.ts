@@ -11,6 +11,8 @@ import type { ValidationIssue } from "./Errors.ts"
 
 type Loc = Array<string | number>
 type Out = Array<ValidationIssue>
+/** An issue as the walk finds it: `bound` when a bound of the value broke (a minimum, a maximum, a range). */
+type Entry = ValidationIssue & { readonly bound?: true }
 
 /** The message HttpApiBuilder puts on a body that is not valid JSON. */
 const INVALID_JSON_MESSAGE = "Expected a valid JSON body"
@@ -61,7 +63,7 @@ const filterIssue = (
   filter: SchemaAST.Filter<unknown>,
   target: SchemaAST.AST | undefined,
   inner: SchemaIssue.Issue
-) => {
+): Omit<Entry, "loc"> => {
   const annotations = filter.annotations as
     | {
         message?: string
@@ -75,22 +77,28 @@ const filterIssue = (
   if (annotations?.issueType !== undefined) {
     return {
       type: annotations.issueType,
-      msg: innerMessage(inner) ?? annotations.message ?? `Expected ${annotations.expected ?? "a valid value"}`
+      msg: innerMessage(inner) ?? annotations.message ?? `Expected ${annotations.expected ?? "a valid value"}`,
+      ...(annotations.issueType === "out_of_range" ? { bound: true as const } : {})
     }
   }
   switch (annotations?.representation?.id) {
     case "effect/schema/isLessThanOrEqualTo":
-      return { type: "less_than_equal", msg: `Input should be less than or equal to ${payload.maximum}` }
+      return { type: "less_than_equal", msg: `Input should be less than or equal to ${payload.maximum}`, bound: true }
     case "effect/schema/isLessThan":
-      return { type: "less_than", msg: `Input should be less than ${payload.exclusiveMaximum}` }
+      return { type: "less_than", msg: `Input should be less than ${payload.exclusiveMaximum}`, bound: true }
     case "effect/schema/isGreaterThanOrEqualTo":
-      return { type: "greater_than_equal", msg: `Input should be greater than or equal to ${payload.minimum}` }
+      return {
+        type: "greater_than_equal",
+        msg: `Input should be greater than or equal to ${payload.minimum}`,
+        bound: true
+      }
     case "effect/schema/isGreaterThan":
-      return { type: "greater_than", msg: `Input should be greater than ${payload.exclusiveMinimum}` }
+      return { type: "greater_than", msg: `Input should be greater than ${payload.exclusiveMinimum}`, bound: true }
     case "effect/schema/isBetween":
       return {
         type: "value_error",
-        msg: `Input should be between ${payload.minimum} and ${payload.maximum}`
+        msg: `Input should be between ${payload.minimum} and ${payload.maximum}`,
+        bound: true
       }
     case "effect/schema/isInt":
       return { type: "int_from_float", msg: "Input should be a valid integer, got a number with a fractional part" }
@@ -120,7 +128,7 @@ const filterIssue = (
 const walk = (
   issue: SchemaIssue.Issue,
   loc: Loc,
-  out: Out,
+  out: Array<Entry>,
   target?: SchemaAST.AST,
   encodedTo?: SchemaAST.AST
 ): void => {
@@ -171,27 +179,23 @@ const walk = (
  * with `prefix` (for example `["body"]` or `["body", "content"]`).
  */
 export const validationIssues = (issue: SchemaIssue.Issue, prefix: ReadonlyArray<string | number>): Out => {
-  const out: Out = []
+  const out: Array<Entry> = []
   walk(issue, [...prefix], out)
-  return withoutIntegerIssuesOutOfBounds(dedupeIssues(out))
+  return dedupeIssues(withoutIntegerIssuesOutOfBounds(out))
 }
 
-/** The `type`s of a bound's issue (`filterIssue`). */
-const BOUND_TYPES = new Set(["less_than_equal", "less_than", "greater_than_equal", "greater_than"])
-
 /**
- * `issues` without an `int_from_float` issue where the same `loc` also broke a
- * bound: a number out of its bounds is reported by its bound alone. Beyond
- * 2^53 (`limit=99999999999999999999`) Effect's integer check fails as well,
- * and "got a number with a fractional part" would mislead.
+ * `entries` as issues, without an `int_from_float` issue where the same `loc`
+ * also broke a bound (a minimum, a maximum, a range, a column's range): a
+ * number out of its bounds is reported by its bound alone. Beyond 2^53
+ * (`limit=99999999999999999999`) Effect's integer check fails as well, and
+ * "got a number with a fractional part" would mislead.
  */
-const withoutIntegerIssuesOutOfBounds = (issues: Out): Out => {
-  const bounded = new Set(
-    issues.filter((issue) => BOUND_TYPES.has(issue.type)).map((issue) => JSON.stringify(issue.loc))
-  )
-  return bounded.size === 0
-    ? issues
-    : issues.filter((issue) => issue.type !== "int_from_float" || !bounded.has(JSON.stringify(issue.loc)))
+const withoutIntegerIssuesOutOfBounds = (entries: ReadonlyArray<Entry>): Out => {
+  const bounded = new Set(entries.filter((entry) => entry.bound === true).map((entry) => JSON.stringify(entry.loc)))
+  return entries
+    .filter((entry) => entry.type !== "int_from_float" || !bounded.has(JSON.stringify(entry.loc)))
+    .map(({ loc, msg, type }) => ({ loc, msg, type }))
 }
 
 /** `issues` without repeats of the same `loc` and `type`, first kept. */

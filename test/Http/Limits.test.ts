@@ -161,7 +161,8 @@ withApp()("input limits (D18)", (it) => {
         role: "assistant",
         content: { type: "text", text: "hi" }
       })
-      for (const code of [2147483648, -2147483649]) {
+      // 1e20 also fails the integer check (beyond 2^53): reported by the column's range alone.
+      for (const code of [2147483648, -2147483649, 1e20]) {
         const patch = yield* org.call("PATCH", `/sessions/${session.id}/messages/${message.body.id}`, {
           delivery_status: "failed",
           delivery_error_code: code
@@ -180,6 +181,13 @@ withApp()("input limits (D18)", (it) => {
       })
       assert.strictEqual(settings.status, 422)
       assert.deepStrictEqual(entries(settings.body), [[["body", "session_idle_timeout_seconds"], "out_of_range"]])
+      // A range's issue alone too: 0-60, and 1e20 beyond 2^53.
+      const debounce = yield* api.request("PATCH", `/admin/v1/organizations/${org.id}/settings`, {
+        token: ADMIN_TOKEN,
+        body: { reply_debounce_seconds: 1e20 }
+      })
+      assert.strictEqual(debounce.status, 422)
+      assert.deepStrictEqual(entries(debounce.body), [[["body", "reply_debounce_seconds"], "value_error"]])
     })
   )
 

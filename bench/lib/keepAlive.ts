@@ -48,20 +48,42 @@ interface Message {
 
 /**
  * The message at the start of `buffered`, framed by its `content-length`, and
- * the bytes after it; undefined while it is incomplete. Throws for a head
+ * the bytes after it; undefined while it is incomplete; an error for a head
  * without a `content-length` of digits.
  */
-const takeMessage = (buffered: Buffer): { readonly message: Message; readonly rest: Buffer } | undefined => {
+const takeMessage = (buffered: Buffer): { readonly message: Message; readonly rest: Buffer } | Error | undefined => {
   const end = buffered.indexOf(headerEnd)
   if (end < 0) return undefined
   const head = buffered.subarray(0, end).toString("latin1")
   const length = headerOf(head, "content-length")?.trim()
   if (length === undefined || !/^\d+$/.test(length)) {
-    throw new Error(`message without a content-length: ${head.split("\r\n")[0]}`)
+    return new Error(`message without a content-length: ${head.split("\r\n")[0]}`)
   }
   const total = end + 4 + Number(length)
   if (buffered.length < total) return undefined
   return { message: { head, body: buffered.subarray(end + 4, total) }, rest: buffered.subarray(total) }
+}
+
+/**
+ * Reads the messages of `socket` ({@link takeMessage}): the complete ones of
+ * each chunk go to `onMessages`, in order; a message without a
+ * `content-length` destroys the socket with an error (`error` and `close`
+ * events), after the messages before it.
+ */
+const readMessages = (socket: Socket, onMessages: (messages: ReadonlyArray<Message>) => void): void => {
+  let buffered: Buffer = Buffer.alloc(0)
+  socket.on("data", (chunk: Buffer) => {
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
+    const messages: Array<Message> = []
+    let taken = takeMessage(buffered)
+    while (taken !== undefined && !(taken instanceof Error)) {
+      messages.push(taken.message)
+      buffered = taken.rest
+      taken = takeMessage(buffered)
+    }
+    if (messages.length > 0) onMessages(messages)
+    if (taken instanceof Error) socket.destroy(taken)
+  })
 }
 
 const headerPatterns = new Map<string, RegExp>()
@@ -81,7 +103,6 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
   new Promise((resolve, reject) => {
     const socket: Socket = connect({ host, port, noDelay: true })
     let pending: { resolve: (answer: Answer) => void; reject: (error: unknown) => void } | undefined
-    let buffered: Buffer = Buffer.alloc(0)
     /** The request waiting for its answer, now no longer waiting. */
     const take = () => {
       const waiting = pending
@@ -89,20 +110,10 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
       return waiting
     }
     const fail = (error: unknown) => take()?.reject(error)
-    socket.on("data", (chunk: Buffer) => {
-      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
-      let taken: ReturnType<typeof takeMessage>
-      try {
-        taken = takeMessage(buffered)
-      } catch (error) {
-        fail(error)
-        socket.destroy()
-        return
+    readMessages(socket, (messages) => {
+      for (const { head, body } of messages) {
+        take()?.resolve({ status: Number(head.slice(9, 12)), body: body.toString("utf8") })
       }
-      if (taken === undefined) return
-      const { message, rest } = taken
-      buffered = rest
-      take()?.resolve({ status: Number(message.head.slice(9, 12)), body: message.body.toString("utf8") })
     })
     socket.on("error", (error) => {
       fail(error)
@@ -150,26 +161,9 @@ export const listenLean = (onRequest: (head: string, body: Buffer) => void): Pro
       sockets.add(socket)
       socket.on("close", () => sockets.delete(socket))
       socket.on("error", () => socket.destroy())
-      let buffered: Buffer = Buffer.alloc(0)
-      socket.on("data", (chunk: Buffer) => {
-        buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
-        let answers = 0
-        for (;;) {
-          let taken: ReturnType<typeof takeMessage>
-          try {
-            taken = takeMessage(buffered)
-          } catch {
-            if (answers > 0) socket.write(Buffer.concat(Array.from({ length: answers }, () => ok)))
-            socket.destroy()
-            return
-          }
-          if (taken === undefined) break
-          buffered = taken.rest
-          onRequest(taken.message.head, taken.message.body)
-          answers++
-        }
-        if (answers === 1) socket.write(ok)
-        else if (answers > 1) socket.write(Buffer.concat(Array.from({ length: answers }, () => ok)))
+      readMessages(socket, (requests) => {
+        for (const { head, body } of requests) onRequest(head, body)
+        socket.write(requests.length === 1 ? ok : Buffer.concat(requests.map(() => ok)))
       })
     })
     server.once("error", reject)

@@ -30,8 +30,11 @@
  *    delivered/s (every message's webhook received, until the last), the lag
  *    from the 201 to the webhook p50/p99: medians of the rounds; and the
  *    messages never delivered within 30 s, summed. Goal >= 1,000 messages/s in
- *    and out. Rounds in turn, because from one 10 s phase to the next this
- *    two-core machine varies more than the gap between the two cases.
+ *    and out; and, since that figure moves with the machine, one app's
+ *    messages/s over no app's in the same round (median of the rounds) >= 0.72,
+ *    the issue's 1,000 over the 1,391 no app took on its machine. Rounds in
+ *    turn, because from one 10 s phase to the next this two-core machine varies
+ *    more than the gap between the two cases.
  *
  * Prints a table and writes
  * bench/results/webhooks-<timestamp>.{json,md}. BENCH_DATABASE_URL as in the
@@ -388,18 +391,28 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const e2eBare = acrossRounds(rounds.map((round) => round.noApp))
     const e2e = acrossRounds(rounds.map((round) => round.oneApp))
     const roundsLabel = rounds.length === 1 ? "1 round" : `${rounds.length} rounds`
-    /** A measure's median with every round's value, e.g. `1036 (969, 1083, 1040)`. */
-    const withRounds = (value: number, f: (round: (typeof rounds)[number]) => number) =>
+    /** A measure's median with every round's value to `digits` decimals, e.g. `1036 (969, 1083, 1040)`. */
+    const withRounds = (value: number, f: (round: (typeof rounds)[number]) => number, digits = 0) =>
       rounds.length === 1
-        ? fixed(value, 0)
-        : `${fixed(value, 0)} (${rounds.map((round) => fixed(f(round), 0)).join(", ")})`
+        ? fixed(value, digits)
+        : `${fixed(value, digits)} (${rounds.map((round) => fixed(f(round), digits)).join(", ")})`
 
+    /**
+     * One app's messages/s over no app's in the same round, the median of the
+     * rounds: the end-to-end goal in a form that holds on any machine. The
+     * issue's 1,000 messages/s was asked on a machine where no app took 1,391,
+     * so there it is a share of 1,000 / 1,391 = 0.72; the absolute figure reads
+     * YES or NO with the machine's speed (bench/README.md, "On a slower machine").
+     */
+    const shareOf = (round: (typeof rounds)[number]) => round.oneApp.inPerSecond / round.noApp.inPerSecond
+    const oneAppShare = median(rounds.map(shareOf))
     const goals = {
       deliveriesPerSecond: 2000,
       cpuMsPerDelivery: 0.4,
       orderedDeliveriesPerSecond: 1500,
       p50Ms: 20,
-      endToEndMessagesPerSecond: 1000
+      endToEndMessagesPerSecond: 1000,
+      endToEndOneAppShare: 0.72
     }
     const met = {
       throughput: unordered.perSecond >= goals.deliveriesPerSecond,
@@ -409,7 +422,8 @@ export const run = async (_args: ReadonlyArray<string>) => {
       endToEnd:
         e2e.inPerSecond >= goals.endToEndMessagesPerSecond &&
         e2e.outPerSecond >= goals.endToEndMessagesPerSecond &&
-        e2e.missing === 0
+        e2e.missing === 0,
+      endToEndShare: oneAppShare >= goals.endToEndOneAppShare
     }
     const yes = (ok: boolean) => (ok ? "yes" : "NO")
     const columns: ReadonlyArray<Column> = [
@@ -450,6 +464,12 @@ export const run = async (_args: ReadonlyArray<string>) => {
         ">= 1000",
         yes(met.endToEnd)
       ],
+      [
+        `end to end: one app / no app, per round (${roundsLabel})`,
+        withRounds(oneAppShare, shareOf, 2),
+        ">= 0.72",
+        yes(met.endToEndShare)
+      ],
       ["end to end: lag 201 to webhook p50 ms", fixed(e2e.p50, 1), "", ""],
       ["end to end: lag 201 to webhook p99 ms", fixed(e2e.p99, 1), "", ""],
       [
@@ -482,7 +502,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
         serverCpuMsPerDelivery: ordered.cpuMs,
         outOfOrder
       },
-      endToEnd: { noApp: e2eBare, oneApp: e2e, rounds },
+      endToEnd: { noApp: e2eBare, oneApp: e2e, oneAppShare, rounds },
       duplicates,
       goals,
       met

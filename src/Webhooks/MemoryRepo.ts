@@ -4,7 +4,7 @@
  * the test creates and reads, so the `Webhooks` service (O6, W1, W6) and the
  * delivery worker (`Worker.ts`: W3-W6) run with no database.
  *
- * The fan-out trigger of migrations/0002_webhooks.ts and 0009 is
+ * The fan-out trigger of migrations/0002_webhooks.ts and 0017 is
  * {@link publishEvent}; its `pg_notify` and the admin retry's call the
  * {@link WebhooksStore.listeners} (what `listen` registers). Moments come from
  * the effect's `Clock` (`TestClock` in tests); answers write them as
@@ -164,8 +164,8 @@ const toDelivery = (delivery: MemoryDelivery): Delivery => ({
 })
 
 /**
- * Writes an event and fans it out as the trigger of migrations/0002, 0009
- * and 0013 does (W1, W2, W7): one pending delivery, due now, per enabled app
+ * Writes an event and fans it out as the trigger of migrations/0002, 0013
+ * and 0017 does (W1, W2, W7): one pending delivery, due now, per enabled app
  * of the event's organization subscribed to its type, with the event's
  * conversation as ordering key and the next sequence number when the app
  * orders by conversation; the listeners are notified when there is one.
@@ -426,6 +426,17 @@ export const makeMemoryRepo = (store: WebhooksStore): WebhooksRepo["Service"] =>
           }
         }
       }),
+
+    sweep: Effect.sync(() => {
+      let n = 0
+      for (const delivery of store.deliveries.values()) {
+        if (!store.apps.has(delivery.app_id)) {
+          store.deliveries.delete(delivery.id)
+          n++
+        }
+      }
+      return n
+    }),
 
     listen: (onNotification) =>
       Effect.scoped(

@@ -1,7 +1,7 @@
 /**
  * SQL of the webhooks domain (DECISIONS.md W2, W5, W7, O5, O6): apps, the admin
  * view of deliveries with their attempts, and the delivery workers' claim,
- * completion and release statements. Deliveries are created by the fan-out
+ * completion, release and sweep statements. Deliveries are created by the fan-out
  * trigger of migrations/0002_webhooks.ts, never here.
  *
  * The worker statements are fixed texts run with `unsafe` and positional
@@ -215,6 +215,32 @@ FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`,
   WORKER_STATEMENT
 )
 
+/**
+ * Deletes the deliveries of apps that no longer exist (W2; migrations/0017):
+ * an event written while its app was being deleted may have fanned out to it
+ * after the delete took the app's deliveries. The app ids of `deliveries` are
+ * walked one index probe each (a loose index scan of `deliveries_app_idx`), so
+ * the sweep costs one probe per app that has deliveries, whatever their number.
+ * Answers how many deliveries it deleted.
+ */
+export const sweepStatement = fixedStatement(
+  {},
+  () => `WITH RECURSIVE app_ids AS (
+  (SELECT d.app_id FROM deliveries d ORDER BY d.app_id LIMIT 1)
+  UNION ALL
+  SELECT n.app_id FROM app_ids i CROSS JOIN LATERAL (
+    SELECT d.app_id FROM deliveries d WHERE d.app_id > i.app_id ORDER BY d.app_id LIMIT 1
+  ) n
+), swept AS (
+  DELETE FROM deliveries d USING app_ids i
+  WHERE d.app_id = i.app_id AND NOT EXISTS (SELECT 1 FROM apps a WHERE a.id = i.app_id)
+  RETURNING d.id
+)
+SELECT count(*)::int AS n FROM swept`,
+  // Runs once a minute: planned with the tables' sizes of the moment.
+  { plannedPerCall: true }
+)
+
 /** Clears the leases a worker still holds on pending deliveries (O5: released for another process). */
 const releaseStatement = fixedStatement(
   { workerId: "uuid" },
@@ -342,6 +368,8 @@ export class WebhooksRepo extends Context.Service<
     ) => Effect.Effect<void, SqlError.SqlError>
     /** Clears `workerId`'s leases on pending deliveries (O5). */
     readonly release: (workerId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Deletes the deliveries of apps that no longer exist ({@link sweepStatement}); answers how many. */
+    readonly sweep: Effect.Effect<number, SqlError.SqlError>
     /**
      * Calls `onNotification` for every notification on {@link deliveriesChannel}
      * (the fan-out trigger and the admin retry notify at commit) and once when
@@ -502,6 +530,8 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
 
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 
+  const sweep = sweepStatement.run<{ n: number }>(sql, {}).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+
   const listen = (onNotification: () => void, retryMs: number) =>
     listenForever(deliveriesChannel, onNotification, retryMs).pipe(Effect.provideService(PgClient.PgClient, sql))
 
@@ -519,6 +549,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     claim,
     complete,
     release,
+    sweep,
     listen
   }
 }

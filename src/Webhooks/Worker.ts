@@ -22,6 +22,8 @@
  *   the last the delivery is `failed` (W5). Results are recorded in batches.
  * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
  *   record them, and release every lease still held.
+ * - Sweep: once a minute, the deliveries of apps deleted while an event fanned
+ *   out to them are deleted (`Repo.ts` `sweepStatement`).
  *
  * The decisions of an attempt are pure ({@link retryDelayMs},
  * {@link attemptVerdict}) and one attempt runs over any {@link SendWebhook}
@@ -56,6 +58,8 @@ const POLL_MS = 1_000
 const LEASE_MARGIN_MS = 10_000
 /** Most attempt results recorded per statement. */
 const WRITE_BATCH = 500
+/** Interval of the sweep of deleted apps' deliveries, in ms (`Repo.ts` `sweepStatement`). */
+const SWEEP_MS = 60_000
 
 /**
  * The delay in ms before the attempt after attempt `attempt` (1-based): the
@@ -372,8 +376,20 @@ const makeWorker = Effect.gen(function* () {
   /** Rings the doorbell on every notification; re-listens after a connection loss. */
   const listener = repo.listen(ring, POLL_MS)
 
+  /**
+   * Once a minute, deletes the deliveries an event made for an app being
+   * deleted (W2: never attempted, since every claim joins the apps; migrations/0017).
+   */
+  const sweeper = Effect.sleep(SWEEP_MS).pipe(
+    Effect.andThen(repo.sweep),
+    Effect.tap((n) => (n > 0 ? Effect.logInfo(`Deleted ${n} delivery(ies) of deleted apps`) : Effect.void)),
+    Effect.catchCause((cause) => logUnlessOutage("Could not sweep the deliveries of deleted apps", cause)),
+    Effect.forever
+  )
+
   yield* Effect.forkScoped(writer)
   yield* Effect.forkScoped(listener)
+  yield* Effect.forkScoped(sweeper)
   const loop = yield* Effect.forkScoped(claimLoop)
 
   // O5: runs before the fibers above are interrupted (finalizers run in reverse order).

@@ -89,4 +89,27 @@ layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.p
       assert.strictEqual(rows[0]!.n, 160 + 6_000 + 160)
     })
   )
+
+  it.effect("the sweep of deleted apps' deliveries (W2, migrations/0017) scans none of the table whole", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* WebhooksRepo
+      const organizationId = "01a21bbc-0000-7000-8000-000000000003"
+      yield* growingTable("deliveries", organizationId, "plans sweep")
+      yield* insertApp(organizationId, "plans sweep")
+      yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
+        SELECT gen_random_uuid(), ${organizationId}, 'message.created', '{}', now() FROM generate_series(1, 6000)`
+      // What a fan-out racing an app's delete leaves: deliveries of an app that no longer exists.
+      yield* sql`INSERT INTO deliveries (id, organization_id, app_id, event_id, event_type, next_attempt_at, created_at)
+        SELECT gen_random_uuid(), ${organizationId}, '01a21bbc-0000-7000-8000-0000000000dd', gen_random_uuid(),
+          'message.created', now(), now() FROM generate_series(1, 3)`
+      const total = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries`
+      const before = yield* sequentialScans("deliveries")
+      assert.strictEqual(yield* repo.sweep, 3)
+      assert.strictEqual(yield* repo.sweep, 0)
+      assert.strictEqual((yield* sequentialScans("deliveries")) - before, 0, "the sweep scanned deliveries")
+      const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries`
+      assert.strictEqual(left[0]!.n, total[0]!.n - 3)
+    })
+  )
 })

@@ -683,6 +683,30 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
       })
     )
 
+  it.effect(
+    "W2: a delivery an event made for an app deleted meanwhile is never attempted, and the worker's sweep deletes it within a minute (migrations/0017)",
+    () =>
+      Effect.gen(function* () {
+        const { store, organizationId, app } = storeWithApp()
+        const [orphan] = yield* publishEvent(store, envelope(organizationId, "message.created"))
+        // The app's delete took its deliveries before this event's fan-out committed.
+        store.apps.delete(app.id)
+        const stub = stubSender(() => Effect.succeed(204))
+        yield* withWorker(
+          store,
+          stub.send,
+          [seconds(5)],
+          Effect.gen(function* () {
+            yield* TestClock.adjust(59_999)
+            assert.isTrue(store.deliveries.has(orphan!.id))
+            yield* TestClock.adjust(1)
+            yield* settle(() => !store.deliveries.has(orphan!.id), "swept a minute after the worker started")
+            assert.strictEqual(stub.sent.length, 0)
+          })
+        )
+      })
+  )
+
   it.effect("W5: a failing delivery is attempted at once, after each delay of the schedule (+0-20%), then failed", () =>
     Effect.gen(function* () {
       const { store, organizationId } = storeWithApp()

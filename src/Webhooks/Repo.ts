@@ -83,7 +83,9 @@ const WORKER_STATEMENT = { plannedPerCall: true } as const
 
 /**
  * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
- * enabled apps to `workerId` for `leaseMs`, oldest due first, skipping rows
+ * enabled apps to `workerId` for `leaseMs` (both parts join `apps`: a delivery
+ * of an app deleted while its event fanned out is never claimed, which the
+ * sweep relies on; migrations/0017), oldest due first, skipping rows
  * other workers hold (`FOR UPDATE SKIP LOCKED`) and apps this process has
  * saturated, at most `perApp - in flight` per app (`busyApps`/`busyCounts`:
  * app ids and their in-flight counts in this process). It looks at two kinds:
@@ -237,7 +239,7 @@ export const sweepStatement = fixedStatement(
   RETURNING d.id
 )
 SELECT count(*)::int AS n FROM swept`,
-  // Runs once a minute: planned with the tables' sizes of the moment.
+  // Runs rarely (`Worker.ts` SWEEP_MS): planned with the tables' sizes of the moment.
   { plannedPerCall: true }
 )
 
@@ -326,7 +328,10 @@ export class WebhooksRepo extends Context.Service<
       secret: string,
       previousHours: number
     ) => Effect.Effect<SecretRotation | undefined, SqlError.SqlError>
-    /** Deletes the app with its deliveries; answers whether it existed in the organization. */
+    /**
+     * Deletes the app; its deliveries go with it by the `apps_deleted` trigger
+     * (migrations/0017). Answers whether it existed in the organization.
+     */
     readonly deleteApp: (organizationId: string, appId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /**
      * An app's deliveries, newest first (id descending), after `afterId` in that

@@ -10,7 +10,8 @@
  * of `deliveries`, for an app with `ordering: none` and for one with
  * `ordering: conversation` (W7: the claim's walk over the queues' heads, which
  * PostgreSQL planned as a hash join over the whole table at these sizes even
- * per call). One connection, so the statistics counters read are those
+ * per call). The sweep of deleted apps' deliveries (migrations/0017) must not
+ * scan it either. One connection, so the statistics counters read are those
  * of the backend that ran the statements once it flushed them.
  */
 import { assert, layer } from "@effect/vitest"

@@ -225,7 +225,7 @@ FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`,
  * the sweep costs one probe per app that has deliveries, whatever their number.
  * Answers how many deliveries it deleted.
  */
-export const sweepStatement = fixedStatement(
+const sweepStatement = fixedStatement(
   {},
   () => `WITH RECURSIVE app_ids AS (
   (SELECT d.app_id FROM deliveries d ORDER BY d.app_id LIMIT 1)

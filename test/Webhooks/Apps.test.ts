@@ -9,7 +9,7 @@ import { SqlClient } from "effect/sql"
 import { v7 as uuidv7 } from "uuid"
 import * as Database from "../../src/Database/Database.ts"
 import { isPublicAddress } from "../../src/Shared/Ssrf.ts"
-import { claimStatement, sweepStatement } from "../../src/Webhooks/Repo.ts"
+import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { TestDatabaseUrl } from "../support/Database.ts"
 import { receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withWorkers } from "../support/TestApp.ts"
@@ -259,13 +259,13 @@ withWorkers({
           }).pipe(Effect.map((r) => r.body.id as string))
         const deliveriesOf = (appId: string) =>
           sql<{ id: string; event_id: string }>`SELECT id::text, event_id::text FROM deliveries WHERE app_id = ${appId}`
+        // The delete runs on a pool of its own: the app's pool may queue the session's statement behind it.
+        const deleterPool = Database.clientLayer(Redacted.make(yield* TestDatabaseUrl), 1)
         /**
          * POST /sessions while another transaction has deleted `appId` and not yet
          * committed or rolled back: the session's insert must not wait for it (a
          * wait would hang here, since the delete ends only after the session).
          */
-        // The delete runs on a pool of its own: the app's pool may queue the session's statement behind it.
-        const deleterPool = Database.clientLayer(Redacted.make(yield* TestDatabaseUrl), 1)
         const raceDelete = (appId: string, outcome: "commit" | "rollback") =>
           Effect.gen(function* () {
             const deleted = yield* Deferred.make<void>()
@@ -300,7 +300,7 @@ withWorkers({
             yield* Fiber.join(deleter)
             return created
           })
-        const sweep = sweepStatement.run<{ n: number }>(sql, {}).pipe(Effect.map((rows) => rows[0]!.n))
+        const repo = yield* WebhooksRepo.pipe(Effect.provide(WebhooksRepo.layer))
 
         const kept = yield* subscribe("kept")
         const gone = yield* subscribe("gone")
@@ -320,7 +320,7 @@ withWorkers({
         // others as they were.
         yield* sql`UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_until = NULL,
           next_attempt_at = now() WHERE app_id = ${gone}`
-        const claimed = yield* claimStatement.run<{ id: string; app_id: string }>(sql, {
+        const claimed = yield* repo.claim({
           workerId: uuidv7(),
           leaseMs: 1,
           limit: 1000,
@@ -330,14 +330,14 @@ withWorkers({
           saturated: []
         })
         assert.isFalse(claimed.some((delivery) => delivery.app_id === gone))
-        assert.isAtLeast(yield* sweep, 1)
+        assert.isAtLeast(yield* repo.sweep, 1)
         assert.strictEqual((yield* deliveriesOf(gone)).length, 0)
         assert.strictEqual((yield* deliveriesOf(kept)).length, 2)
 
         // A delete that rolls back leaves the app subscribed: it gets its delivery, and the sweep keeps it.
         const stays = yield* subscribe("stays")
         yield* raceDelete(stays, "rollback")
-        yield* sweep
+        yield* repo.sweep
         assert.strictEqual((yield* deliveriesOf(stays)).length, 1)
         assert.strictEqual((yield* deliveriesOf(kept)).length, 3)
       })

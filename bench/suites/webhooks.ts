@@ -24,7 +24,7 @@
  *    keep-alive connections, each posting to its own session as fast as it is
  *    answered, for BENCH_E2E_SECONDS (10): with no app subscribed and with one
  *    app subscribed to message.created (another organization each time),
- *    BENCH_E2E_ROUNDS (3, odd) rounds of both, the order alternating (odd rounds
+ *    BENCH_E2E_ROUNDS (5, odd) rounds of both, the order alternating (odd rounds
  *    no app first, even rounds one app first), so that neither case always runs
  *    on the other's leftovers (autovacuum, a grown table). Messages/s in (201s),
  *    delivered/s (every message's webhook received, until the last), the lag
@@ -97,7 +97,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
   const conversationCount = envInt("BENCH_WEBHOOK_CONVERSATIONS", 100)
   const e2eConnections = envInt("BENCH_E2E_CONNECTIONS", 50)
   const e2eSeconds = envInt("BENCH_E2E_SECONDS", 10)
-  const e2eRounds = envInt("BENCH_E2E_ROUNDS", 3)
+  const e2eRounds = envInt("BENCH_E2E_ROUNDS", 5)
   // lib/stats.ts median takes the upper middle value of an even count: the better round of two would decide.
   if (e2eRounds % 2 === 0) throw new Error(`BENCH_E2E_ROUNDS must be odd, so its median is one round: ${e2eRounds}`)
   const startedAt = new Date()

@@ -3,7 +3,8 @@
  * `undiciSendWebhook` with `Shared/Ssrf.ts` `guardedDispatcher`, DECISIONS.md W3-W6) against real sockets: the envelope
  * and headers arrive as sent, the answer's status is read, a receiver that
  * does not answer is timed out and its request aborted, a closed port and a
- * refused address are recorded as such, and an https URL speaks TLS.
+ * refused address are recorded as such, an https URL speaks TLS, and an
+ * answer's body past 128 KiB is not read: its connection is closed instead.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,29 +19,38 @@ import { makeAttempt, undiciSendWebhook } from "../../src/Webhooks/Worker.ts"
 
 const newId = makeIdGenerator()
 
-/** A local server answering each request with `answer` (or never, when it answers undefined). */
-const serve = (answer: (request: IncomingMessage, body: string) => number | undefined) =>
+/**
+ * A local server answering each request with `answer` (or never, when it
+ * answers undefined) and the body `answerBody`; it counts the connections
+ * it saw closed.
+ */
+const serve = (
+  answer: (request: IncomingMessage, body: string) => number | undefined,
+  answerBody: string | Buffer = "a body the worker reads and drops"
+) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
-      const requests: Array<{ headers: IncomingMessage["headers"]; body: string }> = []
+      const requests: Array<{ url: string | undefined; headers: IncomingMessage["headers"]; body: string }> = []
       const closed: Array<boolean> = []
+      const connections = { closed: 0 }
       const server: Server = createServer((request, response) => {
         const chunks: Array<Buffer> = []
         request.on("data", (chunk: Buffer) => chunks.push(chunk))
         request.on("end", () => {
           const body = Buffer.concat(chunks).toString("utf8")
-          requests.push({ headers: request.headers, body })
+          requests.push({ url: request.url, headers: request.headers, body })
           const status = answer(request, body)
           if (status === undefined) {
             response.on("close", () => closed.push(true))
             return
           }
           response.statusCode = status
-          response.end("a body the worker reads and drops")
+          response.end(answerBody)
         })
       })
+      server.on("connection", (socket) => socket.on("close", () => connections.closed++))
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-      return { server, requests, closed, port: (server.address() as AddressInfo).port }
+      return { server, requests, closed, connections, port: (server.address() as AddressInfo).port }
     }),
     ({ server }) =>
       Effect.promise(
@@ -82,6 +92,7 @@ describe("the worker's sender over undici (W3-W6)", () => {
         const result = yield* attempt(claimed)
         assert.deepStrictEqual([result.status, result.statusCode, result.error], ["succeeded", 202, null])
         const [request] = receiver.requests
+        assert.strictEqual(request!.url, "/hook?x=1")
         assert.strictEqual(request!.body, claimed.body)
         assert.strictEqual(request!.headers["webhook-id"], claimed.event_id)
         assert.strictEqual(request!.headers["content-type"], "application/json")
@@ -125,6 +136,23 @@ describe("the worker's sender over undici (W3-W6)", () => {
         const refusedName = yield* guarded(delivery(`http://localhost:${receiver.port}/hook`))
         assert.match(String(refusedName.error), /^Refused: Address (127\.0\.0\.1|::1) is not a public address/)
         assert.strictEqual(receiver.requests.length, 0, "nothing reached the receiver")
+      })
+    )
+  )
+
+  it.live("an answer's body past 128 KiB is not read: the status counts and its connection is closed", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const receiver = yield* serve(() => 200, Buffer.alloc(4 * 1024 * 1024, 0x61))
+        const attempt = makeAttempt(yield* sender(true), options)
+        const result = yield* attempt(delivery(`http://127.0.0.1:${receiver.port}/hook`))
+        assert.deepStrictEqual([result.status, result.statusCode, result.error], ["succeeded", 200, null])
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        assert.strictEqual(receiver.connections.closed, 1, "the connection was closed, not read to its end")
+        // The next attempt opens a new connection.
+        const next = yield* attempt(delivery(`http://127.0.0.1:${receiver.port}/hook`))
+        assert.strictEqual(next.statusCode, 200)
+        assert.strictEqual(receiver.requests.length, 2)
       })
     )
   )

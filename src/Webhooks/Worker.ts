@@ -150,6 +150,9 @@ export type SendWebhook = (url: URL, headers: Record<string, string>, body: stri
 /** Most bytes of an answer's body read (and dropped) before its connection is closed instead, as `undici`'s `dump`. */
 const ANSWER_BODY_LIMIT = 128 * 1024
 
+/** Why an attempt's request is aborted when the attempt is interrupted (its time-out). */
+const interrupted = () => new Error("Attempt interrupted")
+
 /**
  * {@link SendWebhook} over an `undici` `dispatcher` (keep-alive and the W6
  * lookup: `Shared/Ssrf.ts` `guardedDispatcher`), through its `dispatch` API
@@ -184,8 +187,8 @@ export const undiciSendWebhook =
       const handler: Dispatcher.DispatchHandler = {
         onRequestStart: (started) => {
           controller = started
-          // Interrupted while queued for a connection: never sent.
-          if (settled) started.abort(new Error("Attempt interrupted"))
+          // Settled before it was written (interrupted while queued for a connection): never sent.
+          if (settled) started.abort(interrupted())
         },
         onResponseStart: (_, status) => {
           statusCode = status
@@ -194,7 +197,7 @@ export const undiciSendWebhook =
           read += chunk.length
           if (read <= ANSWER_BODY_LIMIT) return
           settle(Effect.succeed(statusCode))
-          reading.abort(new Error("Answer body over 128 KiB: connection closed"))
+          reading.abort(new Error(`Answer body over ${ANSWER_BODY_LIMIT} bytes: connection closed`))
         },
         onResponseEnd: () => settle(Effect.succeed(statusCode)),
         onResponseError: (_, error) => settle(Effect.fail(error))
@@ -209,7 +212,7 @@ export const undiciSendWebhook =
       }
       return Effect.sync(() => {
         settled = true
-        controller?.abort(new Error("Attempt interrupted"))
+        controller?.abort(interrupted())
       })
     })
 

@@ -140,7 +140,7 @@ describe("the worker's sender over undici (W3-W6)", () => {
     )
   )
 
-  it.live("an answer's body past 128 KiB is not read: the status counts and its connection is closed", () =>
+  it.live("W5: an answer's body past 128 KiB is not read: the status counts and its connection is closed", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const receiver = yield* serve(() => 200, Buffer.alloc(4 * 1024 * 1024, 0x61))

@@ -71,7 +71,8 @@ export const ServicesLive = servicesWith(Models.layer)
  * Idempotency-Key answers (D19) and the sampler of the
  * database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
- * `PgClient` and `AppConfig`.
+ * `PgClient`, `DatabaseLocation` (where the webhook worker opens its own
+ * pool) and `AppConfig`.
  */
 export const WorkersLive = Layer.unwrap(
   Effect.map(AppConfig, (config: typeof AppConfig.Service) =>

@@ -25,11 +25,36 @@ const migrationCount = fs.readdirSync(migrationsDirectory).filter((file) => /^\d
 /** Connections per process in the pool. */
 const POOL_SIZE = 20
 
-/** A `PgClient` (and `SqlClient`) layer for `url` with at most `poolSize` connections. */
-export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE) =>
+/** The `application_name` of Parley's connections in `pg_stat_activity` (a part's own pool: `parley/<part>`). */
+const APPLICATION_NAME = "parley"
+
+/**
+ * A SQL condition on `pg_stat_activity` that holds for Parley's connections,
+ * every pool's ({@link ClientSession} `part`), and no one else's.
+ */
+export const parleyConnection = `(application_name = '${APPLICATION_NAME}' OR starts_with(application_name, '${APPLICATION_NAME}/'))`
+
+/** What sets a pool's connections apart, beyond its URL and size ({@link clientLayer}). */
+export interface ClientSession {
+  /**
+   * The part of Parley that has the pool to itself: its connections show as
+   * `parley/<part>` in `pg_stat_activity`; none (the default): `parley`.
+   */
+  readonly part?: string
+  /** Settings each connection starts with (PostgreSQL GUC name -> value), sent in its startup packet. */
+  readonly startupParameters?: Readonly<Record<string, string>>
+}
+
+/**
+ * A `PgClient` (and `SqlClient`) layer for `url` with at most `poolSize`
+ * connections, opened on demand and closed after 60 s idle, each started as
+ * `session` says. Fails with `SqlError` when it cannot connect.
+ */
+export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE, session: ClientSession = {}) =>
   PgClient.layer({
     url,
-    applicationName: "parley",
+    applicationName: session.part === undefined ? APPLICATION_NAME : `${APPLICATION_NAME}/${session.part}`,
+    startupParameters: session.startupParameters,
     maxConnections: poolSize,
     minConnections: 0,
     idleTimeout: "60 seconds",

@@ -58,9 +58,9 @@ export interface FixedStatementOptions {
    * where after five calls PostgreSQL keeps a generic plan made with the
    * statistics of that moment. For a statement over a table that starts
    * empty and grows, when each call does enough work that planning it costs
-   * little beside it (the delivery worker's claim and completion,
-   * `Webhooks/Repo.ts`), or that runs rarely (the sweep of expired
-   * Idempotency-Key answers, `Idempotency/Repo.ts`). Default false.
+   * little beside it, or that runs rarely (the sweep of expired
+   * Idempotency-Key answers, `Idempotency/Repo.ts`; the sweep of deleted
+   * apps' deliveries, `Webhooks/Repo.ts`). Default false.
    */
   readonly plannedPerCall?: boolean
 }

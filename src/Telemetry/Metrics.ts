@@ -23,6 +23,7 @@
 
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Metric } from "effect"
+import { parleyConnection } from "../Database/Database.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 
 /** How often the worker processes sample the database-wide gauges, in ms. */
@@ -112,7 +113,7 @@ export const sampleGauges = Effect.gen(function* () {
       (SELECT count(*) FROM session_schedules WHERE status = 'pending')::int AS schedules`
   const connections = yield* sql<{ state: string; n: number }>`
     SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
-    WHERE datname = current_database() AND application_name = 'parley' GROUP BY 1`
+    WHERE datname = current_database() AND ${sql.literal(parleyConnection)} GROUP BY 1`
   yield* Metric.update(outboxLag, row!.lag)
   for (const queue of ["deliveries", "reply_jobs", "reply_jobs_running", "schedules"] as const) {
     yield* record(queueDepth, row![queue], { queue })

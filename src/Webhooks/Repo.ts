@@ -5,13 +5,14 @@
  * trigger of migrations/0002_webhooks.ts, never here.
  *
  * The worker statements are fixed texts run with `unsafe` and positional
- * parameters; the claim and the completion are planned on every call
- * (`WORKER_STATEMENT`).
+ * parameters, prepared once per connection of the worker's own pool, whose
+ * planner settings keep their plans on index probes (`WORKER_PLANNER_SETTINGS`).
  * `WebhooksRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Redacted } from "effect"
 import type { SqlError, Statement } from "effect/sql"
+import * as Database from "../Database/Database.ts"
 import type { DatabaseHealth } from "../Database/Health.ts"
 import { isoTimestamp } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
@@ -69,17 +70,46 @@ export interface AttemptResult {
 const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit', 'off', true))`
 
 /**
- * How the claim and the completion run: planned on every call
- * (`Database/Statement.ts` `plannedPerCall`). Prepared, each got a generic plan
- * after five calls, made while `deliveries` was still small, and kept it: a
- * hash join over a sequential scan of the whole table, which every later claim
- * and completion repeated as the table grew (auto_explain in `npm run bench --
- * webhooks`: 2.2 of a claim's 3.2 ms scanning 14,000 rows). Each takes a batch
- * of deliveries, so planning it costs little beside it. Speed tactic measured
- * by `npm run bench -- webhooks` (bench/README.md, "Worker statements planned
- * per call").
+ * The planner settings of the delivery worker's connections (its own pool,
+ * {@link workerClientLayer}): no sequential scans, hash joins or merge joins
+ * where an index probe or a nested loop can do. The claim and the completion
+ * are prepared once per connection, and after five calls PostgreSQL may keep a
+ * generic plan made with the statistics of that moment. Made while
+ * `deliveries` was small, that plan was a hash join over a sequential scan of
+ * the whole table, which every later claim and completion repeated as the
+ * table grew (auto_explain in `npm run bench -- webhooks`: 2.2 of a claim's
+ * 3.2 ms scanning 14,000 rows). Under these settings every plan of theirs,
+ * generic ones included, stays on index probes at any size
+ * (test/Webhooks/Plans.test.ts), so they need not be planned on every call.
+ * Only the worker's connections carry them: the API's statements and
+ * export's bulk reads keep the planner's full choice. Speed tactic measured by
+ * `npm run bench -- webhooks` (end to end, one app; bench/README.md "The
+ * delivery worker's own pool").
  */
-const WORKER_STATEMENT = { plannedPerCall: true } as const
+export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
+  enable_seqscan: "off",
+  enable_hashjoin: "off",
+  enable_mergejoin: "off"
+}
+
+/**
+ * Connections of the delivery worker's pool per process: one held by its
+ * `LISTEN`, the others shared (pipelined) by the claims, the completions, the
+ * sweep and the release.
+ */
+const WORKER_POOL_SIZE = 3
+
+/**
+ * The delivery worker's pool on `url` (O1): at most `poolSize` connections
+ * (default 3), shown as `parley/webhooks` in `pg_stat_activity`, each started
+ * with {@link WORKER_PLANNER_SETTINGS}. Provides `PgClient` and `SqlClient`;
+ * fails with `SqlError` when it cannot connect.
+ */
+export const workerClientLayer = (url: Redacted.Redacted<string>, poolSize = WORKER_POOL_SIZE) =>
+  Database.clientLayer(url, poolSize, {
+    part: "webhooks",
+    startupParameters: WORKER_PLANNER_SETTINGS
+  })
 
 /**
  * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
@@ -178,8 +208,7 @@ FROM picked p, apps a, events e, async_commit
 WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
 RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
   CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
-  e.trace_context->>'traceparent' AS traceparent`,
-  WORKER_STATEMENT
+  e.trace_context->>'traceparent' AS traceparent`
 )
 
 /**
@@ -213,8 +242,7 @@ UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
   last_status_code = r.status_code, last_error = r.error,
   attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
   leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
-FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`,
-  WORKER_STATEMENT
+FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`
 )
 
 /**
@@ -390,6 +418,22 @@ export class WebhooksRepo extends Context.Service<
     Effect.gen(function* () {
       return WebhooksRepo.of(makeSqlRepo(yield* PgClient.PgClient))
     })
+  )
+
+  /**
+   * The delivery worker's repository: on PostgreSQL, over a pool of its own to
+   * the database of `DatabaseLocation` ({@link workerClientLayer}), not over the
+   * application's `PgClient`. A layer of its own, not {@link WebhooksRepo.layer}
+   * provided again, which the application builds once over its pool (layers
+   * are shared by identity). Fails with `SqlError` when it cannot connect.
+   */
+  static readonly workerLayer = Layer.effect(
+    WebhooksRepo,
+    Effect.map(Effect.service(PgClient.PgClient), (sql) => WebhooksRepo.of(makeSqlRepo(sql)))
+  ).pipe(
+    Layer.provide(
+      Layer.unwrap(Effect.map(Effect.service(Database.DatabaseLocation), ({ url }) => workerClientLayer(url)))
+    )
   )
 
   /**

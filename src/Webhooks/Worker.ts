@@ -5,7 +5,8 @@
  * - Claim: due pending deliveries are leased with `FOR UPDATE SKIP LOCKED`
  *   (`Repo.ts` `claimStatement`), so processes sharing a database never take the same
  *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
- *   claims due again.
+ *   claims due again. The worker's statements and its `LISTEN` run on a pool
+ *   of its own (`Repo.ts` `workerClientLayer`).
  * - Wake-up: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
  *   notify at commit), this process's POST message (`Wakeup.ts`
  *   {@link DeliveryWakeup}: its events do not notify while this worker runs),
@@ -466,11 +467,14 @@ const makeWorker = Effect.gen(function* () {
 const WebhookWorker = Layer.effectDiscard(makeWorker)
 
 /**
- * {@link WebhookWorker} on PostgreSQL with Node's guarded HTTP agents (W6, {@link WebhookSender}).
- * Requires `PgClient`, `AppConfig`, `DatabaseHealth` and `DeliveryWakeup` (the one of this process's `Messages`).
+ * {@link WebhookWorker} on PostgreSQL, over a pool of its own
+ * (`WebhooksRepo.workerLayer`: up to 3 connections per process, planner
+ * settings of its own), with Node's guarded HTTP agents (W6, {@link WebhookSender}).
+ * Requires `DatabaseLocation`, `AppConfig`, `DatabaseHealth` and
+ * `DeliveryWakeup` (the one of this process's `Messages`).
  */
 export const WebhookWorkerLive = WebhookWorker.pipe(
-  Layer.provide(WebhooksRepo.layer),
+  Layer.provide(WebhooksRepo.workerLayer),
   Layer.provide(WebhookSender.layer)
 )
 

@@ -7,6 +7,8 @@ import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Webhook } from "standardwebhooks"
+import { parleyConnection } from "../../src/Database/Database.ts"
+import { claimStatement, completeStatement, deliveriesChannel } from "../../src/Webhooks/Repo.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, type TestOrganization, withWorkers } from "../support/TestApp.ts"
 import { createApp, listDeliveries } from "../support/Webhooks.ts"
@@ -71,6 +73,46 @@ withWorkers({
           assert.isNumber(delivery.attempt_log[0].duration_ms)
         }
       })
+  )
+
+  it.effect("the worker claims, completes and listens on a pool of its own, not the API's (O1, Repo.ts)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const hook = yield* receiver()
+      yield* createApp(api, org, { webhook_url: hook.url, events: ["session.created"] })
+      yield* org.session()
+      yield* eventually(() => hook.received.length >= 1, 10_000, "1 delivery")
+      // pg_stat_activity shows each connection's last statement, cut at 1 kB: compare the openings.
+      const opening = (text: string) => text.slice(0, 120)
+      const workerStatements = [opening(claimStatement.text), opening(completeStatement.text)]
+      const connections = yield* sql<{ application_name: string; query: string; counted: boolean }>`SELECT
+        application_name, query, ${sql.literal(parleyConnection)} AS counted
+        FROM pg_stat_activity WHERE datname = current_database()`
+      const ofPool = (name: string) => connections.filter((c) => c.application_name === name).map((c) => c.query)
+      const worker = ofPool("parley/webhooks")
+      assert.isTrue(
+        worker.some((query) => query.includes(deliveriesChannel) && /^LISTEN/i.test(query)),
+        "LISTEN on the worker's pool"
+      )
+      assert.isTrue(
+        worker.some((query) => workerStatements.includes(opening(query))),
+        "a claim or completion on it"
+      )
+      assert.isFalse(
+        ofPool("parley").some((query) => workerStatements.includes(opening(query))),
+        "no claim or completion on the API's pool"
+      )
+      // parley.db.connections counts both pools' connections (Telemetry/Metrics.ts).
+      for (const c of connections) {
+        assert.strictEqual(c.counted, c.application_name === "parley" || c.application_name === "parley/webhooks")
+      }
+      assert.isTrue(connections.some((c) => c.application_name === "parley/webhooks" && c.counted))
+      // The API's connections keep the planner's full choice (WORKER_PLANNER_SETTINGS are the worker's alone).
+      const seqscan = yield* sql<{ enable_seqscan: string }>`SHOW enable_seqscan`
+      assert.strictEqual(seqscan[0]!.enable_seqscan, "on")
+    })
   )
 
   it.effect("failures are retried on the schedule with the same id and body until success (W5)", () =>

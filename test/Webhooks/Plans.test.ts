@@ -1,24 +1,28 @@
 /**
  * The delivery worker's statements as `deliveries` grows (issue 16 item 4;
- * DECISIONS.md W2, W5; src/Webhooks/Repo.ts `WORKER_STATEMENT`). A new installation
- * starts with an empty table: a claim or completion prepared then, and planned
- * once for every later call, scanned the whole table on each call once it held
- * thousands of rows (the webhooks benchmark found it). Here the worker claims
- * and completes while the table is small, the table grows to thousands of
- * finished deliveries (statistics not refreshed: autovacuum is off for it),
- * and the next claims and completions must deliver without a sequential scan
- * of `deliveries`, for an app with `ordering: none` and for one with
- * `ordering: conversation` (W7: the claim's walk over the queues' heads, which
- * PostgreSQL planned as a hash join over the whole table at these sizes even
- * per call). The sweep of deleted apps' deliveries (migrations/0017) must not
- * scan it either. One connection, so the statistics counters read are those
- * of the backend that ran the statements once it flushed them.
+ * DECISIONS.md W2, W5; src/Webhooks/Repo.ts `WORKER_PLANNER_SETTINGS`). A new
+ * installation starts with an empty table: a claim or completion prepared
+ * then, and planned once for every later call, scanned the whole table on
+ * each call once it held thousands of rows (the webhooks benchmark found it).
+ * Here the worker claims and completes, prepared, on a connection of its own
+ * pool (`workerClientLayer`) while the table is small, the table grows to
+ * thousands of finished deliveries (statistics not refreshed: autovacuum is
+ * off for it), and the next claims and completions must deliver without a
+ * sequential scan of `deliveries`, for an app with `ordering: none` and for
+ * one with `ordering: conversation` (W7: the claim's walk over the queues'
+ * heads, which PostgreSQL planned as a hash join over the whole table at these
+ * sizes even per call), the claim running on PostgreSQL's generic plan, the
+ * plan made once that a prepared statement settles on when its custom plans
+ * cost no less. The sweep of deleted apps'
+ * deliveries (migrations/0017) must not scan it either. One connection, so the
+ * statistics counters and prepared statements read are those of the backend
+ * that ran the statements.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
-import { FileDatabase, fileDatabaseClient, growingTable, insertApp, sequentialScans } from "../support/Database.ts"
+import { claimStatement, completeStatement, WebhooksRepo, workerClientLayer } from "../../src/Webhooks/Repo.ts"
+import { FileDatabase, growingTable, insertApp, sequentialScans, TestDatabaseUrl } from "../support/Database.ts"
 import { deliverDue } from "../support/Deliveries.ts"
 
 /** One turn of the worker ({@link deliverDue}, successes); answers how many deliveries it took. */
@@ -49,10 +53,27 @@ const deliversWithoutScans = (addEvents: (n: number) => Statement.Statement<unkn
     }
     const after = yield* sequentialScans("deliveries")
     assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")
+    // Both are prepared on this connection, and the claim, the costlier to plan, now runs on its generic plan.
+    const prepared = yield* sql<{ statement: string; generic: number }>`SELECT statement, generic_plans::int AS generic
+      FROM pg_prepared_statements WHERE statement IN (${claimStatement.text}, ${completeStatement.text})`
+    assert.deepStrictEqual(
+      prepared.map((row) => row.statement).sort(),
+      [claimStatement.text, completeStatement.text].sort()
+    )
+    assert.isAbove(
+      prepared.find((row) => row.statement === claimStatement.text)!.generic,
+      0,
+      "the claim planned per call"
+    )
   })
 
-// One connection to the file's database, and the webhooks repository over it.
-layer(WebhooksRepo.layer.pipe(Layer.provideMerge(fileDatabaseClient(1)), Layer.provide(FileDatabase)), {
+/** One connection of the worker's pool (its planner settings) to the file's database. */
+const workerConnection = Layer.unwrap(
+  Effect.map(Effect.service(TestDatabaseUrl), (url) => workerClientLayer(Redacted.make(url), 1))
+)
+
+// The webhooks repository over that connection.
+layer(WebhooksRepo.layer.pipe(Layer.provideMerge(workerConnection), Layer.provide(FileDatabase)), {
   timeout: "120 seconds"
 })("the delivery worker's statements as deliveries grow", (it) => {
   it.effect("claims and completions after the table grew from a few rows to 6,000 scan none of it whole (W5)", () =>

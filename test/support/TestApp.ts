@@ -12,9 +12,12 @@ import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
+import { DatabaseLocation } from "../../src/Database/Database.ts"
 import { AllRoutes, createHttpServer, Draining, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
+import { repliesChannel } from "../../src/Replies/Repo.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
 import { Ids } from "../../src/Shared/Ids.ts"
+import { deliveriesChannel } from "../../src/Webhooks/Repo.ts"
 import { FileDatabase, fileDatabaseClient, TestDatabaseUrl } from "./Database.ts"
 
 /** The admin token of test servers. */
@@ -151,7 +154,7 @@ const TestApiLive = Layer.effect(
 
 /**
  * The whole application on a random port over the test database, plus
- * `TestApi` and `SqlClient` for assertions. `overrides` change the configuration.
+ * `TestApi`, `SqlClient` and `DatabaseLocation` for assertions. `overrides` change the configuration.
  */
 export const TestApp = (
   overrides: Partial<AppConfigShape> = {},
@@ -176,6 +179,8 @@ export const TestApp = (
     ),
     Layer.provideMerge(services),
     Layer.provideMerge(TestDatabase),
+    // Where the webhook worker opens its own pool: the file's database, from the configuration.
+    Layer.provideMerge(DatabaseLocation.layer),
     Layer.provideMerge(fileConfig(overrides)),
     Layer.provideMerge(FileDatabase)
   )
@@ -203,6 +208,30 @@ const advanceClockOnTeardown = Layer.effectDiscard(
 )
 
 /**
+ * Waits, in real time and up to 15 s, until the workers listen for their
+ * notifications (the webhook deliveries' and the replies' `LISTEN`, each on a
+ * connection of its own that shows it in `pg_stat_activity`). On TestClock
+ * their fallback polls never fire, so a notification sent before they listen
+ * would be lost for good and a test would wait for work that never starts.
+ */
+const workersListening = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const rows = yield* sql<{ query: string }>`SELECT query FROM pg_stat_activity
+        WHERE datname = current_database() AND state = 'idle' AND query ILIKE 'LISTEN %'`
+      const listening = [deliveriesChannel, repliesChannel].every((channel) =>
+        rows.some((row) => row.query.includes(channel))
+      )
+      if (listening) return
+      if (Date.now() > deadline) return yield* Effect.die(new Error("the workers did not LISTEN within 15 s"))
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+    }
+  })
+)
+
+/**
  * {@link withApp} plus the background workers of the role (`WorkersLive`: the
  * webhook delivery worker, O1), stopped gracefully when the file's tests end.
  */
@@ -217,9 +246,9 @@ export const withWorkers = (
   } = {}
 ) =>
   layer(
-    Layer.mergeAll(WorkersLive, options.testClock === true ? advanceClockOnTeardown : Layer.empty).pipe(
-      Layer.provideMerge(TestApp(overrides, services)),
-      Layer.provide(options.tracing ?? Layer.empty)
-    ),
+    Layer.mergeAll(
+      options.testClock === true ? workersListening.pipe(Layer.provide(WorkersLive)) : WorkersLive,
+      options.testClock === true ? advanceClockOnTeardown : Layer.empty
+    ).pipe(Layer.provideMerge(TestApp(overrides, services)), Layer.provide(options.tracing ?? Layer.empty)),
     { excludeTestServices: options.testClock !== true, timeout: "120 seconds" }
   )

@@ -21,6 +21,9 @@
  *   address the SSRF guard accepted (W6). 2xx = succeeded; otherwise the next
  *   attempt follows `WEBHOOK_RETRY_SCHEDULE` with up to +20% jitter, and after
  *   the last the delivery is `failed` (W5). Results are recorded in batches.
+ * - Batching: under load, claims that take deliveries and writes of results
+ *   start at most once per {@link BATCH_SPACING_MS} (5 ms), so each statement
+ *   carries what came meanwhile; a quiet worker claims and writes at once.
  * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
  *   record them, and release every lease still held.
  * - Sweep: once a minute, the deliveries of apps deleted while an event fanned
@@ -59,6 +62,18 @@ const POLL_MS = 1_000
 const LEASE_MARGIN_MS = 10_000
 /** Most attempt results recorded per statement. */
 const WRITE_BATCH = 500
+/**
+ * Least time between the starts of two claims that took deliveries, and of
+ * two writes of attempt results, in ms (unless the last claim filled its
+ * batch: then the next follows at once). Under load a delivery waits up to
+ * this long to share its claim and its completion with the others that came
+ * meanwhile; a quiet worker claims at once. Each statement costs PostgreSQL
+ * and the server about the same whatever its batch, so fewer, larger ones
+ * cost less per delivery. Speed tactic measured by `npm run bench --
+ * webhooks` (end to end, one app; bench/README.md "The delivery worker's own
+ * pool").
+ */
+const BATCH_SPACING_MS = 5
 /** Interval of the sweep of deleted apps' deliveries, in ms (`Repo.ts` `sweepStatement`). */
 const SWEEP_MS = 60_000
 
@@ -311,160 +326,173 @@ class WebhookSender extends Context.Service<WebhookSender, { readonly send: Send
   )
 }
 
-const makeWorker = Effect.gen(function* () {
-  const repo = yield* WebhooksRepo
-  const config = yield* AppConfig
-  const { send } = yield* WebhookSender
-  const workerId = (yield* Ids).newId()
-  const timeoutMs = Duration.toMillis(config.webhookTimeout)
-  const leaseMs = timeoutMs + LEASE_MARGIN_MS
-  const schedule = config.webhookRetrySchedule
-  const allowPrivate = config.allowPrivateNetworkTargets
+/** The worker, its claims and result writes spaced by `batchSpacingMs` ({@link BATCH_SPACING_MS} live). */
+const makeWorker = (batchSpacingMs: number) =>
+  Effect.gen(function* () {
+    const repo = yield* WebhooksRepo
+    const config = yield* AppConfig
+    const { send } = yield* WebhookSender
+    const workerId = (yield* Ids).newId()
+    const timeoutMs = Duration.toMillis(config.webhookTimeout)
+    const leaseMs = timeoutMs + LEASE_MARGIN_MS
+    const schedule = config.webhookRetrySchedule
+    const allowPrivate = config.allowPrivateNetworkTargets
 
-  let inFlight = 0
-  const perApp = new Map<string, number>()
-  /** Whether the last claim may have left due work behind (full batch or saturated apps). */
-  let moreDue = false
-  /** Due times (epoch ms) of retries this process scheduled within the next poll. */
-  let localDue: Array<number> = []
-  let stopping = false
+    let inFlight = 0
+    const perApp = new Map<string, number>()
+    /** Whether the last claim may have left due work behind (full batch or saturated apps). */
+    let moreDue = false
+    /** Due times (epoch ms) of retries this process scheduled within the next poll. */
+    let localDue: Array<number> = []
+    let stopping = false
 
-  // The doorbell: notifications, this process's POST message (DeliveryWakeup), finished attempts.
-  const wakeup = yield* DeliveryWakeup
-  const ring = wakeup.wake
-  const results = yield* Queue.unbounded<AttemptResult>()
-  const attempts = yield* FiberSet.make<void, never>()
+    // The doorbell: notifications, this process's POST message (DeliveryWakeup), finished attempts.
+    const wakeup = yield* DeliveryWakeup
+    const ring = wakeup.wake
+    const results = yield* Queue.unbounded<AttemptResult>()
+    const attempts = yield* FiberSet.make<void, never>()
 
-  const attemptOnce = makeAttempt(send, { timeoutMs, schedule, allowPrivate })
+    const attemptOnce = makeAttempt(send, { timeoutMs, schedule, allowPrivate })
 
-  /** One attempt of a claimed delivery; the result goes to the writer. */
-  const attempt = (delivery: ClaimedDelivery) =>
-    Effect.flatMap(attemptOnce(delivery), (result) => Queue.offer(results, result)).pipe(Effect.asVoid)
+    /** One attempt of a claimed delivery; the result goes to the writer. */
+    const attempt = (delivery: ClaimedDelivery) =>
+      Effect.flatMap(attemptOnce(delivery), (result) => Queue.offer(results, result)).pipe(Effect.asVoid)
 
-  /** Records attempt results in batches, then frees their slots. */
-  const writer = Effect.gen(function* () {
-    for (;;) {
-      const batch = yield* Queue.takeBetween(results, 1, WRITE_BATCH)
-      yield* repo.complete(workerId, batch).pipe(
-        Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.upTo({ times: 5 }))),
-        Effect.catchCause((cause) =>
-          // The leases expire and the deliveries are attempted again (at least once, W2).
-          logUnlessOutage("Could not record webhook attempts", cause)
-        )
-      )
-      const written = yield* Clock.currentTimeMillis
-      for (const result of batch) {
-        // Due in the database at write time + delay, so no earlier than this (same clock or synced clocks).
-        if (result.status === "pending" && result.delayMs < POLL_MS) localDue.push(written + result.delayMs + 5)
-        inFlight--
-        const appId = appOf.get(result.id)
-        appOf.delete(result.id)
-        if (appId !== undefined) {
-          const n = (perApp.get(appId) ?? 1) - 1
-          if (n <= 0) perApp.delete(appId)
-          else perApp.set(appId, n)
-        }
-      }
-      if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) ring()
-    }
-  })
-  const appOf = new Map<string, string>()
-
-  /** Claims and starts attempts while there is work and capacity. */
-  const claimLoop = Effect.gen(function* () {
-    for (;;) {
-      if (stopping) return
-      const free = MAX_IN_FLIGHT - inFlight
-      if (free <= 0) {
-        yield* wakeup.rung
-        continue
-      }
-      const now = yield* Clock.currentTimeMillis
-      localDue = localDue.filter((due) => due > now)
-      const busyApps = [...perApp.keys()]
-      const busyCounts = busyApps.map((app) => perApp.get(app)!)
-      const saturated = busyApps.filter((app) => perApp.get(app)! >= MAX_IN_FLIGHT_PER_APP)
-      const limit = Math.min(free, CLAIM_BATCH)
-      const claimed = yield* repo
-        .claim({
-          workerId,
-          leaseMs,
-          limit,
-          perApp: MAX_IN_FLIGHT_PER_APP,
-          busyApps,
-          busyCounts,
-          saturated
-        })
-        .pipe(
+    /** Records attempt results in batches, at most one write per `batchSpacingMs`, then frees their slots. */
+    const writer = Effect.gen(function* () {
+      let lastWrite = Number.NEGATIVE_INFINITY
+      for (;;) {
+        yield* Queue.peek(results)
+        const gap = lastWrite + batchSpacingMs - (yield* Clock.currentTimeMillis)
+        if (gap > 0) yield* Effect.sleep(gap)
+        lastWrite = yield* Clock.currentTimeMillis
+        const batch = yield* Queue.takeBetween(results, 1, WRITE_BATCH)
+        yield* repo.complete(workerId, batch).pipe(
+          Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.upTo({ times: 5 }))),
           Effect.catchCause((cause) =>
-            logUnlessOutage("Could not claim webhook deliveries", cause).pipe(
-              Effect.andThen(Effect.sleep(POLL_MS)),
-              Effect.as([] as ReadonlyArray<ClaimedDelivery>)
-            )
+            // The leases expire and the deliveries are attempted again (at least once, W2).
+            logUnlessOutage("Could not record webhook attempts", cause)
           )
         )
-      // Claimed during shutdown: not started; the release below makes them due for another process.
-      if (stopping) return
-      for (const delivery of claimed) {
-        inFlight++
-        perApp.set(delivery.app_id, (perApp.get(delivery.app_id) ?? 0) + 1)
-        appOf.set(delivery.id, delivery.app_id)
-        yield* FiberSet.run(attempts, attempt(delivery))
+        const written = yield* Clock.currentTimeMillis
+        for (const result of batch) {
+          // Due in the database at write time + delay, so no earlier than this (same clock or synced clocks).
+          if (result.status === "pending" && result.delayMs < POLL_MS) localDue.push(written + result.delayMs + 5)
+          inFlight--
+          const appId = appOf.get(result.id)
+          appOf.delete(result.id)
+          if (appId !== undefined) {
+            const n = (perApp.get(appId) ?? 1) - 1
+            if (n <= 0) perApp.delete(appId)
+            else perApp.set(appId, n)
+          }
+        }
+        if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) ring()
       }
-      moreDue = claimed.length === limit || saturated.length > 0
-      if (claimed.length === limit) continue
-      const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
-      const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
-      yield* wakeup.rung.pipe(Effect.timeoutOption(wait))
-    }
-  })
+    })
+    const appOf = new Map<string, string>()
 
-  /** Rings the doorbell on every notification; re-listens after a connection loss. */
-  const listener = repo.listen(ring, POLL_MS)
+    /** Claims and starts attempts while there is work and capacity. */
+    const claimLoop = Effect.gen(function* () {
+      for (;;) {
+        if (stopping) return
+        const free = MAX_IN_FLIGHT - inFlight
+        if (free <= 0) {
+          yield* wakeup.rung
+          continue
+        }
+        const now = yield* Clock.currentTimeMillis
+        localDue = localDue.filter((due) => due > now)
+        const busyApps = [...perApp.keys()]
+        const busyCounts = busyApps.map((app) => perApp.get(app)!)
+        const saturated = busyApps.filter((app) => perApp.get(app)! >= MAX_IN_FLIGHT_PER_APP)
+        const limit = Math.min(free, CLAIM_BATCH)
+        const claimStarted = now
+        const claimed = yield* repo
+          .claim({
+            workerId,
+            leaseMs,
+            limit,
+            perApp: MAX_IN_FLIGHT_PER_APP,
+            busyApps,
+            busyCounts,
+            saturated
+          })
+          .pipe(
+            Effect.catchCause((cause) =>
+              logUnlessOutage("Could not claim webhook deliveries", cause).pipe(
+                Effect.andThen(Effect.sleep(POLL_MS)),
+                Effect.as([] as ReadonlyArray<ClaimedDelivery>)
+              )
+            )
+          )
+        // Claimed during shutdown: not started; the release below makes them due for another process.
+        if (stopping) return
+        for (const delivery of claimed) {
+          inFlight++
+          perApp.set(delivery.app_id, (perApp.get(delivery.app_id) ?? 0) + 1)
+          appOf.set(delivery.id, delivery.app_id)
+          yield* FiberSet.run(attempts, attempt(delivery))
+        }
+        moreDue = claimed.length === limit || saturated.length > 0
+        if (claimed.length === limit) continue
+        if (claimed.length > 0) {
+          // At most one claim that takes deliveries per batchSpacingMs: those due meanwhile share the next.
+          const gap = claimStarted + batchSpacingMs - (yield* Clock.currentTimeMillis)
+          if (gap > 0) yield* Effect.sleep(gap)
+        }
+        const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
+        const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
+        yield* wakeup.rung.pipe(Effect.timeoutOption(wait))
+      }
+    })
 
-  /**
-   * Once a minute, deletes the deliveries an event made for an app being
-   * deleted (W2: never attempted, since every claim joins the apps; migrations/0017).
-   */
-  const sweeper = Effect.sleep(SWEEP_MS).pipe(
-    Effect.andThen(repo.sweep),
-    Effect.tap((n) => (n > 0 ? Effect.logInfo(`Deleted ${n} delivery(ies) of deleted apps`) : Effect.void)),
-    Effect.catchCause((cause) => logUnlessOutage("Could not sweep the deliveries of deleted apps", cause)),
-    Effect.forever
-  )
+    /** Rings the doorbell on every notification; re-listens after a connection loss. */
+    const listener = repo.listen(ring, POLL_MS)
 
-  yield* Effect.forkScoped(writer)
-  yield* Effect.forkScoped(listener)
-  yield* Effect.forkScoped(sweeper)
-  const loop = yield* Effect.forkScoped(claimLoop)
-
-  // O5: runs before the fibers above are interrupted (finalizers run in reverse order).
-  yield* Effect.addFinalizer(() =>
-    stopWorker({
-      stop: () => {
-        stopping = true
-        ring()
-      },
-      loop,
-      inFlight: () => inFlight,
-      work: attempts,
-      release: repo.release(workerId),
-      cannotRelease: "Could not release webhook leases"
-    }).pipe(
-      Effect.tap((left) => Effect.logInfo(`Webhook worker stopped; ${left} attempt(s) still in flight were released`))
+    /**
+     * Once a minute, deletes the deliveries an event made for an app being
+     * deleted (W2: never attempted, since every claim joins the apps; migrations/0017).
+     */
+    const sweeper = Effect.sleep(SWEEP_MS).pipe(
+      Effect.andThen(repo.sweep),
+      Effect.tap((n) => (n > 0 ? Effect.logInfo(`Deleted ${n} delivery(ies) of deleted apps`) : Effect.void)),
+      Effect.catchCause((cause) => logUnlessOutage("Could not sweep the deliveries of deleted apps", cause)),
+      Effect.forever
     )
-  )
-  // Until the worker stops, POST message in this process wakes it directly (DeliveryWakeup); acquired after
-  // the finalizer above, so released before it runs: requests arriving while it stops notify every process.
-  yield* wakeup.attach
-})
+
+    yield* Effect.forkScoped(writer)
+    yield* Effect.forkScoped(listener)
+    yield* Effect.forkScoped(sweeper)
+    const loop = yield* Effect.forkScoped(claimLoop)
+
+    // O5: runs before the fibers above are interrupted (finalizers run in reverse order).
+    yield* Effect.addFinalizer(() =>
+      stopWorker({
+        stop: () => {
+          stopping = true
+          ring()
+        },
+        loop,
+        inFlight: () => inFlight,
+        work: attempts,
+        release: repo.release(workerId),
+        cannotRelease: "Could not release webhook leases"
+      }).pipe(
+        Effect.tap((left) => Effect.logInfo(`Webhook worker stopped; ${left} attempt(s) still in flight were released`))
+      )
+    )
+    // Until the worker stops, POST message in this process wakes it directly (DeliveryWakeup); acquired after
+    // the finalizer above, so released before it runs: requests arriving while it stops notify every process.
+    yield* wakeup.attach
+  })
 
 /**
  * The delivery worker as a layer (O1): starts when built, stops gracefully
  * when its scope closes (O5). Requires `WebhooksRepo`, `AppConfig`, `DeliveryWakeup`,
  * `WebhookSender` and `DatabaseHealth`.
  */
-const WebhookWorker = Layer.effectDiscard(makeWorker)
+const WebhookWorker = (batchSpacingMs: number) => Layer.effectDiscard(makeWorker(batchSpacingMs))
 
 /**
  * {@link WebhookWorker} on PostgreSQL, over a pool of its own
@@ -473,7 +501,7 @@ const WebhookWorker = Layer.effectDiscard(makeWorker)
  * Requires `DatabaseLocation`, `AppConfig`, `DatabaseHealth` and
  * `DeliveryWakeup` (the one of this process's `Messages`).
  */
-export const WebhookWorkerLive = WebhookWorker.pipe(
+export const WebhookWorkerLive = WebhookWorker(BATCH_SPACING_MS).pipe(
   Layer.provide(WebhooksRepo.workerLayer),
   Layer.provide(WebhookSender.layer)
 )
@@ -491,10 +519,17 @@ const noOutage = Layer.succeed(DatabaseHealth, {
  * `webhookRetrySchedule`, `allowPrivateNetworkTargets`): the whole worker with
  * no database and no network, time on the effect's `Clock` (`TestClock`), for
  * fast tests of W3-W6 (issue 13 item 8). It wakes up on `publishEvent` and the
- * admin retry as on NOTIFY.
+ * admin retry as on NOTIFY. Its claims and writes are spaced by
+ * `options.batchSpacingMs` (default 0: each at once, so a test need not move
+ * the clock for them; the live worker's is {@link BATCH_SPACING_MS}).
  */
-export const webhookWorkerTest = (store: WebhooksStore, send: SendWebhook, overrides: Partial<AppConfigShape> = {}) =>
-  WebhookWorker.pipe(
+export const webhookWorkerTest = (
+  store: WebhooksStore,
+  send: SendWebhook,
+  overrides: Partial<AppConfigShape> = {},
+  options: { readonly batchSpacingMs?: number } = {}
+) =>
+  WebhookWorker(options.batchSpacingMs ?? 0).pipe(
     Layer.provide(WebhooksRepo.layerTest(store)),
     Layer.provide(Layer.succeed(WebhookSender, WebhookSender.of({ send }))),
     Layer.provide(AppConfig.layerWith(overrides)),

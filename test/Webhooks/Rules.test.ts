@@ -663,21 +663,26 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
     return { store, organizationId, app }
   }
 
-  /** Runs `test` while the worker runs over `store` and `send`; the worker stops (O5) when it ends. */
+  /**
+   * Runs `test` while the worker runs over `store` and `send` (claims and
+   * writes spaced by `batchSpacingMs`, none by default); the worker stops (O5) when it ends.
+   */
   const withWorker = <A, E>(
     store: WebhooksStore,
     send: SendWebhook,
     schedule: ReadonlyArray<Duration.Duration>,
-    test: Effect.Effect<A, E>
+    test: Effect.Effect<A, E>,
+    batchSpacingMs = 0
   ) =>
     Effect.scoped(
       Effect.gen(function* () {
         yield* Layer.build(
-          webhookWorkerTest(store, send, {
-            webhookRetrySchedule: [...schedule],
-            webhookTimeout: seconds(10),
-            logLevel: "Error"
-          })
+          webhookWorkerTest(
+            store,
+            send,
+            { webhookRetrySchedule: [...schedule], webhookTimeout: seconds(10), logLevel: "Error" },
+            { batchSpacingMs }
+          )
         )
         return yield* test
       })
@@ -880,6 +885,54 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
               ["failed", "succeeded", "succeeded", "succeeded", "succeeded"]
             )
           })
+        )
+      })
+  )
+
+  it.effect(
+    "under load claims and result writes are spaced: deliveries due meanwhile share the next claim, results the next write; a quiet worker claims at once (BATCH_SPACING_MS)",
+    () =>
+      Effect.gen(function* () {
+        const { store, organizationId } = storeWithApp()
+        const [first, second, third] = [1, 2, 3].map(() => envelope(organizationId, "message.created"))
+        // The second event's attempt is answered 3 ms after it starts, the others at once.
+        const stub = stubSender((n) =>
+          stub.sent[n]!.headers["webhook-id"] === second!.id ? Effect.as(Effect.sleep(3), 200) : Effect.succeed(200)
+        )
+        const delivery = (event: { id: string }) => [...store.deliveries.values()].find((d) => d.event_id === event.id)!
+        const idle = Effect.gen(function* () {
+          for (let turn = 0; turn < 200; turn++) yield* Effect.yieldNow
+        })
+        yield* withWorker(
+          store,
+          stub.send,
+          [seconds(1)],
+          Effect.gen(function* () {
+            yield* publishEvent(store, first!)
+            yield* settle(() => delivery(first!).status === "succeeded", "a quiet worker claims and records at once")
+            // Two more at 0 ms: the worker claimed at 0 ms, so the next claim waits until 5 ms.
+            yield* publishEvent(store, second!)
+            yield* publishEvent(store, third!)
+            yield* idle
+            yield* TestClock.adjust(4)
+            yield* idle
+            assert.strictEqual(stub.sent.length, 1, "no claim within 5 ms of the last")
+            yield* TestClock.adjust(1)
+            yield* settle(() => stub.sent.length === 3, "both in the claim at 5 ms")
+            assert.deepStrictEqual(
+              stub.sent.map((request) => request.at),
+              [0, 5, 5]
+            )
+            // The third's result is written at 5 ms (the last write was at 0); the second's arrives at 8 ms
+            // and waits for the write at 10 ms.
+            yield* settle(() => delivery(third!).status === "succeeded", "the third's result at 5 ms")
+            yield* TestClock.adjust(3)
+            yield* idle
+            assert.strictEqual(delivery(second!).attempts, 0, "no write within 5 ms of the last")
+            yield* TestClock.adjust(2)
+            yield* settle(() => delivery(second!).status === "succeeded", "the second's result at 10 ms")
+          }),
+          5
         )
       })
   )

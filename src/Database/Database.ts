@@ -25,12 +25,20 @@ const migrationCount = fs.readdirSync(migrationsDirectory).filter((file) => /^\d
 /** Connections per process in the pool. */
 const POOL_SIZE = 20
 
-/** The `application_name` of Parley's connections in `pg_stat_activity` (a part's own pool: `parley/<part>`). */
+/** The `application_name` of Parley's connections in `pg_stat_activity`. */
 const APPLICATION_NAME = "parley"
 
 /**
+ * The `application_name` of the connections of a pool that `part` of Parley
+ * has to itself (`parley/<part>`, {@link ClientSession}), or of the
+ * application's pool (`parley`).
+ */
+export const applicationName = (part?: string) =>
+  part === undefined ? APPLICATION_NAME : `${APPLICATION_NAME}/${part}`
+
+/**
  * A SQL condition on `pg_stat_activity` that holds for Parley's connections,
- * every pool's ({@link ClientSession} `part`), and no one else's.
+ * every pool's ({@link applicationName}), and no one else's.
  */
 export const parleyConnection = `(application_name = '${APPLICATION_NAME}' OR starts_with(application_name, '${APPLICATION_NAME}/'))`
 
@@ -48,12 +56,13 @@ export interface ClientSession {
 /**
  * A `PgClient` (and `SqlClient`) layer for `url` with at most `poolSize`
  * connections, opened on demand and closed after 60 s idle, each started as
- * `session` says. Fails with `SqlError` when it cannot connect.
+ * `session` says. It builds without connecting; its statements fail with
+ * `SqlError` when no connection can be made.
  */
 export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE, session: ClientSession = {}) =>
   PgClient.layer({
     url,
-    applicationName: session.part === undefined ? APPLICATION_NAME : `${APPLICATION_NAME}/${session.part}`,
+    applicationName: applicationName(session.part),
     startupParameters: session.startupParameters,
     maxConnections: poolSize,
     minConnections: 0,

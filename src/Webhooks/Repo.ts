@@ -10,9 +10,8 @@
  * `WebhooksRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, type Redacted } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { SqlError, Statement } from "effect/sql"
-import * as Database from "../Database/Database.ts"
 import type { DatabaseHealth } from "../Database/Health.ts"
 import { isoTimestamp } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
@@ -71,7 +70,7 @@ const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit
 
 /**
  * The planner settings of the delivery worker's connections (its own pool,
- * {@link workerClientLayer}): no sequential scans, hash joins or merge joins
+ * `Worker.ts` `workerClientLayer`): no sequential scans, hash joins or merge joins
  * where an index probe or a nested loop can do. The claim and the completion
  * are prepared once per connection, and after five calls PostgreSQL may keep a
  * generic plan made with the statistics of that moment. Made while
@@ -91,25 +90,6 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
   enable_hashjoin: "off",
   enable_mergejoin: "off"
 }
-
-/**
- * Connections of the delivery worker's pool per process: one held by its
- * `LISTEN`, the others shared (pipelined) by the claims, the completions, the
- * sweep and the release.
- */
-const WORKER_POOL_SIZE = 3
-
-/**
- * The delivery worker's pool on `url` (O1): at most `poolSize` connections
- * (default 3), shown as `parley/webhooks` in `pg_stat_activity`, each started
- * with {@link WORKER_PLANNER_SETTINGS}. Provides `PgClient` and `SqlClient`;
- * fails with `SqlError` when it cannot connect.
- */
-export const workerClientLayer = (url: Redacted.Redacted<string>, poolSize = WORKER_POOL_SIZE) =>
-  Database.clientLayer(url, poolSize, {
-    part: "webhooks",
-    startupParameters: WORKER_PLANNER_SETTINGS
-  })
 
 /**
  * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
@@ -412,28 +392,15 @@ export class WebhooksRepo extends Context.Service<
     readonly listen: (onNotification: () => void, retryMs: number) => Effect.Effect<never, never, DatabaseHealth>
   }
 >()("parley/Webhooks/WebhooksRepo") {
-  /** The repository on PostgreSQL. Requires `PgClient`. */
+  /**
+   * The repository on PostgreSQL. Requires `PgClient`. The delivery worker
+   * builds a fresh one over its own pool (`Worker.ts` `workerRepoLayer`).
+   */
   static readonly layer = Layer.effect(
     WebhooksRepo,
     Effect.gen(function* () {
       return WebhooksRepo.of(makeSqlRepo(yield* PgClient.PgClient))
     })
-  )
-
-  /**
-   * The delivery worker's repository: on PostgreSQL, over a pool of its own to
-   * the database of `DatabaseLocation` ({@link workerClientLayer}), not over the
-   * application's `PgClient`. A layer of its own, not {@link WebhooksRepo.layer}
-   * provided again, which the application builds once over its pool (layers
-   * are shared by identity). Fails with `SqlError` when it cannot connect.
-   */
-  static readonly workerLayer = Layer.effect(
-    WebhooksRepo,
-    Effect.map(Effect.service(PgClient.PgClient), (sql) => WebhooksRepo.of(makeSqlRepo(sql)))
-  ).pipe(
-    Layer.provide(
-      Layer.unwrap(Effect.map(Effect.service(Database.DatabaseLocation), ({ url }) => workerClientLayer(url)))
-    )
   )
 
   /**

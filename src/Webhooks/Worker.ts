@@ -6,7 +6,7 @@
  *   (`Repo.ts` `claimStatement`), so processes sharing a database never take the same
  *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
  *   claims due again. The worker's statements and its `LISTEN` run on a pool
- *   of its own (`Repo.ts` `workerClientLayer`).
+ *   of its own ({@link workerClientLayer}).
  * - Wake-up: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
  *   notify at commit), this process's POST message (`Wakeup.ts`
  *   {@link DeliveryWakeup}: its events do not notify while this worker runs),
@@ -23,7 +23,9 @@
  *   the last the delivery is `failed` (W5). Results are recorded in batches.
  * - Batching: under load, claims that take deliveries and writes of results
  *   start at most once per {@link BATCH_SPACING_MS} (5 ms), so each statement
- *   carries what came meanwhile; a quiet worker claims and writes at once.
+ *   carries what came meanwhile; a quiet worker claims and writes at once, and
+ *   a claim that took all it asked for (up to 128, fewer when fewer slots are
+ *   free) is followed by the next at once.
  * - Shutdown (O5): stop claiming, let attempts in flight finish (up to 10 s),
  *   record them, and release every lease still held.
  * - Sweep: once a minute, the deliveries of apps deleted while an event fanned
@@ -35,9 +37,22 @@
  * the in-memory repository, for fast tests with `TestClock`.
  */
 
-import { Clock, Context, Duration, Effect, FiberSet, Layer, Metric, Queue, Schedule } from "effect"
+import {
+  Clock,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  FiberSet,
+  Layer,
+  Metric,
+  Queue,
+  type Redacted,
+  Schedule
+} from "effect"
 import type { Dispatcher } from "undici"
 import { AppConfig, type AppConfigShape } from "../Config.ts"
+import { clientLayer, DatabaseLocation } from "../Database/Database.ts"
 import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
 import { stopWorker } from "../Database/Workers.ts"
 import { Ids } from "../Shared/Ids.ts"
@@ -46,7 +61,7 @@ import * as Metrics from "../Telemetry/Metrics.ts"
 import { currentTraceparent, spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import type { DeliveryStatus } from "./Api.ts"
 import type { WebhooksStore } from "./MemoryRepo.ts"
-import { type AttemptResult, type ClaimedDelivery, WebhooksRepo } from "./Repo.ts"
+import { type AttemptResult, type ClaimedDelivery, WebhooksRepo, WORKER_PLANNER_SETTINGS } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
 import { DeliveryWakeup } from "./Wakeup.ts"
 
@@ -64,8 +79,8 @@ const LEASE_MARGIN_MS = 10_000
 const WRITE_BATCH = 500
 /**
  * Least time between the starts of two claims that took deliveries, and of
- * two writes of attempt results, in ms (unless the last claim filled its
- * batch: then the next follows at once). Under load a delivery waits up to
+ * two writes of attempt results, in ms (unless the last claim took all it
+ * asked for: then the next follows at once; a stopping worker waits no more). Under load a delivery waits up to
  * this long to share its claim and its completion with the others that came
  * meanwhile; a quiet worker claims at once. Each statement costs PostgreSQL
  * and the server about the same whatever its batch, so fewer, larger ones
@@ -345,6 +360,8 @@ const makeWorker = (batchSpacingMs: number) =>
     /** Due times (epoch ms) of retries this process scheduled within the next poll. */
     let localDue: Array<number> = []
     let stopping = false
+    /** Completed by the stop (O5): cuts short a wait for the batch spacing. */
+    const stopped = yield* Deferred.make<void>()
 
     // The doorbell: notifications, this process's POST message (DeliveryWakeup), finished attempts.
     const wakeup = yield* DeliveryWakeup
@@ -353,6 +370,14 @@ const makeWorker = (batchSpacingMs: number) =>
     const attempts = yield* FiberSet.make<void, never>()
 
     const attemptOnce = makeAttempt(send, { timeoutMs, schedule, allowPrivate })
+
+    /** Waits until `batchSpacingMs` after `start` (epoch ms), or until the worker stops ({@link BATCH_SPACING_MS}). */
+    const spaceAfter = (start: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        start + batchSpacingMs > now
+          ? Effect.raceFirst(Effect.sleep(start + batchSpacingMs - now), Deferred.await(stopped))
+          : Effect.void
+      )
 
     /** One attempt of a claimed delivery; the result goes to the writer. */
     const attempt = (delivery: ClaimedDelivery) =>
@@ -363,8 +388,7 @@ const makeWorker = (batchSpacingMs: number) =>
       let lastWrite = Number.NEGATIVE_INFINITY
       for (;;) {
         yield* Queue.peek(results)
-        const gap = lastWrite + batchSpacingMs - (yield* Clock.currentTimeMillis)
-        if (gap > 0) yield* Effect.sleep(gap)
+        yield* spaceAfter(lastWrite)
         lastWrite = yield* Clock.currentTimeMillis
         const batch = yield* Queue.takeBetween(results, 1, WRITE_BATCH)
         yield* repo.complete(workerId, batch).pipe(
@@ -438,8 +462,7 @@ const makeWorker = (batchSpacingMs: number) =>
         if (claimed.length === limit) continue
         if (claimed.length > 0) {
           // At most one claim that takes deliveries per batchSpacingMs: those due meanwhile share the next.
-          const gap = claimStarted + batchSpacingMs - (yield* Clock.currentTimeMillis)
-          if (gap > 0) yield* Effect.sleep(gap)
+          yield* spaceAfter(claimStarted)
         }
         const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
         const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
@@ -471,6 +494,7 @@ const makeWorker = (batchSpacingMs: number) =>
       stopWorker({
         stop: () => {
           stopping = true
+          Deferred.doneUnsafe(stopped, Effect.void)
           ring()
         },
         loop,
@@ -488,21 +512,51 @@ const makeWorker = (batchSpacingMs: number) =>
   })
 
 /**
- * The delivery worker as a layer (O1): starts when built, stops gracefully
- * when its scope closes (O5). Requires `WebhooksRepo`, `AppConfig`, `DeliveryWakeup`,
- * `WebhookSender` and `DatabaseHealth`.
+ * The delivery worker as a layer (O1), its claims and result writes spaced by
+ * `batchSpacingMs` ({@link BATCH_SPACING_MS} live, 0 in {@link webhookWorkerTest}
+ * by default): starts when built, stops gracefully when its scope closes (O5).
+ * Requires `WebhooksRepo`, `AppConfig`, `DeliveryWakeup`, `WebhookSender`,
+ * `DatabaseHealth` and `Ids`.
  */
 const WebhookWorker = (batchSpacingMs: number) => Layer.effectDiscard(makeWorker(batchSpacingMs))
 
 /**
+ * Connections of the delivery worker's pool per process: one held by its
+ * `LISTEN`, the others shared (pipelined) by the claims, the completions, the
+ * sweep and the release.
+ */
+const WORKER_POOL_SIZE = 3
+
+/**
+ * The delivery worker's pool on `url` (O1): at most `poolSize` connections
+ * (default {@link WORKER_POOL_SIZE}), shown as `parley/webhooks` in
+ * `pg_stat_activity`, each started with `Repo.ts` `WORKER_PLANNER_SETTINGS`.
+ * Provides `PgClient` and `SqlClient`; builds without connecting (connections
+ * open on first use), and its statements fail with `SqlError` when none can
+ * be made.
+ */
+export const workerClientLayer = (url: Redacted.Redacted<string>, poolSize = WORKER_POOL_SIZE) =>
+  clientLayer(url, poolSize, { part: "webhooks", startupParameters: WORKER_PLANNER_SETTINGS })
+
+/**
+ * The delivery worker's repository: `WebhooksRepo.layer` over a pool of its
+ * own ({@link workerClientLayer}) to the database of `DatabaseLocation`, not
+ * over the application's `PgClient`. Fresh: the application builds
+ * `WebhooksRepo.layer` once over its own pool, and layers are shared by
+ * identity, so without it the worker would get that one.
+ */
+const workerRepoLayer = Layer.fresh(WebhooksRepo.layer).pipe(
+  Layer.provide(Layer.unwrap(Effect.map(Effect.service(DatabaseLocation), ({ url }) => workerClientLayer(url))))
+)
+
+/**
  * {@link WebhookWorker} on PostgreSQL, over a pool of its own
- * (`WebhooksRepo.workerLayer`: up to 3 connections per process, planner
- * settings of its own), with Node's guarded HTTP agents (W6, {@link WebhookSender}).
- * Requires `DatabaseLocation`, `AppConfig`, `DatabaseHealth` and
+ * ({@link workerRepoLayer}), with Node's guarded HTTP agents (W6, {@link WebhookSender}).
+ * Requires `DatabaseLocation`, `AppConfig`, `DatabaseHealth`, `Ids` and
  * `DeliveryWakeup` (the one of this process's `Messages`).
  */
 export const WebhookWorkerLive = WebhookWorker(BATCH_SPACING_MS).pipe(
-  Layer.provide(WebhooksRepo.workerLayer),
+  Layer.provide(workerRepoLayer),
   Layer.provide(WebhookSender.layer)
 )
 

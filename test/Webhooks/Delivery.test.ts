@@ -7,7 +7,7 @@ import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Webhook } from "standardwebhooks"
-import { parleyConnection } from "../../src/Database/Database.ts"
+import { applicationName, parleyConnection } from "../../src/Database/Database.ts"
 import { claimStatement, completeStatement, deliveriesChannel } from "../../src/Webhooks/Repo.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, type TestOrganization, withWorkers } from "../support/TestApp.ts"
@@ -91,7 +91,7 @@ withWorkers({
         application_name, query, ${sql.literal(parleyConnection)} AS counted
         FROM pg_stat_activity WHERE datname = current_database()`
       const ofPool = (name: string) => connections.filter((c) => c.application_name === name).map((c) => c.query)
-      const worker = ofPool("parley/webhooks")
+      const worker = ofPool(applicationName("webhooks"))
       assert.isTrue(
         worker.some((query) => query.includes(deliveriesChannel) && /^LISTEN/i.test(query)),
         "LISTEN on the worker's pool"
@@ -101,14 +101,14 @@ withWorkers({
         "a claim or completion on it"
       )
       assert.isFalse(
-        ofPool("parley").some((query) => workerStatements.includes(opening(query))),
+        ofPool(applicationName()).some((query) => workerStatements.includes(opening(query))),
         "no claim or completion on the API's pool"
       )
       // parley.db.connections counts both pools' connections (Telemetry/Metrics.ts).
       for (const c of connections) {
-        assert.strictEqual(c.counted, c.application_name === "parley" || c.application_name === "parley/webhooks")
+        assert.strictEqual(c.counted, [applicationName(), applicationName("webhooks")].includes(c.application_name))
       }
-      assert.isTrue(connections.some((c) => c.application_name === "parley/webhooks" && c.counted))
+      assert.isTrue(connections.some((c) => c.application_name === applicationName("webhooks") && c.counted))
       // The API's connections keep the planner's full choice (WORKER_PLANNER_SETTINGS are the worker's alone).
       const seqscan = yield* sql<{ enable_seqscan: string }>`SHOW enable_seqscan`
       assert.strictEqual(seqscan[0]!.enable_seqscan, "on")

@@ -890,7 +890,7 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
   )
 
   it.effect(
-    "under load claims and result writes are spaced: deliveries due meanwhile share the next claim, results the next write; a quiet worker claims at once (BATCH_SPACING_MS)",
+    "with a spacing of 5 ms (BATCH_SPACING_MS live) deliveries due meanwhile share the next claim and results the next write; a quiet worker claims at once",
     () =>
       Effect.gen(function* () {
         const { store, organizationId } = storeWithApp()
@@ -931,6 +931,10 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
             assert.strictEqual(delivery(second!).attempts, 0, "no write within 5 ms of the last")
             yield* TestClock.adjust(2)
             yield* settle(() => delivery(second!).status === "succeeded", "the second's result at 10 ms")
+            // A fourth at 10 ms is sent at once (the last claim was at 5 ms); its claim and its result then wait
+            // for 15 ms, and the worker stops (O5) without those waits: the clock does not move again.
+            yield* publishEvent(store, envelope(organizationId, "message.created"))
+            yield* settle(() => stub.sent.length === 4, "the fourth at 10 ms")
           }),
           5
         )

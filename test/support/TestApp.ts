@@ -246,9 +246,10 @@ export const withWorkers = (
   } = {}
 ) =>
   layer(
-    Layer.mergeAll(
-      options.testClock === true ? workersListening.pipe(Layer.provide(WorkersLive)) : WorkersLive,
-      options.testClock === true ? advanceClockOnTeardown : Layer.empty
+    (options.testClock === true
+      ? // Built after the workers, so released before them: the clock moves while they stop.
+        advanceClockOnTeardown.pipe(Layer.provide(workersListening), Layer.provide(WorkersLive))
+      : WorkersLive
     ).pipe(Layer.provideMerge(TestApp(overrides, services)), Layer.provide(options.tracing ?? Layer.empty)),
     { excludeTestServices: options.testClock !== true, timeout: "120 seconds" }
   )

@@ -80,13 +80,13 @@ const WRITE_BATCH = 500
 /**
  * Least time between the starts of two claims that took deliveries, and of
  * two writes of attempt results, in ms (unless the last claim took all it
- * asked for: then the next follows at once; a stopping worker waits no more). Under load a delivery waits up to
- * this long to share its claim and its completion with the others that came
- * meanwhile; a quiet worker claims at once. Each statement costs PostgreSQL
- * and the server about the same whatever its batch, so fewer, larger ones
- * cost less per delivery. Speed tactic measured by `npm run bench --
- * webhooks` (end to end, one app; bench/README.md "The delivery worker's own
- * pool").
+ * asked for: then the next follows at once; a stopping worker waits no
+ * more). Under load a delivery waits up to this long to share its claim and
+ * its completion with the others that came meanwhile; a quiet worker claims
+ * at once. Each statement costs PostgreSQL and the server about the same
+ * whatever its batch, so fewer, larger ones cost less per delivery. Speed
+ * tactic measured by `npm run bench -- webhooks` (end to end, one app;
+ * bench/README.md "The delivery worker's own pool").
  */
 const BATCH_SPACING_MS = 5
 /** Interval of the sweep of deleted apps' deliveries, in ms (`Repo.ts` `sweepStatement`). */

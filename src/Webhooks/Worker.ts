@@ -431,7 +431,6 @@ const makeWorker = (batchSpacingMs: number) =>
         const busyCounts = busyApps.map((app) => perApp.get(app)!)
         const saturated = busyApps.filter((app) => perApp.get(app)! >= MAX_IN_FLIGHT_PER_APP)
         const limit = Math.min(free, CLAIM_BATCH)
-        const claimStarted = now
         const claimed = yield* repo
           .claim({
             workerId,
@@ -461,8 +460,9 @@ const makeWorker = (batchSpacingMs: number) =>
         moreDue = claimed.length === limit || saturated.length > 0
         if (claimed.length === limit) continue
         if (claimed.length > 0) {
-          // At most one claim that takes deliveries per batchSpacingMs: those due meanwhile share the next.
-          yield* spaceAfter(claimStarted)
+          // At most one claim that takes deliveries per batchSpacingMs from its start (now): those due meanwhile
+          // share the next.
+          yield* spaceAfter(now)
         }
         const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
         const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))

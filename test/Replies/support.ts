@@ -9,6 +9,7 @@ import { assistantFixture } from "../support/Assistants.ts"
 import { ADMIN_TOKEN, type TestOrganization } from "../support/TestApp.ts"
 
 export { snapshotOf } from "../support/AssistantItems.ts"
+export { realSleep, waitFor } from "../support/Wait.ts"
 
 /**
  * An organization with an assistant holding `snapshot`, published on main
@@ -54,18 +55,3 @@ export const messagesOf = (org: TestOrganization, sessionId: string) =>
   org
     .call("POST", `/sessions/${sessionId}/messages/search`, { session_id: sessionId, limit: 1000 })
     .pipe(Effect.map((response) => response.body as Array<any>))
-
-/** Polls `effect` every 50 ms (real time) until `done` holds for its value; fails after `timeoutMs`. */
-export const waitFor = <A, E, R>(effect: Effect.Effect<A, E, R>, done: (a: A) => boolean, timeoutMs = 15_000) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const value = yield* effect
-      if (done(value)) return value
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`Timed out after ${timeoutMs} ms`))
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
-    }
-  })
-
-/** Waits `ms` of real time (also under TestClock). */
-export const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))

@@ -19,6 +19,7 @@ import { ServicesLive, WorkersLive } from "../../src/Server.ts"
 import { Ids } from "../../src/Shared/Ids.ts"
 import { deliveriesChannel } from "../../src/Webhooks/Repo.ts"
 import { FileDatabase, fileDatabaseClient, TestDatabaseUrl } from "./Database.ts"
+import { waitFor } from "./Wait.ts"
 
 /** The admin token of test servers. */
 export const ADMIN_TOKEN = "test-admin-token"
@@ -208,27 +209,20 @@ const advanceClockOnTeardown = Layer.effectDiscard(
 )
 
 /**
- * Waits, in real time and up to 15 s, until the workers listen for their
+ * Waits, in real time and up to 15 s ({@link waitFor}), until the workers listen for their
  * notifications (the webhook deliveries' and the replies' `LISTEN`, each on a
  * connection of its own that shows it in `pg_stat_activity`). On TestClock
  * their fallback polls never fire, so a notification sent before they listen
  * would be lost for good and a test would wait for work that never starts.
  */
 const workersListening = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const deadline = Date.now() + 15_000
-    for (;;) {
-      const rows = yield* sql<{ query: string }>`SELECT query FROM pg_stat_activity
-        WHERE datname = current_database() AND state = 'idle' AND query ILIKE 'LISTEN %'`
-      const listening = [deliveriesChannel, repliesChannel].every((channel) =>
-        rows.some((row) => row.query.includes(channel))
-      )
-      if (listening) return
-      if (Date.now() > deadline) return yield* Effect.die(new Error("the workers did not LISTEN within 15 s"))
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-    }
-  })
+  Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
+    waitFor(
+      sql<{ query: string }>`SELECT query FROM pg_stat_activity
+        WHERE datname = current_database() AND state = 'idle' AND query ILIKE 'LISTEN %'`,
+      (rows) => [deliveriesChannel, repliesChannel].every((channel) => rows.some((row) => row.query.includes(channel)))
+    )
+  )
 )
 
 /**

@@ -890,7 +890,7 @@ describe("the delivery worker over the in-memory repository (W3, W5, W6, O6)", (
   )
 
   it.effect(
-    "with a spacing of 5 ms (BATCH_SPACING_MS live) deliveries due meanwhile share the next claim and results the next write; a quiet worker claims at once",
+    "with a spacing of 5 ms (BATCH_SPACING_MS live; README, delivery workers) deliveries due meanwhile share the next claim and results the next write; a quiet worker claims at once; a stop cuts the wait (O5)",
     () =>
       Effect.gen(function* () {
         const { store, organizationId } = storeWithApp()

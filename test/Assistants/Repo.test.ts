@@ -9,8 +9,8 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { Assistants } from "../../src/Assistants/Assistants.ts"
 import { Ids, makeIdGenerator } from "../../src/Shared/Ids.ts"
+import { newAssistant } from "../support/AssistantFixture.ts"
 import { llm } from "../support/AssistantItems.ts"
-import { memoryAssistant } from "../support/AssistantsMemory.ts"
 import { FileDatabase } from "../support/Database.ts"
 import { TestDatabase } from "../support/TestApp.ts"
 
@@ -25,7 +25,7 @@ layer(Assistants.layer.pipe(Layer.provide(Ids.layer), Layer.provideMerge(TestDat
       const sql = yield* SqlClient.SqlClient
       const organizationId = newId()
       yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'A5', now())`
-      const fx = yield* memoryAssistant({}, organizationId)
+      const fx = yield* newAssistant({}, organizationId)
       yield* fx.changeset("main", { nodes: { upsert: [llm("a")] } })
       yield* fx.publish("main", { message: "root" })
       const branches = ["b1", "b2", "b3", "b4"]

@@ -1,25 +1,60 @@
 /**
- * Rollouts and session pinning on the in-memory domain (DECISIONS.md A12,
- * A13; issue 17): the split, the rollout's lifecycle and what each session's
- * runs read (`Assistants.sessionRuntime`). No database, no HTTP.
+ * Rollouts and session pinning (DECISIONS.md A12, A13; issue 17; issue 37 item
+ * 1): the split, the rollout's lifecycle and what each session's runs read
+ * (`Assistants.sessionRuntime`), on the production services of the assistants
+ * domain over the file's database (test/support/RulesDatabase.ts), on the
+ * TestClock; no HTTP. Each test's assistants belong to an organization of their
+ * own, and its sessions have ids of their own.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { Assistants } from "../../src/Assistants/Assistants.ts"
+import { Array as Arr, Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { inRollout, Rollouts } from "../../src/Assistants/Rollouts.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+import { newAssistant } from "../support/AssistantFixture.ts"
 import { llm } from "../support/AssistantItems.ts"
-import { memoryAssistant } from "../support/AssistantsMemory.ts"
+import { onDatabase } from "../support/RulesDatabase.ts"
 
-/** Runs a test on the in-memory domain: every test gets a store of its own. */
-const inMemory = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provide(self, Assistants.layerTest)
+/** Ids for the fixtures (UUIDv7, as the application makes them). */
+const newId = makeIdGenerator()
 
-/** `n` fixed session ids (UUID version 7 form), the same in every run, so the split's counts are too. */
-const sessionIds = (n: number) =>
-  Array.from({ length: n }, (_, i) => `019ab000-0000-7000-8000-${i.toString(16).padStart(12, "0")}`)
+/**
+ * `n` fixed session ids (UUID version 7 form), the same in every run, so the
+ * split's counts are too; `series` (0-4095) sets apart the ids of each test,
+ * which share the file's `sessions` table.
+ */
+const sessionIds = (n: number, series = 0) =>
+  Array.from(
+    { length: n },
+    (_, i) => `019ab000-0000-7${series.toString(16).padStart(3, "0")}-8000-${i.toString(16).padStart(12, "0")}`
+  )
+
+/**
+ * Open sessions of the organization with ids `ids` (one conversation), written
+ * straight into the tables (no events): a session's assignment references its
+ * row (A12). Answers `ids` (`SqlClient` required).
+ */
+const openSessions = (organizationId: string, ids: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const conversationId = newId()
+    yield* sql`INSERT INTO conversations (id, organization_id, contact_id, created_at)
+      VALUES (${conversationId}, ${organizationId}, 'rollouts', now())`
+    const rows: ReadonlyArray<Record<string, unknown>> = ids.map((id) => ({
+      id,
+      organization_id: organizationId,
+      conversation_id: conversationId,
+      contact_id: "rollouts",
+      status: "open",
+      created_at: new Date()
+    }))
+    if (Arr.isReadonlyArrayNonEmpty(rows)) yield* sql`INSERT INTO sessions ${sql.insert(rows)}`
+    return ids
+  }).pipe(Effect.orDie)
 
 /** An assistant with main and `feature` published (`feature` one commit ahead), and its rollouts service. */
 const withFeature = Effect.gen(function* () {
-  const fx = yield* memoryAssistant()
+  const fx = yield* newAssistant()
   yield* fx.changeset("main", { nodes: { upsert: [llm("start")] }, config: { initial_node_id: "start" } })
   const v1 = yield* fx.publish("main", { message: "v1" })
   yield* fx.branch("feature")
@@ -47,9 +82,9 @@ describe("A12 the split", () => {
   })
 })
 
-describe("A12 rollouts", () => {
-  it.effect("PUT answers the rollout; GET reads it; the same branch keeps its start; DELETE ends it", () =>
-    inMemory(
+onDatabase()("rollouts on PostgreSQL", (it) => {
+  describe("A12 rollouts", () => {
+    it.effect("PUT answers the rollout; GET reads it; the same branch keeps its start; DELETE ends it", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         assert.strictEqual((yield* Effect.flip(fx.rollouts.get(fx.organizationId, fx.id)))._tag, "NoRollout")
@@ -74,10 +109,8 @@ describe("A12 rollouts", () => {
         assert.strictEqual((yield* Effect.flip(fx.rollouts.end(fx.organizationId, fx.id)))._tag, "NoRollout")
       })
     )
-  )
 
-  it.effect("an unknown branch is BranchNotFound, a branch never published BranchNotPublished", () =>
-    inMemory(
+    it.effect("an unknown branch is BranchNotFound, a branch never published BranchNotPublished", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         const unknown = yield* Effect.flip(
@@ -86,7 +119,7 @@ describe("A12 rollouts", () => {
         assert.strictEqual(unknown._tag, "BranchNotFound")
         yield* fx.branches.create(fx.organizationId, fx.id, { name: "draft-only" })
         // A branch made before main's first publish has no HEAD.
-        const fresh = yield* memoryAssistant({}, fx.organizationId)
+        const fresh = yield* newAssistant({}, fx.organizationId)
         yield* fresh.branch("early")
         const unpublished = yield* Effect.flip(
           fx.rollouts.put(fresh.organizationId, fresh.id, { branch_name: "early", percent: 5 })
@@ -95,12 +128,10 @@ describe("A12 rollouts", () => {
         assert.strictEqual(unpublished.detail, "Branch has no published version")
       })
     )
-  )
 
-  it.effect("a legacy assistant is AssistantNotVersioned (A1); a foreign one AssistantNotFound", () =>
-    inMemory(
+    it.effect("a legacy assistant is AssistantNotVersioned (A1); a foreign one AssistantNotFound", () =>
       Effect.gen(function* () {
-        const legacy = yield* memoryAssistant({ versioned: false })
+        const legacy = yield* newAssistant({ versioned: false })
         const rollouts = yield* Rollouts
         const put = rollouts.put(legacy.organizationId, legacy.id, { branch_name: "main", percent: 5 })
         assert.strictEqual((yield* Effect.flip(put))._tag, "AssistantNotVersioned")
@@ -112,42 +143,41 @@ describe("A12 rollouts", () => {
         assert.strictEqual(foreign._tag, "AssistantNotFound")
       })
     )
-  )
 
-  it.effect("sessions read the branch the split gave them, the same on every run; DELETE sends them back to main", () =>
-    inMemory(
-      Effect.gen(function* () {
-        const fx = yield* withFeature
-        yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 50 })
-        const ids = sessionIds(200)
-        for (const id of ids) {
-          const first = yield* fx.read(id)
-          const expected = inRollout(id, 50) ? ["feature", fx.feature.id] : ["main", fx.v1.id]
-          assert.deepStrictEqual([first.branch_name, first.commit_id], expected, id)
-          const again = yield* fx.read(id)
-          assert.deepStrictEqual([again.branch_name, again.commit_id], expected, id)
-        }
-        // Raising the share takes only new sessions: a session that began on main stays there.
-        yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
-        const onMain = ids.find((id) => !inRollout(id, 50))!
-        assert.strictEqual((yield* fx.read(onMain)).branch_name, "main")
-        yield* fx.rollouts.end(fx.organizationId, fx.id)
-        for (const id of ids) assert.deepStrictEqual((yield* fx.read(id)).branch_name, "main", id)
-        // A rollout started later does not take them back: their branch was settled at their first run.
-        yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
-        const taken = ids.find((id) => inRollout(id, 50))!
-        assert.strictEqual((yield* fx.read(taken)).branch_name, "main")
-        assert.strictEqual((yield* fx.read(sessionIds(201)[200]!)).branch_name, "feature")
-      })
+    it.effect(
+      "sessions read the branch the split gave them, the same on every run; DELETE sends them back to main",
+      () =>
+        Effect.gen(function* () {
+          const fx = yield* withFeature
+          yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 50 })
+          const all = yield* openSessions(fx.organizationId, sessionIds(201, 1))
+          const ids = all.slice(0, 200)
+          for (const id of ids) {
+            const first = yield* fx.read(id)
+            const expected = inRollout(id, 50) ? ["feature", fx.feature.id] : ["main", fx.v1.id]
+            assert.deepStrictEqual([first.branch_name, first.commit_id], expected, id)
+            const again = yield* fx.read(id)
+            assert.deepStrictEqual([again.branch_name, again.commit_id], expected, id)
+          }
+          // Raising the share takes only new sessions: a session that began on main stays there.
+          yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
+          const onMain = ids.find((id) => !inRollout(id, 50))!
+          assert.strictEqual((yield* fx.read(onMain)).branch_name, "main")
+          yield* fx.rollouts.end(fx.organizationId, fx.id)
+          for (const id of ids) assert.deepStrictEqual((yield* fx.read(id)).branch_name, "main", id)
+          // A rollout started later does not take them back: their branch was settled at their first run.
+          yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
+          const taken = ids.find((id) => inRollout(id, 50))!
+          assert.strictEqual((yield* fx.read(taken)).branch_name, "main")
+          assert.strictEqual((yield* fx.read(all[200]!)).branch_name, "feature")
+        })
     )
-  )
 
-  it.effect("unpinned sessions read their branch's HEAD at each run; another branch's PUT sends them to main", () =>
-    inMemory(
+    it.effect("unpinned sessions read their branch's HEAD at each run; another branch's PUT sends them to main", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
-        const [id] = sessionIds(1)
+        const [id] = yield* openSessions(fx.organizationId, sessionIds(1, 2))
         assert.strictEqual((yield* fx.read(id!)).commit_id, fx.feature.id)
         yield* fx.rename("feature", "start", "Even friendlier")
         const feature2 = yield* fx.publish("feature")
@@ -159,26 +189,22 @@ describe("A12 rollouts", () => {
         assert.deepStrictEqual([(yield* fx.read(id!)).branch_name, (yield* fx.read(id!)).commit_id], ["main", fx.v1.id])
       })
     )
-  )
 
-  it.effect("deleting the rollout's branch ends the rollout", () =>
-    inMemory(
+    it.effect("deleting the rollout's branch ends the rollout", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
-        const [id] = sessionIds(1)
+        const [id] = yield* openSessions(fx.organizationId, sessionIds(1, 3))
         assert.strictEqual((yield* fx.read(id!)).branch_name, "feature")
         yield* fx.branches.delete(fx.organizationId, fx.id, "feature")
         assert.strictEqual((yield* Effect.flip(fx.rollouts.get(fx.organizationId, fx.id)))._tag, "NoRollout")
         assert.strictEqual((yield* fx.read(id!)).branch_name, "main")
       })
     )
-  )
-})
+  })
 
-describe("A13 session pinning", () => {
-  it.effect("defaults to none; PUT sets it", () =>
-    inMemory(
+  describe("A13 session pinning", () => {
+    it.effect("defaults to none; PUT sets it", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         assert.deepStrictEqual(yield* fx.rollouts.settings(fx.organizationId, fx.id), { session_pinning: "none" })
@@ -187,14 +213,12 @@ describe("A13 session pinning", () => {
         assert.deepStrictEqual(yield* fx.rollouts.settings(fx.organizationId, fx.id), set)
       })
     )
-  )
 
-  it.effect("pinned sessions keep their commit across two publishes while new sessions take the new HEAD", () =>
-    inMemory(
+    it.effect("pinned sessions keep their commit across two publishes while new sessions take the new HEAD", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rollouts.putSettings(fx.organizationId, fx.id, { session_pinning: "session" })
-        const [old, newer, newest] = sessionIds(3)
+        const [old, newer, newest] = yield* openSessions(fx.organizationId, sessionIds(3, 4))
         assert.strictEqual((yield* fx.read(old!)).commit_id, fx.v1.id)
         yield* fx.rename("main", "start", "v2")
         const v2 = yield* fx.publish("main")
@@ -206,14 +230,12 @@ describe("A13 session pinning", () => {
         assert.strictEqual((yield* fx.read(newest!)).commit_id, v3.id)
       })
     )
-  )
 
-  it.effect("ending a rollout moves unpinned sessions back to main while pinned ones keep their commit", () =>
-    inMemory(
+    it.effect("ending a rollout moves unpinned sessions back to main while pinned ones keep their commit", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rollouts.put(fx.organizationId, fx.id, { branch_name: "feature", percent: 100 })
-        const [unpinned, pinned] = sessionIds(2)
+        const [unpinned, pinned] = yield* openSessions(fx.organizationId, sessionIds(2, 5))
         assert.strictEqual((yield* fx.read(unpinned!)).commit_id, fx.feature.id)
         yield* fx.rollouts.putSettings(fx.organizationId, fx.id, { session_pinning: "session" })
         assert.strictEqual((yield* fx.read(pinned!)).commit_id, fx.feature.id)
@@ -227,15 +249,13 @@ describe("A13 session pinning", () => {
         assert.deepStrictEqual([back.branch_name, back.commit_id], ["main", fx.v1.id])
       })
     )
-  )
 
-  it.effect("a legacy assistant's sessions read its legacy snapshot, no commit, no branch", () =>
-    inMemory(
+    it.effect("a legacy assistant's sessions read its legacy snapshot, no commit, no branch", () =>
       Effect.gen(function* () {
-        const legacy = yield* memoryAssistant({ versioned: false })
+        const legacy = yield* newAssistant({ versioned: false })
         const read = yield* legacy.assistants.sessionRuntime(legacy.organizationId, legacy.id, sessionIds(1)[0]!)
         assert.deepStrictEqual([read.commit_id, read.branch_name], [null, null])
       })
     )
-  )
+  })
 })

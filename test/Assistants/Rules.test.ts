@@ -1,56 +1,61 @@
 /**
- * The rules of assistant version control on the in-memory domain
- * (`Assistants.layerTest`): merge (DECISIONS.md A6), publish (A4), rollback
- * (A7), references (A10) and the runtime's snapshot cache (R2). No database,
- * no HTTP: the services over `AssistantsRepo.layerTest`.
+ * The rules of assistant version control (issue 37 item 1): merge
+ * (DECISIONS.md A6), publish (A4, A5), rollback (A7), references (A10) and the
+ * runtime's snapshot cache (R2), on the production services of the assistants
+ * domain over the file's database (test/support/RulesDatabase.ts), on the
+ * TestClock; no HTTP. Each test's assistants belong to an organization of their
+ * own.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { Context, Effect, Layer, Ref } from "effect"
 import { Assistants } from "../../src/Assistants/Assistants.ts"
-import { makeMemoryRepo } from "../../src/Assistants/MemoryRepo.ts"
 import { AssistantsRepo } from "../../src/Assistants/Repo.ts"
-import { Ids } from "../../src/Shared/Ids.ts"
+import { newAssistant } from "../support/AssistantFixture.ts"
 import { llm, tool } from "../support/AssistantItems.ts"
-import { memoryAssistant } from "../support/AssistantsMemory.ts"
+import { onDatabase } from "../support/RulesDatabase.ts"
 
 /** An assistant whose main has nodes a, b, c published, and a branch `feature` from that commit. */
 const withFeature = Effect.gen(function* () {
-  const fx = yield* memoryAssistant()
+  const fx = yield* newAssistant()
   yield* fx.changeset("main", { nodes: { upsert: [llm("a"), llm("b"), llm("c")] } })
   const root = yield* fx.publish("main", { message: "root" })
   yield* fx.branch("feature")
   return { ...fx, root }
 })
 
-/** Runs a test on the in-memory domain: every test gets a store of its own. */
-const inMemory = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provide(self, Assistants.layerTest)
-
 /** How many times commit files were loaded from the repository. */
 class CommitLoads extends Context.Service<CommitLoads, Ref.Ref<number>>()("test/Assistants/CommitLoads") {}
 
-/** The in-memory domain over a repository that counts `commitFiles` calls. */
-const countingDomain = Assistants.layerDomain.pipe(
-  Layer.provideMerge(Ids.layer),
-  Layer.provideMerge(
-    Layer.effect(
-      AssistantsRepo,
-      Effect.gen(function* () {
-        const loads = yield* CommitLoads
-        const repo = yield* makeMemoryRepo
-        return AssistantsRepo.of({
-          ...repo,
-          commitFiles: (assistantId, commitId) =>
-            Ref.update(loads, (n) => n + 1).pipe(Effect.andThen(repo.commitFiles(assistantId, commitId)))
+/**
+ * The domain's services over the PostgreSQL repository with `commitFiles`
+ * counted; the ids and the pool are the file's. Fresh: the file's layer built
+ * `Assistants.layerDomain` already, and a test's `Effect.provide` would reuse
+ * that build (layers are memoized), its snapshot cache and uncounted repository
+ * included.
+ */
+const countingDomain = Layer.fresh(
+  Assistants.layerDomain.pipe(
+    Layer.provideMerge(
+      Layer.effect(
+        AssistantsRepo,
+        Effect.gen(function* () {
+          const loads = yield* CommitLoads
+          const repo = yield* AssistantsRepo
+          return AssistantsRepo.of({
+            ...repo,
+            commitFiles: (assistantId, commitId) =>
+              Ref.update(loads, (n) => n + 1).pipe(Effect.andThen(repo.commitFiles(assistantId, commitId)))
+          })
         })
-      })
-    )
-  ),
-  Layer.provideMerge(Layer.effect(CommitLoads, Ref.make(0)))
+      ).pipe(Layer.provide(AssistantsRepo.layer))
+    ),
+    Layer.provideMerge(Layer.effect(CommitLoads, Ref.make(0)))
+  )
 )
 
-describe("merge (A6)", () => {
-  it.effect("A6: a target without changes of its own fast-forwards to the source's HEAD", () =>
-    inMemory(
+onDatabase()("assistants' rules on PostgreSQL", (it) => {
+  describe("merge (A6)", () => {
+    it.effect("A6: a target without changes of its own fast-forwards to the source's HEAD", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rename("feature", "a", "A1")
@@ -65,10 +70,8 @@ describe("merge (A6)", () => {
         assert.strictEqual((yield* fx.node("main", "b")).name, "B1")
       })
     )
-  )
 
-  it.effect("A6: a fast-forward without commit moves the draft only", () =>
-    inMemory(
+    it.effect("A6: a fast-forward without commit moves the draft only", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rename("feature", "a", "A1")
@@ -78,10 +81,8 @@ describe("merge (A6)", () => {
         assert.strictEqual((yield* fx.node("main", "a")).name, "A1")
       })
     )
-  )
 
-  it.effect("A6: a three-way merge applies the source's changes and records both parents (A8 follows both)", () =>
-    inMemory(
+    it.effect("A6: a three-way merge applies the source's changes and records both parents (A8 follows both)", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rename("feature", "a", "A from feature")
@@ -104,10 +105,8 @@ describe("merge (A6)", () => {
         )
       })
     )
-  )
 
-  it.effect("A6: paths changed on both sides differently are a MergeConflict, sorted, and nothing changes", () =>
-    inMemory(
+    it.effect("A6: paths changed on both sides differently are a MergeConflict, sorted, and nothing changes", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rename("feature", "c", "C feature")
@@ -126,10 +125,8 @@ describe("merge (A6)", () => {
         assert.strictEqual(yield* fx.head("main"), headBefore)
       })
     )
-  )
 
-  it.effect("A6: identical changes on both sides are not conflicts", () =>
-    inMemory(
+    it.effect("A6: identical changes on both sides are not conflicts", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rename("feature", "a", "Same")
@@ -141,10 +138,8 @@ describe("merge (A6)", () => {
         assert.strictEqual((yield* fx.node("main", "b")).name, "Main only")
       })
     )
-  )
 
-  it.effect("A6: re-merging the same source takes the previous merge as base: no false conflict", () =>
-    inMemory(
+    it.effect("A6: re-merging the same source takes the previous merge as base: no false conflict", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         yield* fx.rename("feature", "a", "A1")
@@ -163,12 +158,10 @@ describe("merge (A6)", () => {
         assert.strictEqual((yield* fx.node("main", "c")).name, "C1")
       })
     )
-  )
 
-  it.effect("A6: nothing to merge answers null: a source never published, or already in the target's history", () =>
-    inMemory(
+    it.effect("A6: nothing to merge answers null: a source never published, or already in the target's history", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         yield* fx.branch("empty")
         assert.isNull(yield* fx.merge("main", "empty"))
         yield* fx.changeset("main", { nodes: { upsert: [llm("a")] } })
@@ -180,10 +173,8 @@ describe("merge (A6)", () => {
         assert.strictEqual(yield* fx.head("main"), head.id)
       })
     )
-  )
 
-  it.effect("A6, A1: an unknown source branch is BranchNotFound naming it", () =>
-    inMemory(
+    it.effect("A6, A1: an unknown source branch is BranchNotFound naming it", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         const error = yield* Effect.flip(fx.merge("main", "ghost"))
@@ -193,10 +184,8 @@ describe("merge (A6)", () => {
         assert.strictEqual(error.detail, "Branch not found")
       })
     )
-  )
 
-  it.effect("A6, A10: a merge whose result breaks a reference fails at body.source_branch_name", () =>
-    inMemory(
+    it.effect("A6, A10: a merge whose result breaks a reference fails at body.source_branch_name", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         // The feature deletes c; main starts pointing at c: each side is valid, the merge is not.
@@ -213,14 +202,12 @@ describe("merge (A6)", () => {
         assert.isDefined((yield* fx.draft("main")).graph.nodes.find((node) => node.id === "c"))
       })
     )
-  )
-})
+  })
 
-describe("publish (A4) and rollback (A7)", () => {
-  it.effect("A4: the first publish commits; publishing without changes is NothingToPublish; a change commits", () =>
-    inMemory(
+  describe("publish (A4) and rollback (A7)", () => {
+    it.effect("A4: the first publish commits; publishing without changes is NothingToPublish; a change commits", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         const first = yield* fx.publish("main", { message: "first" })
         assert.isNull(first.parent_commit_id)
         assert.strictEqual(first.author_type, "human")
@@ -236,10 +223,8 @@ describe("publish (A4) and rollback (A7)", () => {
         assert.strictEqual(yield* fx.head("main"), second.id)
       })
     )
-  )
 
-  it.effect("A5: two branches at one HEAD publishing the same change in the same millisecond share one commit", () =>
-    inMemory(
+    it.effect("A5: two branches at one HEAD publishing the same change in the same millisecond share one commit", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         const change = { nodes: { upsert: [llm("d")] } }
@@ -254,12 +239,10 @@ describe("publish (A4) and rollback (A7)", () => {
         assert.strictEqual(yield* fx.head("main"), yield* fx.head("feature"))
       })
     )
-  )
 
-  it.effect("A4: an edit and its revert before publishing leave nothing to publish", () =>
-    inMemory(
+    it.effect("A4: an edit and its revert before publishing leave nothing to publish", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         yield* fx.changeset("main", { nodes: { upsert: [llm("a")] } })
         yield* fx.publish("main")
         yield* fx.rename("main", "a", "Changed")
@@ -267,12 +250,10 @@ describe("publish (A4) and rollback (A7)", () => {
         assert.strictEqual((yield* Effect.flip(fx.publish("main")))._tag, "NothingToPublish")
       })
     )
-  )
 
-  it.effect("A4: concurrent edits and publishes on one branch are serialized: none is lost, history is linear", () =>
-    inMemory(
+    it.effect("A4: concurrent edits and publishes on one branch are serialized: none is lost, history is linear", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         yield* fx.changeset("main", { nodes: { upsert: [llm("seed")] } })
         yield* fx.publish("main")
         const results = yield* Effect.forEach(
@@ -293,12 +274,10 @@ describe("publish (A4) and rollback (A7)", () => {
         assert.strictEqual(history.length, results.filter((exit) => exit._tag === "Success").length + 1)
       })
     )
-  )
 
-  it.effect("A7: rollback moves HEAD to an ancestor and resets the draft; others are refused", () =>
-    inMemory(
+    it.effect("A7: rollback moves HEAD to an ancestor and resets the draft; others are refused", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         yield* fx.changeset("main", { nodes: { upsert: [llm("a")] } })
         const c1 = yield* fx.publish("main")
         yield* fx.rename("main", "a", "Two")
@@ -318,7 +297,7 @@ describe("publish (A4) and rollback (A7)", () => {
         assert.strictEqual(notInHistory.commit_id, c2.id)
         assert.strictEqual(notInHistory.detail, "Commit is not in the history of this branch")
         // A1: a commit of another assistant is unknown here.
-        const other = yield* memoryAssistant()
+        const other = yield* newAssistant()
         const foreign = yield* other.publish("main")
         const unknown = yield* Effect.flip(
           fx.branches.rollback(fx.organizationId, fx.id, "main", { commit_id: foreign.id })
@@ -328,14 +307,12 @@ describe("publish (A4) and rollback (A7)", () => {
         assert.strictEqual(unknown.commit_id, foreign.id)
       })
     )
-  )
-})
+  })
 
-describe("references (A10)", () => {
-  it.effect("A10: an edit naming a missing item changes nothing and fails with loc at the offending member", () =>
-    inMemory(
+  describe("references (A10)", () => {
+    it.effect("A10: an edit naming a missing item changes nothing and fails with loc at the offending member", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         yield* fx.changeset("main", {
           config: { initial_node_id: "a" },
           nodes: { upsert: [llm("a", { next_node: "b" }), llm("b")] },
@@ -377,12 +354,10 @@ describe("references (A10)", () => {
         assert.strictEqual(both.nodes_deleted, 2)
       })
     )
-  )
 
-  it.effect("A10: DELETE of a referenced item fails at the path parameter, naming the referrers", () =>
-    inMemory(
+    it.effect("A10: DELETE of a referenced item fails at the path parameter, naming the referrers", () =>
       Effect.gen(function* () {
-        const fx = yield* memoryAssistant()
+        const fx = yield* newAssistant()
         yield* fx.changeset("main", {
           config: { initial_node_id: "a" },
           nodes: { upsert: [llm("a", { next_node: "b", tools: ["lookup"] }), llm("b"), llm("c", { next_node: "b" })] },
@@ -412,26 +387,26 @@ describe("references (A10)", () => {
         assert.deepStrictEqual(index, ["nodes/a", "nodes/c"])
       })
     )
-  )
-})
+  })
 
-describe("runtime (R2, A2)", () => {
-  it.effect("A2: no published version before the first publish; concurrent reads load a commit's snapshot once", () =>
-    Effect.gen(function* () {
-      const fx = yield* memoryAssistant({ snapshot: { graph: { initial_node_id: "a", nodes: [llm("a")] } } })
-      const none = yield* Effect.flip(fx.assistants.runtime(fx.organizationId, fx.id))
-      assert.strictEqual(none._tag, "NoPublishedVersion")
-      const commit = yield* fx.publish("main")
-      const loads = yield* CommitLoads
-      const before = yield* Ref.get(loads)
-      const answers = yield* Effect.forEach(
-        Array.from({ length: 8 }, () => fx.assistants.runtime(fx.organizationId, fx.id)),
-        (read) => read,
-        { concurrency: "unbounded" }
-      )
-      assert.isTrue(answers.every((answer) => answer.commit_id === commit.id))
-      assert.strictEqual(answers[0]!.snapshot.graph.initial_node_id, "a")
-      assert.strictEqual((yield* Ref.get(loads)) - before, 1)
-    }).pipe(Effect.provide(countingDomain))
-  )
+  describe("runtime (R2, A2)", () => {
+    it.effect("A2: no published version before the first publish; concurrent reads load a commit's snapshot once", () =>
+      Effect.gen(function* () {
+        const fx = yield* newAssistant({ snapshot: { graph: { initial_node_id: "a", nodes: [llm("a")] } } })
+        const none = yield* Effect.flip(fx.assistants.runtime(fx.organizationId, fx.id))
+        assert.strictEqual(none._tag, "NoPublishedVersion")
+        const commit = yield* fx.publish("main")
+        const loads = yield* CommitLoads
+        const before = yield* Ref.get(loads)
+        const answers = yield* Effect.forEach(
+          Array.from({ length: 8 }, () => fx.assistants.runtime(fx.organizationId, fx.id)),
+          (read) => read,
+          { concurrency: "unbounded" }
+        )
+        assert.isTrue(answers.every((answer) => answer.commit_id === commit.id))
+        assert.strictEqual(answers[0]!.snapshot.graph.initial_node_id, "a")
+        assert.strictEqual((yield* Ref.get(loads)) - before, 1)
+      }).pipe(Effect.provide(countingDomain))
+    )
+  })
 })

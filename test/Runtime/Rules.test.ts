@@ -1,38 +1,85 @@
 /**
  * The rules of the AI runtime's service (DECISIONS.md R2, A13, D15; issue 13
- * item 8), fast and with no database: `Runtime.layerTest(db, …)` over the
- * in-memory database (sessions, messages, runs), the assistants domain in
- * memory, a scripted model and tools answered in the test. What a run checks
- * before it walks, what it writes in one transaction (the reply, the current
- * node, the close and the run record, or nothing), and how it ends work it no
- * longer holds. The integration suite (test/Replies) runs the same over
- * PostgreSQL, HTTP and the replies worker.
+ * item 8, issue 37 item 1): the `Runtime` service (`Runtime.layerNoDeps` over
+ * the PostgreSQL `RuntimeRepo.layer`) with a scripted model and tools answered
+ * in the test, over the production services (sessions, messages, replies, the
+ * assistants domain) on the file's database (test/support/RulesDatabase.ts),
+ * on the TestClock. What a run checks before it walks, what it writes in one
+ * transaction (the reply, the current node, the close and the run record, or
+ * nothing), and how it ends work it no longer holds. Each test has an
+ * organization of its own. The integration suite (test/Replies) runs the same
+ * through HTTP and the replies worker.
  */
-import { assert, describe, it } from "@effect/vitest"
+import type { PgClient } from "@effect/sql-pg"
+import { assert } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { type MemoryDatabase, makeMemoryDatabase } from "../../src/Database/Memory.ts"
+import { SqlClient } from "effect/sql"
 import { SnapshotInput } from "../../src/Domain/Assistant.ts"
 import { Messages } from "../../src/Messages/Messages.ts"
-import { makeMemoryRepo } from "../../src/Runtime/MemoryRepo.ts"
+import { Replies } from "../../src/Replies/Replies.ts"
 import { RuntimeRepo } from "../../src/Runtime/Repo.ts"
 import * as RunFailure from "../../src/Runtime/RunFailure.ts"
 import { type RunCompletion, type RunRequest, Runtime } from "../../src/Runtime/Runtime.ts"
 import { ToolCaller, type ToolOutcome, type ToolTarget } from "../../src/Runtime/Tools.ts"
 import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
+import { newAssistant } from "../support/AssistantFixture.ts"
 import { llm, snapshotOf, tool } from "../support/AssistantItems.ts"
-import { memoryAssistant } from "../support/AssistantsMemory.ts"
-import { addAgent } from "../support/MemoryDatabase.ts"
+import { addAgent, onDatabase, organization, rowsOf, setColumn } from "../support/RulesDatabase.ts"
 import { makeScript, type Script, scriptedModel } from "../support/ScriptedModel.ts"
 
 /** Ids for the fixtures (UUIDv7, as the application makes them). */
 const newId = makeIdGenerator()
 
-const ORG = newId()
+/** A run record as the tests read it (the `runs` row, named as `RunRecord`). */
+interface StoredRun {
+  readonly id: string
+  readonly status: string
+  readonly error: string | null
+  readonly commitId: string | null
+  readonly nodes: ReadonlyArray<string>
+  readonly model: string | null
+  readonly inputTokens: number | null
+  readonly outputTokens: number | null
+  readonly missingNodeId: string | null
+  readonly durationMs: number
+}
 
-/** What a test gets: the database, the script, the completions its runs reported, and shortcuts. */
+/** The organization's run records, in the order they were made (`SqlClient` required). */
+const runsOf = (organizationId: string) =>
+  Effect.map(
+    rowsOf("runs", "organization_id", organizationId),
+    (rows): ReadonlyArray<StoredRun> =>
+      rows.map((row) => ({
+        id: row.id,
+        status: row.status,
+        error: row.error,
+        commitId: row.commit_id,
+        nodes: row.nodes,
+        model: row.model,
+        inputTokens: row.input_tokens,
+        outputTokens: row.output_tokens,
+        missingNodeId: row.missing_node_id,
+        durationMs: row.duration_ms
+      }))
+  )
+
+/** The organization's messages, in the order they were made (`SqlClient` required). */
+const messagesOf = (organizationId: string) => rowsOf("messages", "organization_id", organizationId)
+
+/** The row of session `sessionId` (`SqlClient` required). */
+const sessionRow = (sessionId: string) => Effect.map(rowsOf("sessions", "id", sessionId), (rows) => rows[0]!)
+
+/** The messages the runtime wrote (those with a run id), as their content types (`SqlClient` required). */
+const runMessages = (organizationId: string) =>
+  Effect.map(messagesOf(organizationId), (rows) =>
+    rows.filter((message) => message.run_id !== null).map((message) => message.content.type)
+  )
+
+/** What a test gets: its organization, the script, the completions its runs reported, and shortcuts. */
 interface Fixture {
-  readonly db: MemoryDatabase
+  /** The test's own organization. */
+  readonly ORG: string
   readonly script: Script
   /** The commit main's HEAD was published as. */
   readonly commitId: string
@@ -46,31 +93,47 @@ interface Fixture {
   readonly request: (sessionId: string, fields?: Partial<RunRequest> & { held?: boolean }) => RunRequest
 }
 
+/** A tool's answer in a test: may read and write the database, as a tool's endpoint may while it runs. */
+type ToolAnswer = (
+  organizationId: string,
+  target: ToolTarget,
+  args: unknown
+) => Effect.Effect<ToolOutcome, unknown, SqlClient.SqlClient>
+
 /**
- * Runs `f` over a fresh in-memory database with an assistant holding
- * `snapshot` published on main, an AI agent for it, and tool calls answered by
- * `answer` (given the database).
+ * Runs `f` in a new organization with an assistant holding `snapshot`
+ * published on main, an AI agent for it, and the runtime over the file's
+ * services with a script of its own and tool calls answered by `answer`
+ * (default `ToolCaller.layerTest()`: `{ok: true}`).
  */
-const withRuntime = <A, E>(
+const withRuntime = <A, E, R>(
   snapshot: ReturnType<typeof snapshotOf>,
-  f: (fx: Fixture) => Effect.Effect<A, E, Runtime | Sessions | Messages>,
-  answer?: (db: MemoryDatabase, target: ToolTarget, args: unknown) => ToolOutcome,
-  /** The run records' repository over the database (default `RuntimeRepo.layerTest`). */
-  runs: (db: MemoryDatabase) => Layer.Layer<RuntimeRepo> = RuntimeRepo.layerTest
-) => {
-  const db = makeMemoryDatabase()
-  const script = makeScript()
-  const tools = answer === undefined ? ToolCaller.layerTest() : ToolCaller.layerTest((t, a) => answer(db, t, a))
-  return Effect.gen(function* () {
-    const assistant = yield* memoryAssistant(
-      { snapshot: yield* Schema.decodeUnknownEffect(SnapshotInput)(snapshot) },
-      ORG
-    )
+  f: (fx: Fixture) => Effect.Effect<A, E, R>,
+  answer?: ToolAnswer,
+  /** The run records' repository (default `RuntimeRepo.layer`, on the file's database). */
+  runs: Layer.Layer<RuntimeRepo, never, PgClient.PgClient> = RuntimeRepo.layer
+) =>
+  Effect.gen(function* () {
+    const ORG = yield* organization()
+    const script = makeScript()
+    const tools =
+      answer === undefined
+        ? ToolCaller.layerTest()
+        : Layer.effect(
+            ToolCaller,
+            Effect.map(Effect.service(SqlClient.SqlClient), (sql) =>
+              ToolCaller.of({
+                call: (target, args) =>
+                  answer(ORG, target, args).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+              })
+            )
+          )
+    const assistant = yield* newAssistant({ snapshot: yield* Schema.decodeUnknownEffect(SnapshotInput)(snapshot) }, ORG)
     const commit = yield* assistant.publish("main")
-    const agent = addAgent(db, ORG, "ai", "Bot", assistant.id)
+    const agent = yield* addAgent(ORG, "ai", "Bot", assistant.id)
     const completions: Array<RunCompletion> = []
     const fx: Fixture = {
-      db,
+      ORG,
       script,
       commitId: commit.id,
       agentId: agent.id,
@@ -100,15 +163,16 @@ const withRuntime = <A, E>(
         ...fields
       })
     }
-    return yield* f(fx)
-  }).pipe(Effect.provide(Runtime.layerTest(db, scriptedModel(script), tools, runs(db))))
-}
+    // Fresh: the file's services built `Runtime.layerNoDeps` already (with the echo model and tools over
+    // HTTP), and a test's `Effect.provide` would reuse that build (layers are memoized).
+    return yield* f(fx).pipe(
+      Effect.provide(
+        Layer.fresh(Runtime.layerNoDeps).pipe(Layer.provide(Layer.mergeAll(runs, scriptedModel(script), tools)))
+      )
+    )
+  })
 
-/** The messages the runtime wrote (those with a run id), as `[type, run_id]`. */
-const runMessages = (db: MemoryDatabase) =>
-  db.messages.filter((message) => message.run_id !== null).map((message) => message.content.type)
-
-describe("Runtime over the in-memory database", () => {
+onDatabase()("Runtime on PostgreSQL", (it) => {
   it.effect(
     "R2: a turn writes the reply (assistant text, delivery pending, run_id, the trigger's metadata) and its run record (commit, nodes, model, tokens) in one transaction",
     () =>
@@ -117,13 +181,14 @@ describe("Runtime over the in-memory database", () => {
           const sessionId = yield* fx.session()
           const outcome = yield* (yield* Runtime).run(fx.request(sessionId, { metadata: { source: "test" } }))
           assert.strictEqual(outcome.status, "succeeded")
-          const reply = fx.db.messages.at(-1)!
+          const reply = (yield* messagesOf(fx.ORG)).at(-1)!
           assert.deepStrictEqual(
             [reply.role, reply.content, reply.delivery_status, reply.run_id, reply.metadata],
             ["assistant", { type: "text", text: "Reply to: Hello" }, "pending", outcome.runId, { source: "test" }]
           )
-          assert.strictEqual(fx.db.runs.length, 1)
-          const run = fx.db.runs[0]!
+          const runs = yield* runsOf(fx.ORG)
+          assert.strictEqual(runs.length, 1)
+          const run = runs[0]!
           assert.deepStrictEqual(
             [run.id, run.status, run.error, run.commitId, run.nodes, run.model, run.inputTokens, run.outputTokens],
             [outcome.runId, "succeeded", null, fx.commitId, ["start"], "test", 10, 5]
@@ -140,12 +205,18 @@ describe("Runtime over the in-memory database", () => {
         Effect.gen(function* () {
           const runtime = yield* Runtime
           const closed = yield* fx.session()
-          yield* (yield* Sessions).close(ORG, closed, { kind: "system" })
-          const human = yield* fx.session(addAgent(fx.db, ORG, "human").id)
+          yield* (yield* Sessions).close(fx.ORG, closed, { kind: "system" })
+          const human = yield* fx.session((yield* addAgent(fx.ORG, "human")).id)
           const noAgent = yield* fx.session(null)
-          const orphan = yield* fx.session(addAgent(fx.db, ORG, "ai", "Orphan", newId()).id)
+          const orphan = yield* fx.session((yield* addAgent(fx.ORG, "ai", "Orphan", newId())).id)
+          // D1: not in the organization. A run's record references its session (runs.session_id), so the
+          // missing session is another organization's: a session that does not exist cannot be recorded.
+          const elsewhere = yield* (yield* Sessions).create(yield* organization(), {
+            contact_id: "+15550100",
+            contact_name: "Ada"
+          })
           const cases = [
-            [newId(), "SessionNotFound"],
+            [elsewhere.id, "SessionNotFound"],
             [closed, "SessionNotOpen"],
             [human, "AgentNotAi"],
             [noAgent, "AgentNotAi"],
@@ -156,10 +227,10 @@ describe("Runtime over the in-memory database", () => {
             assert.strictEqual(outcome.status, "failed", tag)
             if (outcome.status !== "failed") continue
             assert.strictEqual(outcome.reason._tag, tag)
-            const run = fx.db.runs.find((candidate) => candidate.id === outcome.runId)!
+            const run = (yield* runsOf(fx.ORG)).find((candidate) => candidate.id === outcome.runId)!
             assert.deepStrictEqual([run.status, run.error], ["failed", outcome.reason.message])
           }
-          assert.deepStrictEqual(runMessages(fx.db), [])
+          assert.deepStrictEqual(yield* runMessages(fx.ORG), [])
           assert.deepStrictEqual(
             fx.completions.map((completion) => completion.status),
             cases.map(() => "failed")
@@ -181,7 +252,7 @@ describe("Runtime over the in-memory database", () => {
           new RunFailure.GaveUp({ error: "boom", attempts: 3 })
         )
         assert.strictEqual(notHeld.status, "lost")
-        assert.deepStrictEqual([runMessages(fx.db), fx.db.runs], [[], []])
+        assert.deepStrictEqual([yield* runMessages(fx.ORG), yield* runsOf(fx.ORG)], [[], []])
       })
     )
   )
@@ -198,9 +269,9 @@ describe("Runtime over the in-memory database", () => {
             const outcome = yield* (yield* Runtime).run(fx.request(sessionId))
             assert.strictEqual(outcome.status, "failed")
             assert.strictEqual(outcome.status === "failed" && outcome.reason._tag, "SessionNotOpen")
-            assert.deepStrictEqual(runMessages(fx.db), [])
+            assert.deepStrictEqual(yield* runMessages(fx.ORG), [])
             assert.deepStrictEqual(
-              fx.db.runs.map((run) => [run.status, run.nodes]),
+              (yield* runsOf(fx.ORG)).map((run) => [run.status, run.nodes]),
               [["failed", ["start"]]]
             )
             assert.deepStrictEqual(
@@ -209,10 +280,12 @@ describe("Runtime over the in-memory database", () => {
               "the success was rolled back with the turn, then the failure completed the work"
             )
           }),
-        (db, _target, _args) => {
-          for (const session of db.sessions.values()) session.status = "closed"
-          return { result: { ok: true }, isError: false }
-        }
+        (organizationId, _target, _args) =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            yield* sql`UPDATE sessions SET status = 'closed' WHERE organization_id = ${organizationId}`
+            return { result: { ok: true }, isError: false }
+          })
       )
   )
 
@@ -227,20 +300,21 @@ describe("Runtime over the in-memory database", () => {
         (fx) =>
           Effect.gen(function* () {
             const sessionId = yield* fx.session()
-            fx.db.sessions.get(sessionId)!.current_node_id = null
+            yield* setColumn("sessions", sessionId, "current_node_id", null)
             fx.script.answers.push({ toolCalls: [{ id: "call_1", name: "bye", params: {} }] }, { text: "Goodbye" })
             const outcome = yield* (yield* Runtime).run(fx.request(sessionId))
             assert.deepStrictEqual([outcome.status, outcome.error], ["died", "Internal error: disk full"])
-            assert.deepStrictEqual(runMessages(fx.db), [])
-            const session = fx.db.sessions.get(sessionId)!
+            assert.deepStrictEqual(yield* runMessages(fx.ORG), [])
+            const session = yield* sessionRow(sessionId)
             assert.deepStrictEqual([session.status, session.current_node_id], ["open", null])
           }),
         undefined,
-        (db) =>
-          Layer.succeed(RuntimeRepo, {
-            ...makeMemoryRepo(db),
-            insertRun: () => Effect.die(new Error("disk full"))
-          })
+        Layer.effect(
+          RuntimeRepo,
+          Effect.map(Effect.service(RuntimeRepo), (repo) =>
+            RuntimeRepo.of({ ...repo, insertRun: () => Effect.die(new Error("disk full")) })
+          )
+        ).pipe(Layer.provide(RuntimeRepo.layer))
       )
   )
 
@@ -252,23 +326,20 @@ describe("Runtime over the in-memory database", () => {
         (fx) =>
           Effect.gen(function* () {
             const sessionId = yield* fx.session()
-            fx.db.schedules.push({
-              id: newId(),
-              organization_id: ORG,
-              session_id: sessionId,
-              scheduled_for: new Date(60_000),
-              config: {},
-              status: "pending",
-              error: null,
-              created_at: new Date(0)
+            yield* (yield* Replies).schedule(fx.ORG, sessionId, new Date(60_000).toISOString(), {
+              type: "node",
+              node_id: "start"
             })
             fx.script.answers.push({ toolCalls: [{ id: "call_1", name: "bye", params: {} }] }, { text: "Goodbye" })
             const outcome = yield* (yield* Runtime).run(fx.request(sessionId))
             assert.strictEqual(outcome.status, "succeeded")
-            assert.deepStrictEqual(runMessages(fx.db), ["function_call", "function_result", "text"])
-            assert.strictEqual(fx.db.sessions.get(sessionId)!.status, "closed")
+            assert.deepStrictEqual(yield* runMessages(fx.ORG), ["function_call", "function_result", "text"])
+            assert.strictEqual((yield* sessionRow(sessionId)).status, "closed")
             assert.deepStrictEqual(
-              fx.db.schedules.map((schedule) => [schedule.status, schedule.error]),
+              (yield* rowsOf("session_schedules", "session_id", sessionId)).map((schedule) => [
+                schedule.status,
+                schedule.error
+              ]),
               [["canceled", "Session closed"]]
             )
           })
@@ -283,14 +354,14 @@ describe("Runtime over the in-memory database", () => {
           const sessionId = yield* fx.session()
           const runtime = yield* Runtime
           yield* runtime.run(fx.request(sessionId))
-          assert.strictEqual(fx.db.sessions.get(sessionId)!.current_node_id, "b")
+          assert.strictEqual((yield* sessionRow(sessionId)).current_node_id, "b")
           yield* runtime.run(fx.request(sessionId))
-          assert.strictEqual(fx.db.runs[1]!.nodes[0], "b", "the next run starts at the current node")
+          assert.strictEqual((yield* runsOf(fx.ORG))[1]!.nodes[0], "b", "the next run starts at the current node")
 
-          fx.db.sessions.get(sessionId)!.current_node_id = "gone"
+          yield* setColumn("sessions", sessionId, "current_node_id", "gone")
           const outcome = yield* runtime.run(fx.request(sessionId))
           assert.strictEqual(outcome.status, "succeeded")
-          const run = fx.db.runs[2]!
+          const run = (yield* runsOf(fx.ORG))[2]!
           assert.deepStrictEqual([run.nodes, run.missingNodeId], [["a"], "gone"])
         })
       )
@@ -306,16 +377,16 @@ describe("Runtime over the in-memory database", () => {
           fx.script.answers.push({ defect: "model layer broke\nstack line" })
           const died = yield* runtime.run(fx.request(sessionId))
           assert.deepStrictEqual([died.status, died.error], ["died", "Internal error: model layer broke"])
-          assert.deepStrictEqual([runMessages(fx.db), fx.db.runs], [[], []])
+          assert.deepStrictEqual([yield* runMessages(fx.ORG), yield* runsOf(fx.ORG)], [[], []])
 
           const reason = new RunFailure.GaveUp({ error: died.error!, attempts: 3 })
           const ended = yield* runtime.recordFailure(fx.request(sessionId), reason)
           assert.strictEqual(ended.status, "failed")
           assert.deepStrictEqual(
-            fx.db.runs.map((run) => [run.id, run.status, run.error, run.durationMs]),
+            (yield* runsOf(fx.ORG)).map((run) => [run.id, run.status, run.error, run.durationMs]),
             [[ended.runId, "failed", "Internal error: model layer broke (gave up after 3 attempts)", 0]]
           )
-          assert.deepStrictEqual(runMessages(fx.db), [])
+          assert.deepStrictEqual(yield* runMessages(fx.ORG), [])
         })
       )
   )

@@ -1,8 +1,8 @@
 /**
  * Helpers for assistant tests over HTTP: an organization with an assistant, and
  * calls under the assistants base path (the test app and its database). The
- * item builders are in `AssistantItems.ts`, the in-memory fixture in
- * `AssistantsMemory.ts`.
+ * item builders are in `AssistantItems.ts`, the fixture over the domain's
+ * services with no HTTP in `AssistantFixture.ts`.
  */
 import { Effect } from "effect"
 import { assistantsBasePath } from "../../src/Domain/BasePaths.ts"

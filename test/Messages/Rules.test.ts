@@ -1,49 +1,52 @@
 /**
  * The rules of messages (DECISIONS.md D1, D3, D5, D12, D13, W1; issue 13 item
- * 8), fast and with no database: `nextDeliveryStatus` directly, and the
- * `Messages` service with `it.effect` over the in-memory database
- * (`Messages.layerTest(db)`, sessions made with `Sessions.layerTest(db)` on
- * the same tables), time on `TestClock`. Each test has a database of its own.
- * The integration suite (Messages.test.ts) checks the same over PostgreSQL.
+ * 8, issue 37 item 1): `nextDeliveryStatus` directly, and the `Messages`
+ * service with `it.effect` over the production services on the file's
+ * database (test/support/RulesDatabase.ts), sessions made with `Sessions` on
+ * the same tables. A `delivered_at` the service sets comes from the
+ * application's clock (`TestClock`); `created_at` and `updated_at` are the
+ * database's (`statement_timestamp()`). Each test has an organization of its
+ * own. The HTTP suite (Messages.test.ts) checks the same through the API.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema } from "effect"
+import { Effect, Exit, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { type MemoryDatabase, makeMemoryDatabase, snapshotTables } from "../../src/Database/Memory.ts"
 import type { DeliveryStatus } from "../../src/Domain/Message.ts"
 import { SearchMessagesPayload } from "../../src/Messages/Api.ts"
 import { Messages, nextDeliveryStatus } from "../../src/Messages/Messages.ts"
 import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
-import { eventTypes } from "../support/MemoryDatabase.ts"
+import { elapse, eventsOf, eventTypes, onDatabase, organization, snapshotTables } from "../support/RulesDatabase.ts"
 
 /** Ids for the fixtures (UUIDv7, as the application makes them). */
 const newId = makeIdGenerator()
 
-const ORG = newId()
+/** Runs `f` with the messages and sessions services and a new organization. */
+const withMessages = <A, E, R>(
+  f: (messages: Messages["Service"], sessions: Sessions["Service"], organizationId: string) => Effect.Effect<A, E, R>
+) =>
+  Effect.gen(function* () {
+    return yield* f(yield* Messages, yield* Sessions, yield* organization())
+  })
 
-/** Runs `f` with a fresh in-memory database and the messages and sessions services over it. */
-const withMessages = <A, E>(
-  f: (messages: Messages["Service"], sessions: Sessions["Service"], db: MemoryDatabase) => Effect.Effect<A, E>
-) => {
-  const db = makeMemoryDatabase()
-  return Effect.gen(function* () {
-    return yield* f(yield* Messages, yield* Sessions, db)
-  }).pipe(Effect.provide(Layer.mergeAll(Messages.layerTest(db), Sessions.layerTest(db))))
-}
-
-/** An open session of `organizationId` (ORG by default); answers its id. */
-const openSession = (sessions: Sessions["Service"], organizationId = ORG) =>
+/** An open session of `organizationId`; answers its id. */
+const openSession = (sessions: Sessions["Service"], organizationId: string) =>
   Effect.map(sessions.create(organizationId, { contact_id: "c", contact_name: "Ada" }), (session) => session.id)
 
 const text = (value: string) => ({ type: "text", text: value })
 
 /** POST a user text message; answers the message's id. */
-const post = (messages: Messages["Service"], sessionId: string, value = "hi", organizationId = ORG) =>
+const post = (messages: Messages["Service"], organizationId: string, sessionId: string, value = "hi") =>
   Effect.map(
     messages.create(organizationId, sessionId, { role: "user", content: text(value) }),
     (body) => JSON.parse(body).id as string
   )
+
+/** The database's clock now, in milliseconds (`SqlClient` required). */
+const databaseNow = Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
+  Effect.orDie(Effect.map(sql<{ now: Date }>`SELECT statement_timestamp() AS now`, (rows) => rows[0]!.now.getTime()))
+)
 
 describe("nextDeliveryStatus (D13)", () => {
   it("D13: never backwards along pending < sent < delivered < read; failed and rejected are final", () => {
@@ -67,14 +70,14 @@ describe("nextDeliveryStatus (D13)", () => {
   })
 })
 
-describe("Messages over the in-memory database", () => {
+onDatabase()("Messages on PostgreSQL", (it) => {
   it.effect(
     "D13, W1: a PATCH that would go backwards keeps the later status and still updates the other fields; delivered_at is set on delivered if not given; message.updated only when a delivery field changed",
     () =>
-      withMessages((messages, sessions, db) =>
+      withMessages((messages, sessions, ORG) =>
         Effect.gen(function* () {
-          const sessionId = yield* openSession(sessions)
-          const id = yield* post(messages, sessionId)
+          const sessionId = yield* openSession(sessions, ORG)
+          const id = yield* post(messages, ORG, sessionId)
           yield* TestClock.adjust("5 seconds")
           const delivered = yield* messages.update(ORG, sessionId, id, { delivery_status: "delivered" })
           assert.deepStrictEqual(
@@ -82,14 +85,17 @@ describe("Messages over the in-memory database", () => {
             ["delivered", "1970-01-01T00:00:05.000000Z"]
           )
           yield* TestClock.adjust("5 seconds")
+          // updated_at is the database's time of the PATCH (statement_timestamp()).
+          const patchStarted = yield* databaseNow
           const backwards = yield* messages.update(ORG, sessionId, id, {
             delivery_status: "sent",
             provider_message_id: "wamid.1"
           })
-          assert.deepStrictEqual(
-            [backwards.delivery_status, backwards.provider_message_id, backwards.updated_at],
-            ["delivered", "wamid.1", "1970-01-01T00:00:10.000000Z"]
-          )
+          const patchEnded = yield* databaseNow
+          assert.deepStrictEqual([backwards.delivery_status, backwards.provider_message_id], ["delivered", "wamid.1"])
+          const updatedAt = Date.parse(backwards.updated_at ?? "")
+          assert.isTrue(patchStarted <= updatedAt && updatedAt <= patchEnded, backwards.updated_at ?? "null")
+          assert.isTrue((backwards.updated_at ?? "") > (delivered.updated_at ?? ""))
           const unchanged = yield* messages.update(ORG, sessionId, id, { delivery_status: "pending" })
           assert.strictEqual(unchanged.delivery_status, "delivered")
           const read = yield* messages.update(ORG, sessionId, id, { delivery_status: "read" })
@@ -103,20 +109,20 @@ describe("Messages over the in-memory database", () => {
           const final = yield* messages.update(ORG, sessionId, id, { delivery_status: "read" })
           assert.deepStrictEqual([final.delivery_status, final.delivery_error_code], ["failed", 131_026])
           // W1: created, then one message.updated per PATCH that changed a delivery field.
-          assert.deepStrictEqual(eventTypes(db).slice(2), [
+          assert.deepStrictEqual((yield* eventTypes(ORG)).slice(2), [
             "message.created",
             "message.updated",
             "message.updated",
             "message.updated",
             "message.updated"
           ])
-          assert.deepStrictEqual(db.events.at(-1)!.data.object, failed)
+          assert.deepStrictEqual((yield* eventsOf(ORG)).at(-1)!.data.object, failed)
 
           // read straight from pending sets delivered_at too; a given delivered_at is kept.
-          const skipped = yield* post(messages, sessionId)
+          const skipped = yield* post(messages, ORG, sessionId)
           const straight = yield* messages.update(ORG, sessionId, skipped, { delivery_status: "read" })
           assert.strictEqual(straight.delivered_at, "1970-01-01T00:00:10.000000Z")
-          const given = yield* post(messages, sessionId)
+          const given = yield* post(messages, ORG, sessionId)
           const withTime = yield* messages.update(ORG, sessionId, given, {
             delivery_status: "delivered",
             delivered_at: "1970-01-01T00:00:01.000000Z"
@@ -129,26 +135,26 @@ describe("Messages over the in-memory database", () => {
   it.effect(
     "D5, D12: POST on a closed session is SessionNotOpen and an internal or unknown content type InvalidContentType, writing nothing; delivery PATCHes still work on a closed session",
     () =>
-      withMessages((messages, sessions, db) =>
+      withMessages((messages, sessions, ORG) =>
         Effect.gen(function* () {
-          const sessionId = yield* openSession(sessions)
-          const id = yield* post(messages, sessionId)
-          let before = snapshotTables(db)
+          const sessionId = yield* openSession(sessions, ORG)
+          const id = yield* post(messages, ORG, sessionId)
+          let before = yield* snapshotTables
           for (const type of ["function_call", "function_result", "thought", "sticker"]) {
             const refused = yield* Effect.flip(
               messages.create(ORG, sessionId, { role: "assistant", content: { type, text: "x" } })
             )
             assert.strictEqual(refused._tag, "InvalidContentType", type)
           }
-          assert.deepStrictEqual(snapshotTables(db), before)
+          assert.deepStrictEqual(yield* snapshotTables, before)
           yield* sessions.finish(ORG, sessionId, undefined)
-          before = snapshotTables(db)
-          const closed = yield* Effect.flip(post(messages, sessionId))
+          before = yield* snapshotTables
+          const closed = yield* Effect.flip(post(messages, ORG, sessionId))
           assert.deepStrictEqual([closed._tag, closed.detail], ["SessionNotOpen", "Session is not open"])
-          assert.deepStrictEqual(snapshotTables(db), before)
+          assert.deepStrictEqual(yield* snapshotTables, before)
           const receipt = yield* messages.update(ORG, sessionId, id, { delivery_status: "sent" })
           assert.strictEqual(receipt.delivery_status, "sent")
-          assert.strictEqual(eventTypes(db).at(-1), "message.updated")
+          assert.strictEqual((yield* eventTypes(ORG)).at(-1), "message.updated")
         })
       )
   )
@@ -156,15 +162,15 @@ describe("Messages over the in-memory database", () => {
   it.effect(
     "D1: the session is checked first (SessionNotFound), then the message: another organization's is Forbidden, another session's or an unknown one MessageNotFound",
     () =>
-      withMessages((messages, sessions) =>
+      withMessages((messages, sessions, ORG) =>
         Effect.gen(function* () {
-          const other = newId()
-          const sessionId = yield* openSession(sessions)
-          const sibling = yield* openSession(sessions)
+          const other = yield* organization()
+          const sessionId = yield* openSession(sessions, ORG)
+          const sibling = yield* openSession(sessions, ORG)
           const foreignSession = yield* openSession(sessions, other)
-          const id = yield* post(messages, sessionId)
-          const siblings = yield* post(messages, sibling)
-          const foreign = yield* post(messages, foreignSession, "theirs", other)
+          const id = yield* post(messages, ORG, sessionId)
+          const siblings = yield* post(messages, ORG, sibling)
+          const foreign = yield* post(messages, other, foreignSession, "theirs")
           assert.strictEqual((yield* messages.get(ORG, sessionId, id)).id, id)
           const tags = [
             yield* Effect.flip(messages.get(ORG, newId(), id)),
@@ -174,7 +180,7 @@ describe("Messages over the in-memory database", () => {
             yield* Effect.flip(messages.get(ORG, sessionId, newId())),
             yield* Effect.flip(messages.get(ORG, sessionId, "not-a-uuid")),
             yield* Effect.flip(messages.update(ORG, sessionId, foreign, { delivery_status: "read" })),
-            yield* Effect.flip(post(messages, foreignSession))
+            yield* Effect.flip(post(messages, ORG, foreignSession))
           ].map((error) => error._tag)
           assert.deepStrictEqual(tags, [
             "SessionNotFound",
@@ -193,12 +199,13 @@ describe("Messages over the in-memory database", () => {
   it.effect(
     "D3: search needs the body's session_id to be the path's (422 at body.session_id, before the session is looked up); answers oldest first; limit at most 1000",
     () =>
-      withMessages((messages, sessions) =>
+      withMessages((messages, sessions, ORG) =>
         Effect.gen(function* () {
-          const sessionId = yield* openSession(sessions)
-          const first = yield* post(messages, sessionId, "first")
-          yield* TestClock.adjust("1 second")
-          const second = yield* post(messages, sessionId, "second")
+          const sessionId = yield* openSession(sessions, ORG)
+          const first = yield* post(messages, ORG, sessionId, "first")
+          // The first message a second older on the database's clock (created_at is statement_timestamp()).
+          yield* elapse(1, ORG)
+          const second = yield* post(messages, ORG, sessionId, "second")
           const mismatch = yield* Effect.flip(
             messages.search(ORG, sessionId, { session_id: newId(), offset: 0, limit: 100 })
           )

@@ -79,14 +79,11 @@ const stateOf = (id: string) =>
     return state!
   })
 
-/**
- * Runs `f` with the Replies service and a new organization, on a `TestClock`
- * of its own at 0 (the file's layer shares one `TestClock` among its tests).
- */
+/** Runs `f` with the Replies service and a new organization (each test has a `TestClock` of its own at 0). */
 const withReplies = <A, E, R>(f: (replies: Replies["Service"], organizationId: string) => Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
     return yield* f(yield* Replies, yield* organization())
-  }).pipe(Effect.provide(TestClock.layer()))
+  })
 
 /** A reply job as stored (R1: at most one pending per session). */
 interface JobRow {

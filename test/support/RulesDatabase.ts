@@ -19,6 +19,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import type { AppConfig, AppConfigShape } from "../../src/Config.ts"
 import type { JsonObject } from "../../src/Domain/Common.ts"
 import { Models } from "../../src/Runtime/Models.ts"
@@ -44,13 +45,31 @@ export const RulesServices = servicesWith(Models.layerTest(EchoLanguageModel, "e
 /**
  * `layer(...)` of @effect/vitest for a file of rules tests: `services`
  * (default {@link RulesServices}) over the file's database, built once for the
- * file; `SqlClient` is provided too, for the fixtures. Tests run on
- * `TestClock` unless they are `it.live`.
+ * file on the real clock (so the pool's own timers run); `SqlClient` is
+ * provided too, for the fixtures. Each `it.effect` runs on a `TestClock` of
+ * its own, starting at 0: a test that moves time never moves another's.
  */
 export const onDatabase = <ROut, E>(
   services: Layer.Layer<ROut, E, DatabaseServices> = RulesServices as never,
   config: Partial<AppConfigShape> = {}
-) => layer(services.pipe(Layer.provideMerge(fileDatabase(config))), { timeout: "120 seconds" })
+) => {
+  const shared = layer(services.pipe(Layer.provideMerge(fileDatabase(config))), {
+    timeout: "120 seconds",
+    excludeTestServices: true
+  })
+  return (name: string, f: (it: Parameters<Parameters<typeof shared>[1]>[0]) => void) =>
+    shared(name, (it) => f(withOwnClock(it)))
+}
+
+/** `it` whose `it.effect` tests each run on a fresh `TestClock` (see {@link onDatabase}). */
+const withOwnClock = <It extends { readonly effect: (...args: Array<any>) => void }>(it: It): It => {
+  const effect = (name: string, self: (ctx: any) => Effect.Effect<any, any, any>, timeout?: any) =>
+    it.effect(name, (ctx: any) => Effect.provide(self(ctx), TestClock.layer()), timeout)
+  return new Proxy(it, {
+    get: (target, property, receiver) =>
+      property === "effect" ? Object.assign(effect, target.effect) : Reflect.get(target, property, receiver)
+  })
+}
 
 /** Runs `statement` on the file's database (`SqlClient` required); SQL errors are defects. */
 const run = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>

@@ -1,13 +1,15 @@
 /**
- * The README's walkthroughs, run as written (issue 14 "the README walkthroughs
- * run verbatim"): for each of "Walkthrough", "Admin API walkthrough",
- * "Webhooks walkthrough", "Rollouts walkthrough" (issue 17 item 4) and "Typed client walkthrough" (issue 14 item 3b:
- * openapi-typescript types and an openapi-fetch program typechecked, then run), the server is started as its first block says
- * (`npm start` with the variables set there; `node src/main.ts` on a free port
- * and an embedded database of the test's own), and the section's other shell
- * blocks run in one bash, unchanged but for the server's address
- * (`localhost:8080` becomes the test server's). The test checks what the
- * README's comments promise.
+ * The walkthroughs, run as written (issue 14 "the README walkthroughs run
+ * verbatim"): "Walkthrough" in README.md, and "Admin API walkthrough",
+ * "Webhooks walkthrough", "Rollouts walkthrough" (issue 17 item 4) and "Typed
+ * client walkthrough" (issue 14 item 3b: openapi-typescript types and an
+ * openapi-fetch program typechecked, then run) in docs/walkthroughs.md, where
+ * they moved from the README (issue 37 item 5). For each, the server is
+ * started as its first block says (`npm start` with the variables set there;
+ * `node src/main.ts` on a free port and an embedded database of the test's
+ * own), and the section's other shell blocks run in one bash, unchanged but
+ * for the server's address (`localhost:8080` becomes the test server's). The
+ * test checks what the walkthroughs' comments promise.
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -16,7 +18,11 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { freePort, root, sleep } from "../support/Processes.ts"
 
-const README = fs.readFileSync(path.join(root, "README.md"), "utf8")
+/** The documents that hold walkthroughs, each read once: the README's first one and the rest in docs/. */
+const documents = ["README.md", "docs/walkthroughs.md"].map((file) => ({
+  file,
+  text: fs.readFileSync(path.join(root, file), "utf8")
+}))
 
 /** The integrator's project (an npm workspace with TypeScript 5, openapi-typescript and openapi-fetch). */
 const integrator = path.join(root, "test/integrator")
@@ -25,12 +31,15 @@ const typedClientHeading = "## Typed client walkthrough (openapi-typescript, ope
 /** This process's environment without DATABASE_URL: the walkthroughs use the embedded database of DATA_DIR. */
 const { DATABASE_URL: _databaseUrl, ...inherited } = process.env
 
-/** The `sh` blocks of the section under `heading` (up to the next `## ` heading). */
+/** The `sh` blocks of the section under `heading` (up to the next `## ` heading), in the one document that has it. */
 const shellBlocks = (heading: string): Array<string> => {
-  const start = README.indexOf(`\n${heading}\n`)
-  if (start < 0) throw new Error(`README has no section ${heading}`)
-  const end = README.indexOf("\n## ", start + heading.length + 2)
-  const section = README.slice(start, end < 0 ? undefined : end)
+  const holders = documents.filter(({ text }) => text.includes(`\n${heading}\n`))
+  if (holders.length !== 1)
+    throw new Error(`${heading}: in ${holders.map(({ file }) => file).join(", ") || "no document"}, expected one`)
+  const text = holders[0]!.text
+  const start = text.indexOf(`\n${heading}\n`)
+  const end = text.indexOf("\n## ", start + heading.length + 2)
+  const section = text.slice(start, end < 0 ? undefined : end)
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!)
 }
 
@@ -105,7 +114,7 @@ const runSection = async (heading: string) => {
   }
 }
 
-describe("README walkthroughs, as written", () => {
+describe("The walkthroughs (README.md, docs/walkthroughs.md), as written", () => {
   it("Walkthrough: bootstrap, a session, a message, read back, ingest", { timeout: 180_000 }, async () => {
     const run = await runSection("## Walkthrough")
     expect(run.code, run.output).toBe(0)
@@ -177,7 +186,7 @@ describe("README walkthroughs, as written", () => {
   it("Typed client walkthrough: the same typecheck fails a program that breaks the contract", {
     timeout: 120_000
   }, async () => {
-    // The README's program, against types generated from `parley openapi` (no server), as it is
+    // The walkthrough's program, against types generated from `parley openapi` (no server), as it is
     // and with a role the contract does not have: the first passes, the second fails on it.
     const program = shellBlocks(typedClientHeading)
       .join("\n")

@@ -331,7 +331,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       OpenApi.annotations({
         summary: "Apply a changeset to a draft",
         description:
-          "Upserts and deletes items of the branch's draft in one edit (`nodes`, `tools`, `variables`, and `config`/`context` patches). The draft must stay referentially valid: `config.initial_node_id`, a node's `config.next_node` and an llm node's `config.tools` must name items of the draft after the edit, else nothing changes and it answers 422 naming the field (A10). Edits of one branch are serialized (A4)."
+          'Upserts and deletes items of the branch\'s draft in one edit (`nodes`, `tools`, `variables`, and `config`/`context` patches). `config` and `context` are RFC 7396 merge patches; the patched file is checked as its PUT checks it, else nothing changes and it answers 422 at the member (`["body", "context", "assistant_name"]`). The draft must stay referentially valid: `config.initial_node_id`, a node\'s `config.next_node` and an llm node\'s `config.tools` must name items of the draft after the edit, else nothing changes and it answers 422 naming the field (A10). Edits of one branch are serialized (A4).'
       })
     ),
     HttpApiEndpoint.get("getDraft", draft, {

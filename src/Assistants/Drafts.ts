@@ -17,13 +17,14 @@ import {
   type NodeInput,
   type SingletonKind,
   type Snapshot,
-  Tool,
+  type Tool,
   type ToolInput,
+  ToolWrite,
   Variable
 } from "../Domain/Assistant.ts"
 import { CommitNotFound, ItemNotFound } from "../Domain/AssistantErrors.ts"
 import type { JsonObject } from "../Domain/Common.ts"
-import { ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed, type ValidationIssue } from "../Domain/Errors.ts"
 import { validationIssues } from "../Domain/Validation.ts"
 import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { type BranchAccessError, makeAccess } from "./Access.ts"
@@ -83,9 +84,11 @@ export class Drafts extends Context.Service<
      * PATCH {draft_base}: applies a changeset (assistants.md "Drafts"): RFC 7396
      * merge patches of `context` and `config`, then deletes and upserts of nodes,
      * tools and variables (items of one changeset may reference each other);
-     * answers what changed. `ValidationFailed` (A10) when the result names a
-     * missing item, `loc` at the offending member of the body (an upsert, or the
-     * delete that removed the item).
+     * answers what changed. `ValidationFailed`, nothing stored: when a patched
+     * `context` or `config` breaks the schema its PUT checks (issue 37 item 3),
+     * `loc` at the member under `["body", "context" | "config"]`; and (A10) when
+     * the result names a missing item, `loc` at the offending member of the body
+     * (an upsert, or the delete that removed the item).
      */
     readonly applyChangeset: (
       organizationId: string,
@@ -156,7 +159,9 @@ export class Drafts extends Context.Service<
     ) => Effect.Effect<ItemOf[K], BranchAccessError | ValidationFailed>
     /**
      * PATCH {draft_base}/<kind>/<id>: RFC 7396 merge patch of an existing item
-     * (A9), the result checked as a PUT body is. `ItemNotFound`; `ValidationFailed`.
+     * (A9), the result checked as a PUT body is (a tool by `ToolWrite`, issue 37
+     * item 3), but for D18's depth limit, which applies to the patch sent.
+     * `ItemNotFound`; `ValidationFailed`.
      */
     readonly patchItem: <K extends ItemKind>(
       organizationId: string,
@@ -193,7 +198,10 @@ export class Drafts extends Context.Service<
       kind: K,
       body: BodyOf[K]
     ) => Effect.Effect<ItemOf[K], BranchAccessError | ValidationFailed>
-    /** PATCH {draft_base}/config or /context: RFC 7396 merge patch of the file (A9); `ValidationFailed` (A10). */
+    /**
+     * PATCH {draft_base}/config or /context: RFC 7396 merge patch of the file (A9),
+     * the result checked as a PUT body is; `ValidationFailed` (A10).
+     */
     readonly patchSingleton: <K extends SingletonKind>(
       organizationId: string,
       assistantId: string,
@@ -229,7 +237,12 @@ const paramOf: Record<ItemKind, string> = { nodes: "node_id", tools: "tool_id", 
 /** The key of an item that holds its id: a variable is identified by its `name` (A5). */
 const idKeyOf: Record<ItemKind, string> = { nodes: "id", tools: "id", variables: "name" }
 
-/** The schemas config and context are checked with before they are stored. */
+/**
+ * The schemas config and context are checked with before they are stored,
+ * whichever route writes them: their PUT, their PATCH and a changeset's patch
+ * check the result with these (issue 37 item 3). The PUT bodies
+ * (`ConfigInput`, `ContextInput`) add D18's depth limit on what a request sends.
+ */
 const singletonSchemaOf = { config: Config, context: AssistantContext } as const
 
 /** A file's content as its kind holds it: contents are checked when written, so reading casts. */
@@ -267,7 +280,7 @@ const itemContent = (kind: ItemKind, id: string, value: unknown) =>
       const node = yield* decodeItem(Node, { description: "", config: {}, ...withId }, ["body"])
       return nodeContent(node as NodeInput)
     }
-    if (kind === "tools") return toolContent((yield* decodeItem(Tool, withId, ["body"])) as ToolInput)
+    if (kind === "tools") return toolContent((yield* decodeItem(ToolWrite, withId, ["body"])) as ToolInput)
     return yield* decodeItem(Variable, withId, ["body"])
   })
 
@@ -323,22 +336,31 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   const applyChangeset = Effect.fn("Drafts.applyChangeset")(
     (organizationId: string, assistantId: string, branchName: string, changeset: typeof ChangesetPayload.Type) =>
       editDraft(organizationId, assistantId, branchName, (draft) =>
-        Effect.sync((): Edit<typeof ChangesetResult.Type> => {
+        Effect.gen(function* () {
           const next: Draft = new Map(draft)
           // Where each changed file and each deleted item was given in the body, for A10's `loc`.
           const origin = new Map<string, ReadonlyArray<string | number>>()
           const deleted = new Map<string, ReadonlyArray<string | number>>()
           const updated = { context: false, config: false }
+          // The patched context and config are checked as their PATCH checks them; every problem of both is reported.
+          const issues: Array<ValidationIssue> = []
           for (const kind of ["context", "config"] as const) {
             const patch = changeset[kind]
             if (patch === undefined) continue
-            const file = fileOf(applyPatch(draft.get(kind)?.content, patch))
+            const patched = applyPatch(draft.get(kind)?.content, patch)
+            const checked = yield* Effect.result(decodeItem(singletonSchemaOf[kind], patched, ["body", kind]))
+            if (checked._tag === "Failure") {
+              issues.push(...checked.failure.detail)
+              continue
+            }
+            const file = fileOf(checked.success)
             if (file.hash !== draft.get(kind)?.hash) {
               next.set(kind, file)
               updated[kind] = true
             }
             origin.set(kind, ["body", kind])
           }
+          if (issues.length > 0) return yield* new ValidationFailed({ detail: issues })
           const counts = { nodes: [0, 0], tools: [0, 0], variables: [0, 0] }
           for (const kind of ["nodes", "tools", "variables"] as const) {
             const group = changeset[kind]
@@ -361,7 +383,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
               counts[kind][0]!++
             })
           }
-          return {
+          const edit: Edit<typeof ChangesetResult.Type> = {
             next,
             result: {
               context_updated: updated.context,
@@ -381,6 +403,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
               return deleted.get(missing) ?? ["body"]
             }
           }
+          return edit
         })
       ),
     Effect.catchTag("SqlError", Effect.die)

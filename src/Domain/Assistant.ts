@@ -75,14 +75,27 @@ const ToolRequest = Schema.StructWithRest(
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
 
-/** A tool as sent (spec "Tool"); `id` defaults to `name` (A5); `request` and `parameters` nest at most 32 levels (D18). */
-export const ToolInput = Schema.Struct({
+/**
+ * A tool as every write leaves it (spec "Tool"): a PUT's body, a PATCH's merged
+ * result, a changeset's upsert, a snapshot's tool at creation. `id` defaults
+ * to `name` (A5), so `name` is an {@link ItemId} too. Without the depth limit
+ * of {@link ToolInput}, which applies to what a request sends (D18): a tool
+ * stored deeper before that limit stays editable.
+ */
+export const ToolWrite = Schema.Struct({
   id: Schema.optionalKey(ItemId),
   name: ItemId,
   description: Schema.String,
-  request: ToolRequest.pipe(Schema.check(isShallowJson())),
-  parameters: Schema.optionalKey(JsonObjectInput),
+  request: ToolRequest,
+  parameters: Schema.optionalKey(JsonObject),
   should_close: Schema.optionalKey(Schema.Boolean)
+})
+
+/** A tool as sent (spec "Tool"): {@link ToolWrite} with `request` and `parameters` nested at most 32 levels (D18). */
+export const ToolInput = Schema.Struct({
+  ...ToolWrite.fields,
+  request: ToolRequest.pipe(Schema.check(isShallowJson())),
+  parameters: Schema.optionalKey(JsonObjectInput)
 })
 export type ToolInput = typeof ToolInput.Type
 
@@ -150,16 +163,18 @@ export const Snapshot = Schema.Struct({
 }).annotate({ identifier: "Snapshot" })
 export type Snapshot = typeof Snapshot.Type
 
-/** A snapshot as sent at creation: every member optional, items as inputs; nested at most 32 levels as a whole (D18). */
+/**
+ * A snapshot as sent at creation (O6, A2, A11): every member optional, items as
+ * inputs, `context` checked by {@link ContextInput} and the config members of
+ * `graph` by {@link Config}, as their own PUTs check them (issue 37 item 3);
+ * nested at most 32 levels as a whole (D18).
+ */
 export const SnapshotInput = Schema.Struct({
-  context: Schema.optionalKey(JsonObjectInput),
+  context: Schema.optionalKey(ContextInput),
   graph: Schema.optionalKey(
     Schema.StructWithRest(
-      Schema.Struct({
-        initial_node_id: Schema.optionalKey(Schema.NullOr(Schema.String)),
-        nodes: Schema.optionalKey(Schema.Array(NodeInput))
-      }),
-      [Schema.Record(Schema.String, Schema.Unknown)]
+      Schema.Struct({ ...Config.schema.fields, nodes: Schema.optionalKey(Schema.Array(NodeInput)) }),
+      Config.records
     )
   ),
   tools: Schema.optionalKey(Schema.Array(ToolInput)),

@@ -25,6 +25,10 @@
  * - `webhooks`: every event type of W1 as the request an app receives, with
  *   its W3 envelope schema (`Domain/Event.ts`) and the Standard Webhooks
  *   headers of W4.
+ * - A body that may be left out (`[Body, NoBody]`: transfer, finish, reply,
+ *   publish) is documented as not required, with the body's own schema: the
+ *   generator marks every body required, and renders `NoBody` as an
+ *   alternative that would take any JSON value (issue 37 item 3).
  * - Numbers in the query (`limit`, `offset`) are documented as the numbers
  *   they decode to, with their bounds and descriptions (`{type: integer,
  *   minimum: 1, maximum: 1000}`), where the generated document gave the
@@ -36,6 +40,7 @@
 import { Schema, SchemaAST } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { isOrganizationApiPath } from "./Domain/BasePaths.ts"
+import { NoBody } from "./Domain/Common.ts"
 import { transportDetails } from "./Domain/Errors.ts"
 import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
 import { idempotencyDetails, idempotencyKeyDescription } from "./Domain/Idempotency.ts"
@@ -324,9 +329,7 @@ const numbersInQuery = <Id extends string, Groups extends HttpApiGroup.Constrain
       if (endpoint.query === undefined) return
       const decoded = SchemaAST.toType(endpoint.query.ast)
       if (!SchemaAST.isObjects(decoded)) return
-      const path = endpoint.path.replace(/:(\w+)/g, "{$1}")
-      const operation = spec.paths[path]?.[endpoint.method.toLowerCase()]
-      if (operation === undefined) throw new Error(`OpenAPI document: no operation ${endpoint.method} ${path}`)
+      const operation = operationOf(spec, endpoint)
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in !== "query" || parameter.schema?.pattern !== NUMERIC_STRING) continue
         const property = decoded.propertySignatures.find((candidate) => String(candidate.name) === parameter.name)
@@ -338,16 +341,54 @@ const numbersInQuery = <Id extends string, Groups extends HttpApiGroup.Constrain
     }
   })
 
+/** The operation of `endpoint` in `spec`; throws when the generator wrote its path otherwise. */
+const operationOf = (spec: Json, endpoint: { readonly path: string; readonly method: string }): Json => {
+  const path = endpoint.path.replace(/:(\w+)/g, "{$1}")
+  const operation = spec.paths[path]?.[endpoint.method.toLowerCase()]
+  if (operation === undefined) throw new Error(`OpenAPI document: no operation ${endpoint.method} ${path}`)
+  return operation
+}
+
+/** How the generator renders {@link NoBody} among a body's alternatives. */
+const noBodyJson = JSON.stringify(Schema.toJsonSchemaDocument(NoBody).schema)
+
+/**
+ * Documents the bodies of `api`'s operations that may be left out (a payload
+ * with {@link NoBody}) as not required, without the alternative the generator
+ * renders `NoBody` as (see module docs).
+ */
+const optionalBodies = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  spec: Json,
+  api: HttpApi.HttpApi<Id, Groups>
+): void =>
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      const optional = [...endpoint.payload.values()].some(
+        (entry) => "schemas" in entry && entry.schemas.some((schema) => schema.ast === NoBody.ast)
+      )
+      if (!optional) return
+      const body = operationOf(spec, endpoint).requestBody
+      const media = body.content["application/json"]
+      const { anyOf, ...rest }: Json = media.schema
+      const members = (anyOf as Array<Json>).filter((member) => JSON.stringify(member) !== noBodyJson)
+      if (members.length === anyOf.length) throw new Error(`OpenAPI document: NoBody not found in ${endpoint.path}`)
+      media.schema = members.length === 1 ? { ...rest, ...members[0] } : { ...rest, anyOf: members }
+      body.required = false
+    }
+  })
+
 /**
  * Finishes the document generated from `api` (see module docs): shared
- * responses, open objects, numbers in the query, the webhooks section and its
- * tag. Returns `spec`, changed in place.
+ * responses, open objects, numbers in the query, optional bodies, the
+ * webhooks section and its tag. Returns `spec`, changed in place.
  */
 export const finishDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   spec: Json,
   api: HttpApi.HttpApi<Id, Groups>
 ): Json => {
   numbersInQuery(spec, api)
+  optionalBodies(spec, api)
   spec.components.schemas.ErrorDetail = errorDetail
   spec.components.responses = Object.fromEntries(Object.values(commonResponses).map(([name, body]) => [name, body]))
   withCommonResponses(spec.paths)

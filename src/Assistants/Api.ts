@@ -47,7 +47,7 @@ import {
   NothingToPublish
 } from "../Domain/AssistantErrors.ts"
 import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
-import { DateTimeInput, Identifier, JsonObjectInput, Limit, Offset } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, JsonObjectInput, Limit, NoBody, Offset } from "../Domain/Common.ts"
 import { OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 
@@ -440,7 +440,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ),
     HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
       params: branchPath,
-      payload: [PublishPayload, Schema.Null],
+      payload: [PublishPayload, NoBody],
       success: CommitAnswer,
       error: [...branchErrors, NothingToPublish.Wire]
     }).annotateMerge(

@@ -93,6 +93,23 @@ export const DateTimeInput = Schema.String.pipe(
   Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: canonicalDateTime, encode: (text) => text }))
 ).annotate({ format: "date-time" })
 
+/**
+ * No body at all, the alternative of an operation whose body is optional
+ * (transfer, finish, reply, publish): `payload: [Body, NoBody]`. Only
+ * `undefined` passes, which is what HttpApi decodes an empty body to when no
+ * payload schema's JSON form is `null`; a JSON `null` body is then refused
+ * like every other body that is not an object, 422 `dict_type` at `["body"]`
+ * (issue 37 item 3; DECISIONS.md "Errors"). Not `Schema.Null` nor
+ * `Schema.Undefined`: HttpApi decodes the JSON codec of the payload, in which
+ * both accept `null`, and then also reads an empty body as `null`. The OpenAPI
+ * document shows such a body as optional (`Document.ts`).
+ */
+export const NoBody = Schema.declare((input: unknown): input is undefined => input === undefined, {
+  description: "No body: the request may be sent without one.",
+  // Its own JSON form: without this the JSON codec would replace it by one that takes any JSON value.
+  toCodecJson: () => undefined
+})
+
 /** Pagination offset: an integer >= 0. */
 export const Offset = Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(0)))
 

@@ -7,6 +7,7 @@
 
 import type { SchemaIssue } from "effect"
 import { SchemaAST } from "effect"
+import { NoBody } from "./Common.ts"
 import type { ValidationIssue } from "./Errors.ts"
 
 type Loc = Array<string | number>
@@ -25,7 +26,8 @@ const representationId = (check: unknown): string | undefined =>
 const hasCheck = (ast: SchemaAST.AST, id: string): boolean =>
   (ast.checks ?? []).some((check) => representationId(check) === id)
 
-const isNullish = (ast: SchemaAST.AST) => SchemaAST.isUndefined(ast) || SchemaAST.isNull(ast)
+/** `undefined`, `null`, or the absent body of an optional one ({@link NoBody}): alternatives no value is reported against. */
+const isNullish = (ast: SchemaAST.AST) => SchemaAST.isUndefined(ast) || SchemaAST.isNull(ast) || ast === NoBody.ast
 
 const formatLiteral = (value: unknown) => (typeof value === "string" ? `'${value}'` : String(value))
 
@@ -142,13 +144,16 @@ const walk = (
     case "Encoding":
       walk(issue.issue, loc, out, issue.ast, issue.ast)
       return
-    case "AnyOf":
-      if (issue.issues.length > 0) {
-        for (const inner of issue.issues) walk(inner, loc, out, target, encodedTo)
+    case "AnyOf": {
+      // A body matching neither its schema nor NoBody (`null`, `[]`) is reported as any other body that is not an object.
+      const issues = issue.issues.filter((inner) => !(inner._tag === "InvalidType" && inner.ast === NoBody.ast))
+      if (issues.length > 0) {
+        for (const inner of issues) walk(inner, loc, out, target, encodedTo)
         return
       }
       out.push({ loc, ...typeIssue(issue.ast) })
       return
+    }
     case "Filter":
       out.push({ loc, ...filterIssue(issue.filter, encodedTo ?? target, issue.issue) })
       return

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
-import { DateTimeInput, Identifier, JsonObject, Metadata, Timestamp, Uuid } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, JsonObject, Metadata, NoBody, Timestamp, Uuid } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
 import { InvalidContentType, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
@@ -78,7 +78,7 @@ export class RepliesApi extends HttpApiGroup.make("replies")
   .add(
     HttpApiEndpoint.post("reply", "/sessions/:session_id/reply", {
       params: sessionPath,
-      payload: [ReplyPayload, Schema.Null],
+      payload: [ReplyPayload, NoBody],
       success: Session,
       // D7's refusals, in its order.
       error: [

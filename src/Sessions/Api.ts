@@ -4,7 +4,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
-import { Identifier, Limit, Metadata, Offset, ShortText } from "../Domain/Common.ts"
+import { Identifier, Limit, Metadata, NoBody, Offset, ShortText } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session, SessionStatus } from "../Domain/Session.ts"
@@ -103,7 +103,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
     ),
     HttpApiEndpoint.post("transfer", "/sessions/:session_id/transfer", {
       params: sessionPath,
-      payload: [TransferSessionPayload, Schema.Null],
+      payload: [TransferSessionPayload, NoBody],
       success: Session,
       error: [SessionNotFound.Wire, SessionNotOpen.Wire, AgentNotFound.Wire]
     }).annotateMerge(
@@ -115,7 +115,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
     ),
     HttpApiEndpoint.post("finish", "/sessions/:session_id/finish", {
       params: sessionPath,
-      payload: [FinishSessionPayload, Schema.Null],
+      payload: [FinishSessionPayload, NoBody],
       success: Session,
       error: [SessionNotFound.Wire, SessionNotOpen.Wire]
     }).annotateMerge(

@@ -125,4 +125,23 @@ withApp()("changesets and their PUTs", (it) => {
         assert.deepStrictEqual([renamed.status, renamed.body.id, renamed.body.name], [200, "lookup", "search"])
       })
   )
+
+  it.effect(
+    "issue 37 item 3 (A4, DECISIONS 'Errors'): publish takes no body or an object; a JSON null body is 422 like any other non-object",
+    () =>
+      Effect.gen(function* () {
+        const fx = yield* assistantFixture({ snapshot: { graph: { initial_node_id: "a", nodes: [llm("a")] } } })
+        for (const body of ["null", "[]", "5"]) {
+          const refused = yield* fx.call("POST", "/branches/main/publish", body)
+          assert.strictEqual(refused.status, 422, body)
+          assert.deepStrictEqual(refused.body.detail, [
+            { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type" }
+          ])
+        }
+        assert.deepStrictEqual((yield* fx.call("GET", "/versions")).body.commits, [])
+        const published = yield* fx.call("POST", "/branches/main/publish")
+        assert.strictEqual(published.status, 200, published.text)
+        assert.strictEqual(published.body.commit.message, null)
+      })
+  )
 })

@@ -278,6 +278,28 @@ withApp()("the OpenAPI document", (it) => {
       })
   )
 
+  it.effect(
+    "issue 37 item 3: the bodies of transfer, finish, reply and publish are optional objects, never null; every other body is required",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        const optional: Array<string> = []
+        for (const [name, operation] of operationsOf(doc)) {
+          if (operation.requestBody === undefined) continue
+          if (operation.requestBody.required === false) optional.push(name)
+          else assert.strictEqual(operation.requestBody.required, true, name)
+          const schema = resolve(doc, operation.requestBody.content["application/json"].schema)
+          assert.strictEqual(schema.type, "object", name)
+        }
+        assert.deepStrictEqual(optional.sort(), [
+          "POST /assistants/api/v2/assistants/{assistant_id}/branches/{branch_name}/publish",
+          `POST ${C}/sessions/{session_id}/finish`,
+          `POST ${C}/sessions/{session_id}/reply`,
+          `POST ${C}/sessions/{session_id}/transfer`
+        ])
+      })
+  )
+
   it.effect("issue 14: `parley openapi` prints the document the server serves, with no database", () =>
     Effect.gen(function* () {
       const served = (yield* (yield* TestApi).request("GET", "/openapi.json")).body

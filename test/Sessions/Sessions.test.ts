@@ -398,6 +398,35 @@ withApp()("sessions without a body", (it) => {
   )
 
   it.effect(
+    "issue 37 item 3 (conversations.md 'Sessions', DECISIONS 'Errors'): a JSON null body on transfer, finish and reply is 422 like any other non-object; nothing changes",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const ai = yield* org.agent("ai")
+        const session = yield* org.session({ agent_id: ai })
+        const eventsBefore = yield* api.events(org.id)
+        for (const operation of ["transfer", "finish", "reply"]) {
+          for (const body of ["null", "[]", "5"]) {
+            const refused = yield* org.call("POST", `/sessions/${session.id}/${operation}`, body)
+            assert.strictEqual(refused.status, 422, `${operation} ${body}: ${refused.text}`)
+            assert.deepStrictEqual(refused.body.detail, [
+              { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type" }
+            ])
+          }
+        }
+        // An object is checked member by member, NoBody adding no problem of its own.
+        const wrongMember = yield* org.call("POST", `/sessions/${session.id}/transfer`, { agent_id: 5 })
+        assert.deepStrictEqual(wrongMember.body.detail, [
+          { loc: ["body", "agent_id"], msg: "Input should be a valid string", type: "string_type" }
+        ])
+        const after = yield* org.call("GET", `/sessions/${session.id}`)
+        assert.deepStrictEqual([after.body.status, after.body.agent?.id, after.body.updated_at], ["open", ai, null])
+        assert.strictEqual((yield* api.events(org.id)).length, eventsBefore.length)
+      })
+  )
+
+  it.effect(
     "D8: 20 concurrent POST /sessions for a new contact share one conversation and one conversation.created",
     () =>
       Effect.gen(function* () {

@@ -13,7 +13,12 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { ConfigProvider, Console, Effect, Layer, Logger, Option, References, Schema } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import { Admin } from "./Admin/Admin.ts"
-import { UpdateSettingsPayload } from "./Admin/Api.ts"
+import {
+  CreateAgentPayload,
+  CreateApiKeyPayload,
+  CreateOrganizationPayload,
+  UpdateSettingsPayload
+} from "./Admin/Api.ts"
 import { AdminRepo } from "./Admin/Repo.ts"
 import { RolloutPayload } from "./Assistants/Api.ts"
 import { AssistantsRepo } from "./Assistants/Repo.ts"
@@ -57,13 +62,28 @@ const show = (record: Record<string, unknown>) =>
 
 const orgFlag = Flag.String("org").pipe(Flag.withDescription("Organization id"))
 
+/**
+ * Decodes a command's input with an admin API body schema (one rule for both:
+ * what the API refuses, the command refuses; issue 37 item 3), failing with
+ * `ValidationFailed` whose `loc` starts with `body` and which lists every
+ * problem, as the API answers.
+ */
+const decodeAsBody =
+  <S extends Schema.Top>(schema: S) =>
+  (input: unknown) =>
+    Schema.decodeUnknownEffect(schema, { errors: "all" })(input).pipe(
+      Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) }))
+    )
+
 const bootstrap = Command.make(
   "bootstrap",
   { name: Flag.String("name").pipe(Flag.withDescription("Organization name"), Flag.withDefault("Default")) },
   Effect.fn(function* ({ name }) {
     const admin = yield* Admin
     const config = yield* AppConfig
-    const organization = yield* admin.createOrganization(name)
+    const organization = yield* admin.createOrganization(
+      (yield* decodeAsBody(CreateOrganizationPayload)({ name })).name
+    )
     const key = yield* admin.createApiKey(organization.id, { name: "bootstrap" })
     yield* Console.log(`export PARLEY_ORG_ID=${shellQuote(organization.id)}`)
     yield* Console.log(`export PARLEY_TOKEN=${shellQuote(key.token)}`)
@@ -82,7 +102,8 @@ const orgCreate = Command.make(
   "create",
   { name: Flag.String("name").pipe(Flag.withDescription("Organization name")) },
   Effect.fn(function* ({ name }) {
-    const organization = yield* (yield* Admin).createOrganization(name)
+    const payload = yield* decodeAsBody(CreateOrganizationPayload)({ name })
+    const organization = yield* (yield* Admin).createOrganization(payload.name)
     yield* show(organization)
   })
 ).pipe(Command.withDescription("Create an organization"))
@@ -92,13 +113,17 @@ const keyCreate = Command.make(
   {
     org: orgFlag,
     name: Flag.String("name").pipe(Flag.optional),
-    expiresAt: Flag.Date("expires-at").pipe(Flag.withDescription("Expiry (ISO 8601)"), Flag.optional)
+    expiresAt: Flag.String("expires-at").pipe(
+      Flag.withDescription("Expiry (ISO 8601 with a time zone, as the admin API takes it)"),
+      Flag.optional
+    )
   },
   Effect.fn(function* ({ org, name, expiresAt }) {
-    const key = yield* (yield* Admin).createApiKey(org, {
+    const payload = yield* decodeAsBody(CreateApiKeyPayload)({
       name: Option.getOrNull(name),
-      expires_at: Option.getOrNull(Option.map(expiresAt, (date) => date.toISOString()))
+      expires_at: Option.getOrNull(expiresAt)
     })
+    const key = yield* (yield* Admin).createApiKey(org, payload)
     yield* show(key)
   })
 ).pipe(Command.withDescription("Create an API key; the token is printed only now"))
@@ -122,12 +147,13 @@ const agentCreate = Command.make(
     profileId: Flag.String("profile-id").pipe(Flag.optional)
   },
   Effect.fn(function* ({ org, name, type, assistantId, profileId }) {
-    const agent = yield* (yield* Admin).createAgent(org, {
+    const payload = yield* decodeAsBody(CreateAgentPayload)({
       name,
       type,
       ...Option.match(assistantId, { onNone: () => ({}), onSome: (id) => ({ assistant_id: id }) }),
       ...Option.match(profileId, { onNone: () => ({}), onSome: (id) => ({ profile_id: id }) })
     })
+    const agent = yield* (yield* Admin).createAgent(org, payload)
     yield* show(agent)
   })
 ).pipe(Command.withDescription("Create an agent (ai needs --assistant-id, human --profile-id)"))
@@ -148,17 +174,6 @@ const settingsShow = Command.make(
     yield* show(yield* (yield* Admin).getSettings(org))
   })
 ).pipe(Command.withDescription("Print an organization's settings"))
-
-/**
- * Decodes a command's input with an admin API body schema (one rule for both),
- * failing with `ValidationFailed` whose `loc` starts with `body`, as the API answers.
- */
-const decodeAsBody =
-  <S extends Schema.Top>(schema: S) =>
-  (input: unknown) =>
-    Schema.decodeUnknownEffect(schema)(input).pipe(
-      Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) }))
-    )
 
 const settingsSet = Command.make(
   "set",

@@ -178,6 +178,48 @@ describe("parley CLI", () => {
   )
 
   it.live(
+    "issue 37 item 3 (O6): org, key and agent create check their input as the admin API does; refused input creates nothing",
+    () =>
+      withCli(async (cli, db) => {
+        const long = "x".repeat(256)
+        const emptyName = await cli("org", "create", "--name", "")
+        assert.strictEqual(emptyName.code, 1)
+        assert.strictEqual(emptyName.stderr.trim(), "Error: name: String should have between 1 and 255 characters")
+        const org = parse((await cli("org", "create", "--name", "Checked")).stdout) as { id: string }
+        const longKey = await cli("key", "create", "--org", org.id, "--name", long)
+        assert.strictEqual(longKey.code, 1)
+        assert.strictEqual(longKey.stderr.trim(), "Error: name: String should have at most 255 characters")
+        // The admin API takes a moment with its time zone only (D18); so does the CLI.
+        const noZone = await cli("key", "create", "--org", org.id, "--expires-at", "2099-01-01")
+        assert.strictEqual(noZone.code, 1)
+        assert.match(noZone.stderr.trim(), /^Error: expires_at: /)
+        const agent = await cli(
+          "agent",
+          "create",
+          "--org",
+          org.id,
+          "--name",
+          "",
+          "--type",
+          "ai",
+          "--assistant-id",
+          long
+        )
+        assert.strictEqual(agent.code, 1)
+        assert.strictEqual(
+          agent.stderr.trim(),
+          "Error: name: String should have between 1 and 255 characters; assistant_id: String should have between 1 and 255 characters"
+        )
+        const [counts] = await db<Array<{ organizations: number; keys: number; agents: number }>>`
+        SELECT (SELECT count(*)::int FROM organizations WHERE name = '') AS organizations,
+               (SELECT count(*)::int FROM api_keys WHERE organization_id = ${org.id}) AS keys,
+               (SELECT count(*)::int FROM agents WHERE organization_id = ${org.id}) AS agents`
+        assert.deepStrictEqual(counts, { organizations: 0, keys: 0, agents: 0 })
+      }),
+    120_000
+  )
+
+  it.live(
     "serve runs the server as npm start does: ready, the API answering, exit 0 on SIGTERM (O5)",
     () =>
       Effect.promise(async () => {

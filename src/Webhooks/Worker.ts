@@ -33,8 +33,9 @@
  *
  * The decisions of an attempt are pure ({@link retryDelayMs},
  * {@link attemptVerdict}) and one attempt runs over any {@link SendWebhook}
- * ({@link makeAttempt}); {@link webhookWorkerTest} runs the whole worker over
- * the in-memory repository, for fast tests with `TestClock`.
+ * ({@link makeAttempt}); {@link WebhookWorker} over {@link workerRepoLayer}
+ * and a {@link WebhookSender} of a test's own runs the whole worker on
+ * PostgreSQL with a stub sender (test/support/WebhookWorker.ts).
  */
 
 import {
@@ -51,16 +52,15 @@ import {
   Schedule
 } from "effect"
 import type { Dispatcher } from "undici"
-import { AppConfig, type AppConfigShape } from "../Config.ts"
+import { AppConfig } from "../Config.ts"
 import { clientLayer, DatabaseLocation } from "../Database/Database.ts"
-import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
+import { logUnlessOutage } from "../Database/Health.ts"
 import { stopWorker } from "../Database/Workers.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { describeOutboundFailure, guardedDispatcher, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { currentTraceparent, spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import type { DeliveryStatus } from "./Api.ts"
-import type { WebhooksStore } from "./MemoryRepo.ts"
 import { type AttemptResult, type ClaimedDelivery, WebhooksRepo, WORKER_PLANNER_SETTINGS } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
 import { DeliveryWakeup } from "./Wakeup.ts"
@@ -321,8 +321,11 @@ export const makeAttempt = (send: SendWebhook, options: AttemptOptions) => {
     })
 }
 
-/** How the worker sends its requests ({@link SendWebhook}). */
-class WebhookSender extends Context.Service<WebhookSender, { readonly send: SendWebhook }>()(
+/**
+ * How the worker sends its requests ({@link SendWebhook}): {@link WebhookSender.layer}
+ * in {@link WebhookWorkerLive}, a stub in tests.
+ */
+export class WebhookSender extends Context.Service<WebhookSender, { readonly send: SendWebhook }>()(
   "parley/Webhooks/WebhookSender"
 ) {
   /**
@@ -513,12 +516,12 @@ const makeWorker = (batchSpacingMs: number) =>
 
 /**
  * The delivery worker as a layer (O1), its claims and result writes spaced by
- * `batchSpacingMs` ({@link BATCH_SPACING_MS} live, 0 in {@link webhookWorkerTest}
- * by default): starts when built, stops gracefully when its scope closes (O5).
+ * `batchSpacingMs` ({@link BATCH_SPACING_MS} live; tests may use 0, each at
+ * once): starts when built, stops gracefully when its scope closes (O5).
  * Requires `WebhooksRepo`, `AppConfig`, `DeliveryWakeup`, `WebhookSender`,
  * `DatabaseHealth` and `Ids`.
  */
-const WebhookWorker = (batchSpacingMs: number) => Layer.effectDiscard(makeWorker(batchSpacingMs))
+export const WebhookWorker = (batchSpacingMs: number) => Layer.effectDiscard(makeWorker(batchSpacingMs))
 
 /**
  * Connections of the delivery worker's pool per process: one held by its
@@ -545,7 +548,7 @@ export const workerClientLayer = (url: Redacted.Redacted<string>, poolSize = WOR
  * `WebhooksRepo.layer` once over its own pool, and layers are shared by
  * identity, so without it the worker would get that one.
  */
-const workerRepoLayer = Layer.fresh(WebhooksRepo.layer).pipe(
+export const workerRepoLayer = Layer.fresh(WebhooksRepo.layer).pipe(
   Layer.provide(Layer.unwrap(Effect.map(Effect.service(DatabaseLocation), ({ url }) => workerClientLayer(url))))
 )
 
@@ -559,35 +562,3 @@ export const WebhookWorkerLive = WebhookWorker(BATCH_SPACING_MS).pipe(
   Layer.provide(workerRepoLayer),
   Layer.provide(WebhookSender.layer)
 )
-
-/** A database health that never sees an outage: the in-memory repository has no database. */
-const noOutage = Layer.succeed(DatabaseHealth, {
-  isOutage: () => Effect.succeed(false),
-  down: Effect.succeed(false)
-})
-
-/**
- * {@link WebhookWorker} over the in-memory repository of `store`
- * (`WebhooksRepo.layerTest`) and `send` (a stub {@link SendWebhook}), with the
- * configuration's defaults and `overrides` (`webhookTimeout`,
- * `webhookRetrySchedule`, `allowPrivateNetworkTargets`): the whole worker with
- * no database and no network, time on the effect's `Clock` (`TestClock`), for
- * fast tests of W3-W6 (issue 13 item 8). It wakes up on `publishEvent` and the
- * admin retry as on NOTIFY. Its claims and writes are spaced by
- * `options.batchSpacingMs` (default 0: each at once, so a test need not move
- * the clock for them; the live worker's is {@link BATCH_SPACING_MS}).
- */
-export const webhookWorkerTest = (
-  store: WebhooksStore,
-  send: SendWebhook,
-  overrides: Partial<AppConfigShape> = {},
-  options: { readonly batchSpacingMs?: number } = {}
-) =>
-  WebhookWorker(options.batchSpacingMs ?? 0).pipe(
-    Layer.provide(WebhooksRepo.layerTest(store)),
-    Layer.provide(Layer.succeed(WebhookSender, WebhookSender.of({ send }))),
-    Layer.provide(AppConfig.layerWith(overrides)),
-    Layer.provide(noOutage),
-    Layer.provide(DeliveryWakeup.layer),
-    Layer.provide(Ids.layerWith(store.newId))
-  )

@@ -10,7 +10,6 @@ import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed }
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { Ids } from "../Shared/Ids.ts"
 import type { CreateAgentPayload, CreateApiKeyPayload, UpdateSettingsPayload } from "./Api.ts"
-import type { AdminStore } from "./MemoryRepo.ts"
 import { AdminRepo } from "./Repo.ts"
 
 /** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */
@@ -180,11 +179,4 @@ export class Admin extends Context.Service<
       })
     })
   )
-
-  /**
-   * The service over the in-memory repository (`AdminRepo.layerTest(store)`),
-   * the repository included for tests to inspect: no database (issue 13 item 8).
-   */
-  static readonly layerTest = (store?: AdminStore) =>
-    Admin.layer.pipe(Layer.provideMerge(AdminRepo.layerTest(store)), Layer.provideMerge(Ids.layer))
 }

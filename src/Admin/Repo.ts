@@ -1,6 +1,5 @@
 /**
  * SQL of the admin domain: organizations, API keys, agents and settings (O6).
- * `AdminRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -9,7 +8,6 @@ import { isoTimestamp } from "../Database/Json.ts"
 import type { Agent } from "../Domain/Agent.ts"
 import { isUuid } from "../Domain/Common.ts"
 import { defaultSettings, type Organization, type Settings } from "../Domain/Organization.ts"
-import { type AdminStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
 
 /**
  * The API-key check behind every request (fixed text, prepared once): $1 the
@@ -78,13 +76,6 @@ export class AdminRepo extends Context.Service<
       return AdminRepo.of(makeSqlRepo(yield* PgClient.PgClient))
     })
   )
-
-  /**
-   * The repository in memory over `store` (`MemoryRepo.ts`), for fast tests of
-   * the `Admin` service with no database (issue 13 item 8).
-   */
-  static readonly layerTest = (store: AdminStore = makeMemoryStore()) =>
-    Layer.succeed(AdminRepo, AdminRepo.of(makeMemoryRepo(store)))
 }
 
 /** The repository over PostgreSQL client `sql`. */

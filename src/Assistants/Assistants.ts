@@ -118,12 +118,6 @@ export class Assistants extends Context.Service<
 
   /** The whole domain on PostgreSQL, its repository built once; requires `PgClient`. */
   static readonly layer = Assistants.layerDomain.pipe(Layer.provide(AssistantsRepo.layer))
-
-  /** The whole domain in memory (`AssistantsRepo.layerTest`), the repository included for tests to inspect. */
-  static readonly layerTest = Assistants.layerDomain.pipe(
-    Layer.provideMerge(AssistantsRepo.layerTest),
-    Layer.provideMerge(Ids.layer)
-  )
 }
 
 /**

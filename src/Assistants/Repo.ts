@@ -2,7 +2,7 @@
  * SQL of assistant version control: set-based statements over arrays (one
  * round trip for thousands of files), never one statement per file. Rows are
  * decoded with `SqlSchema` at the edge; `SqlError` is left to the services,
- * which turn it into a defect. `layerTest` is the same repository in memory.
+ * which turn it into a defect.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -12,7 +12,6 @@ import { isoTimestamp } from "../Database/Json.ts"
 import { Assistant, Branch, Commit, CommitFile, SessionPinning } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { FileHashes, FileVersion } from "./Files.ts"
-import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** An assistant's row as the services need it: `legacy_snapshot` as stored, read as it is (D18: never re-checked). */
 export const AssistantRow = Schema.Struct({
@@ -241,9 +240,6 @@ export class AssistantsRepo extends Context.Service<
       return AssistantsRepo.of(makeSqlRepo(sql))
     })
   )
-
-  /** The repository in memory, for fast tests of the services' rules (no database). */
-  static readonly layerTest = Layer.effect(AssistantsRepo, Effect.map(makeMemoryRepo, AssistantsRepo.of))
 }
 
 const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_id,

@@ -154,8 +154,7 @@ export const isReady = Effect.gen(function* () {
 )
 
 /**
- * A repository's transaction (`sql.withTransaction` over PostgreSQL,
- * `memoryTransaction` in memory): runs `self` in one transaction that the
+ * A repository's transaction (`sql.withTransaction`): runs `self` in one transaction that the
  * repository's statements join (nested: a savepoint); fails with `SqlError`
  * too. Repositories whose services compose several writes offer it.
  */

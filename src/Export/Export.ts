@@ -6,7 +6,6 @@ import { Context, Effect, Layer, Option, Stream } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
 import { InvalidCursor } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
-import type { ExportStore } from "./MemoryRepo.ts"
 import { type ExportKind, ExportRepo, type PageQuery, type SortBy, type WireRow } from "./Repo.ts"
 
 /** Query of an export page: the spec's parameters, moments as ISO 8601 texts. */
@@ -161,11 +160,4 @@ export class Export extends Context.Service<
 >()("parley/Export") {
   /** The service on PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(Export, makeService).pipe(Layer.provide(ExportRepo.layer))
-
-  /**
-   * The service over the in-memory repository (`ExportRepo.layerTest(store)`),
-   * the repository included for tests to inspect: no database (issue 13 item 8).
-   */
-  static readonly layerTest = (store?: ExportStore) =>
-    Layer.effect(Export, makeService).pipe(Layer.provideMerge(ExportRepo.layerTest(store)))
 }

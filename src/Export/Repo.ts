@@ -16,15 +16,12 @@
  * (`horizon`) stay the rows below it, so the reads of one page under that
  * horizon return what one statement would have (a record updated meanwhile
  * moves above the horizon and comes in a later page, as between pages).
- *
- * `ExportRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import { columnsOf, messageMembers, sessionJson, sessionMembers } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
-import { type ExportStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
 
 /** A row of a page: the wire members of a session or message; `id`, `created_at`, `updated_at` as text. */
 export interface WireRow {
@@ -105,13 +102,6 @@ export class ExportRepo extends Context.Service<
       return ExportRepo.of(makeSqlRepo(yield* PgClient.PgClient))
     })
   )
-
-  /**
-   * The repository in memory over `store` (`MemoryRepo.ts`), for fast tests of
-   * the `Export` service's cursor and page rules with no database (issue 13 item 8).
-   */
-  static readonly layerTest = (store: ExportStore = makeMemoryStore()) =>
-    Layer.succeed(ExportRepo, ExportRepo.of(makeMemoryRepo(store)))
 }
 
 const tables = {

@@ -13,11 +13,9 @@
  * one answers the first call's ids and does nothing else (D10).
  *
  * The transaction is the repository's (`IngestRepo.withTransaction`), which the
- * sessions and replies services join, so the service runs over PostgreSQL
- * (`layer`) or in memory (`layerTest`).
+ * sessions and replies services join.
  */
 import { Context, Effect, Layer } from "effect"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
@@ -298,17 +296,4 @@ export class Ingest extends Context.Service<
       return Ingest.of({ ingest })
     })
   )
-  /**
-   * The service in memory over one database `db` (`Database/Memory.ts`), for
-   * fast tests: `IngestRepo.layerTest(db)`, `Sessions.layerTest(db)` and
-   * `Replies.layerTest(db)` (all included), so a test reads the contacts,
-   * conversations, sessions, messages, receipts, reply jobs and events a call
-   * wrote from `db`. No database.
-   */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Ingest.layer.pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(IngestRepo.layerTest(db), Sessions.layerTest(db), Replies.layerTest(db), Ids.layerWith(db.newId))
-      )
-    )
 }

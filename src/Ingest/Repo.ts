@@ -29,14 +29,12 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { MessageRole } from "../Domain/Message.ts"
 import { insertMessageCtes, type MessageRow } from "../Messages/Repo.ts"
 import { conversationCtes, openSessionCtes, upsertContactSql } from "../Sessions/Repo.ts"
-import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /**
  * The advisory transaction lock of one ingest pair (D9): a 64-bit hash of the
@@ -431,8 +429,8 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
 })
 
 /**
- * The ingest repository (SQL only; see module docs): `layer` over PostgreSQL,
- * `layerTest` in memory. Every method may fail with `SqlError`.
+ * The ingest repository (SQL only; see module docs). Every method may fail
+ * with `SqlError`.
  */
 export class IngestRepo extends Context.Service<
   IngestRepo,
@@ -466,10 +464,4 @@ export class IngestRepo extends Context.Service<
 >()("parley/Ingest/IngestRepo") {
   /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(IngestRepo, makeRepo)
-  /**
-   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
-   * tests of the `Ingest` service: no database.
-   */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Layer.succeed(IngestRepo, makeMemoryRepo(db))
 }

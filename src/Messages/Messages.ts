@@ -1,11 +1,9 @@
 /**
  * The messages service: create, get, update (delivery tracking) and search
  * (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, W1).
- * Transactions are the repository's (`MessagesRepo.withTransaction`), so the
- * service runs over PostgreSQL (`layer`) or in memory (`layerTest`).
+ * Transactions are the repository's (`MessagesRepo.withTransaction`).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
 import {
@@ -227,10 +225,4 @@ export class Messages extends Context.Service<
       return Messages.of({ create, get, update, search, append, history })
     })
   )
-  /**
-   * The service over the in-memory repository (`MessagesRepo.layerTest(db)`,
-   * the repository included), for fast tests: no database.
-   */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Messages.layer.pipe(Layer.provideMerge(MessagesRepo.layerTest(db)), Layer.provide(DeliveryWakeup.layer))
 }

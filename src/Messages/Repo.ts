@@ -13,7 +13,6 @@ import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
 import { messageJson } from "../Database/Json.ts"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -29,7 +28,6 @@ import {
 import { insertEvents, subscribedSql } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
-import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** A message to insert: everything but the columns with defaults. */
 export interface NewMessage {
@@ -435,9 +433,8 @@ export interface InsertOptions {
 }
 
 /**
- * The messages repository (SQL only): `layer` over PostgreSQL, `layerTest` in
- * memory. Every method may fail with `SqlError`; the decoding ones with
- * `SchemaError` too.
+ * The messages repository (SQL only). Every method may fail with `SqlError`;
+ * the decoding ones with `SchemaError` too.
  */
 export class MessagesRepo extends Context.Service<
   MessagesRepo,
@@ -494,10 +491,4 @@ export class MessagesRepo extends Context.Service<
 >()("parley/Messages/MessagesRepo") {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */
   static readonly layer = Layer.effect(MessagesRepo, makeRepo)
-  /**
-   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
-   * tests of the `Messages` service: no database.
-   */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Layer.succeed(MessagesRepo, makeMemoryRepo(db))
 }

@@ -13,7 +13,6 @@ import { validateContent } from "../Messages/Messages.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
 import { ScheduleNotFound, ScheduleNotPending } from "./Errors.ts"
-import type { MemoryStore } from "./MemoryRepo.ts"
 import { RepliesRepo } from "./Repo.ts"
 import { type ReplyRefusal, type ReplyState, replyDue, replyRefusal } from "./Rules.ts"
 
@@ -203,8 +202,4 @@ export class Replies extends Context.Service<
       return Replies.of({ reply, trigger, schedule, listSchedules, cancelSchedule })
     })
   )
-
-  /** The service over the in-memory repository (`RepliesRepo.layerTest(store)`), for fast tests. */
-  static readonly layerTest = (store?: MemoryStore) =>
-    Replies.layer.pipe(Layer.provideMerge(RepliesRepo.layerTest(store)))
 }

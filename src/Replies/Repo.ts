@@ -14,7 +14,6 @@ import type { Statement } from "effect/sql"
 import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 import { Ids } from "../Shared/Ids.ts"
-import { type MemoryStore, makeMemoryRepo, makeMemoryStore } from "./MemoryRepo.ts"
 import type { ReplyState } from "./Rules.ts"
 
 /** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
@@ -398,10 +397,4 @@ export class RepliesRepo extends Context.Service<RepliesRepo, Effect.Success<typ
 ) {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */
   static readonly layer = Layer.effect(RepliesRepo, makeRepo)
-  /**
-   * In memory over `store` (`MemoryRepo.ts`), for fast tests of the `Replies`
-   * service: no database, the worker's methods die.
-   */
-  static readonly layerTest = (store: MemoryStore = makeMemoryStore()) =>
-    Layer.succeed(RepliesRepo, makeMemoryRepo(store))
 }

@@ -1,16 +1,13 @@
 /**
  * SQL of the AI runtime (R2): the run records (`runs`), the one table the
  * runtime owns. What a run reads and writes of sessions and messages goes
- * through the Sessions and Messages services. `RuntimeRepo.layerTest` is the
- * same repository in memory (`MemoryRepo.ts`).
+ * through the Sessions and Messages services.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { CommitRunStats } from "../Domain/Assistant.ts"
-import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** A finished run, as recorded (issue 5 "Runs"). */
 export interface RunRecord {
@@ -133,8 +130,7 @@ const statsOf = (row: StatsRow): CommitRunStats => ({
 })
 
 /**
- * The runtime repository (SQL only): `layer` over PostgreSQL, `layerTest` in
- * memory. Every method may fail with `SqlError`.
+ * The runtime repository (SQL only). Every method may fail with `SqlError`.
  */
 export class RuntimeRepo extends Context.Service<
   RuntimeRepo,
@@ -163,7 +159,4 @@ export class RuntimeRepo extends Context.Service<
 >()("parley/Runtime/RuntimeRepo") {
   /** Over PostgreSQL. Requires `PgClient`. */
   static readonly layer = Layer.effect(RuntimeRepo, makeRepo)
-  /** In memory over `db` (its `runs` table), for fast tests of the `Runtime` service: no database. */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Layer.succeed(RuntimeRepo, makeMemoryRepo(db))
 }

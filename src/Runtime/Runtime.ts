@@ -25,9 +25,7 @@
 import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
 import type { AssistantAccessError } from "../Assistants/Access.ts"
 import { Assistants } from "../Assistants/Assistants.ts"
-import { AssistantsRepo } from "../Assistants/Repo.ts"
 import { isUnavailable } from "../Database/Health.ts"
-import type { MemoryDatabase } from "../Database/Memory.ts"
 import type { RunStats } from "../Domain/Assistant.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { Messages } from "../Messages/Messages.ts"
@@ -372,34 +370,4 @@ export class Runtime extends Context.Service<
    * `Messages`, `Sessions`, `Ids`, `PgClient` and `AppConfig`.
    */
   static readonly layer = Runtime.layerNoDeps.pipe(Layer.provide(RuntimeRepo.layer), Layer.provide(ToolCaller.layer))
-
-  /**
-   * The runtime over the in-memory database `db` (issue 13 item 8), for fast
-   * tests with no database and no network: its runs in `db.runs`, the
-   * `Sessions` and `Messages` services over `db`, the assistants domain in
-   * memory (`AssistantsRepo.layerTest`, its services included so a test
-   * creates and publishes assistants), the ids of `db`, the models of
-   * `models` (`Models.layerTest`), the tool answers of `tools` (default
-   * `ToolCaller.layerTest()`: `{ok: true}`) and the run records of `runs`
-   * (default `RuntimeRepo.layerTest(db)`; a test of a failing write wraps it).
-   */
-  static readonly layerTest = <E, R>(
-    db: MemoryDatabase,
-    models: Layer.Layer<Models, E, R>,
-    tools: Layer.Layer<ToolCaller> = ToolCaller.layerTest(),
-    runs: Layer.Layer<RuntimeRepo> = RuntimeRepo.layerTest(db)
-  ) =>
-    Runtime.layerNoDeps.pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(
-          runs,
-          Sessions.layerTest(db),
-          Messages.layerTest(db),
-          Assistants.layerDomain.pipe(Layer.provideMerge(AssistantsRepo.layerTest)),
-          models,
-          tools
-        )
-      ),
-      Layer.provideMerge(Ids.layerWith(db.newId))
-    )
 }

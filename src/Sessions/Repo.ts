@@ -13,7 +13,6 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
 import { columnsOf, conversationJson, sessionJson, sessionMembers } from "../Database/Json.ts"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -23,7 +22,6 @@ import { Session, type SessionStatus } from "../Domain/Session.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
-import { makeMemoryRepo } from "./MemoryRepo.ts"
 
 /** The columns of a session that its rules read, locked for update. */
 export interface SessionState {
@@ -405,9 +403,8 @@ export interface SessionUpdate {
 }
 
 /**
- * The sessions repository (SQL only; see module docs): `layer` over
- * PostgreSQL, `layerTest` in memory. Every method may fail with `SqlError`;
- * the decoding ones with `SchemaError` too.
+ * The sessions repository (SQL only; see module docs). Every method may fail
+ * with `SqlError`; the decoding ones with `SchemaError` too.
  */
 export class SessionsRepo extends Context.Service<
   SessionsRepo,
@@ -467,10 +464,4 @@ export class SessionsRepo extends Context.Service<
 >()("parley/Sessions/SessionsRepo") {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */
   static readonly layer = Layer.effect(SessionsRepo, makeRepo)
-  /**
-   * In memory over `db` (`MemoryRepo.ts`, `Database/Memory.ts`), for fast
-   * tests of the `Sessions` service: no database.
-   */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Layer.succeed(SessionsRepo, makeMemoryRepo(db))
 }

@@ -11,11 +11,9 @@
  * `canceled`, error `Session closed`) and drops its pending reply job, in the
  * same transaction (D15, R1).
  *
- * Transactions are the repository's (`SessionsRepo.withTransaction`), so the
- * service runs over PostgreSQL (`layer`) or in memory (`layerTest`).
+ * Transactions are the repository's (`SessionsRepo.withTransaction`).
  */
 import { Context, Effect, Layer } from "effect"
-import { type MemoryDatabase, makeMemoryDatabase } from "../Database/Memory.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
@@ -330,10 +328,4 @@ export class Sessions extends Context.Service<
       })
     })
   )
-  /**
-   * The service over the in-memory repository (`SessionsRepo.layerTest(db)`,
-   * the repository included), for fast tests: no database.
-   */
-  static readonly layerTest = (db: MemoryDatabase = makeMemoryDatabase()) =>
-    Sessions.layer.pipe(Layer.provideMerge(SessionsRepo.layerTest(db)), Layer.provideMerge(Ids.layerWith(db.newId)))
 }

@@ -58,6 +58,4 @@ export const makeIdGenerator = (): (() => string) => {
 export class Ids extends Context.Service<Ids, { readonly newId: () => string }>()("parley/Ids") {
   /** A generator of {@link makeIdGenerator}. */
   static readonly layer = Layer.sync(Ids, () => Ids.of({ newId: makeIdGenerator() }))
-  /** The generator `newId`, for test layers that share one with an in-memory store. */
-  static readonly layerWith = (newId: () => string) => Layer.succeed(Ids, Ids.of({ newId }))
 }

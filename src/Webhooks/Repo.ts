@@ -7,7 +7,6 @@
  * The worker statements are fixed texts run with `unsafe` and positional
  * parameters, prepared once per connection of the worker's own pool, whose
  * planner settings keep their plans on index probes (`WORKER_PLANNER_SETTINGS`).
- * `WebhooksRepo.layerTest` is the same repository in memory (`MemoryRepo.ts`).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -20,7 +19,6 @@ import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
 import type { App, AppOrdering, Delivery, DeliveryStatus, SecretRotation } from "./Api.ts"
-import { makeMemoryRepo, makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
@@ -402,13 +400,6 @@ export class WebhooksRepo extends Context.Service<
       return WebhooksRepo.of(makeSqlRepo(yield* PgClient.PgClient))
     })
   )
-
-  /**
-   * The repository in memory over `store` (`MemoryRepo.ts`), for fast tests of
-   * the `Webhooks` service and the delivery worker with no database (issue 13 item 8).
-   */
-  static readonly layerTest = (store: WebhooksStore = makeMemoryStore()) =>
-    Layer.succeed(WebhooksRepo, WebhooksRepo.of(makeMemoryRepo(store)))
 }
 
 const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, ordering, signing_secret, ${isoTimestamp("created_at")} AS created_at`

@@ -16,7 +16,7 @@ import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
-import { checkTargetUrl, HostResolver, type ResolveHost } from "../Shared/Ssrf.ts"
+import { checkTargetUrl, HostResolver } from "../Shared/Ssrf.ts"
 import {
   type App,
   type CreateAppPayload,
@@ -28,7 +28,6 @@ import {
   type SecretRotation,
   type UpdateAppPayload
 } from "./Api.ts"
-import { makeMemoryStore, type WebhooksStore } from "./MemoryRepo.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret, PREVIOUS_SECRET_HOURS } from "./Signing.ts"
 
@@ -44,17 +43,6 @@ export type ListDeliveries = typeof DeliveriesQuery.Type
 const organizationNotFound = (organizationId: string) => new OrganizationNotFound({ organization_id: organizationId })
 const appNotFound = (appId: string) => new AppNotFound({ app_id: appId })
 const unique = <A>(values: ReadonlyArray<A>): ReadonlyArray<A> => [...new Set(values)]
-
-/** Options of {@link Webhooks.layerTest}. */
-export interface WebhooksTestOptions {
-  /** `ALLOW_PRIVATE_NETWORK_TARGETS` (W6); false by default. */
-  readonly allowPrivateNetworkTargets?: boolean
-  /** Resolves host names for the W6 check; by default every name fails to resolve (no real DNS in fast tests). */
-  readonly resolveHost?: ResolveHost
-}
-
-/** The resolver of fast tests unless they give one: no name resolves. */
-const noDns: ResolveHost = (hostname) => Promise.reject(new Error(`No DNS in tests: ${hostname}`))
 
 /** The webhooks service (O6). */
 export class Webhooks extends Context.Service<
@@ -237,19 +225,4 @@ export class Webhooks extends Context.Service<
       })
     })
   )
-
-  /**
-   * The service over the in-memory repository (`WebhooksRepo.layerTest(store)`),
-   * the repository included for tests to inspect: no database, no DNS (host
-   * names resolve through `options.resolveHost`, else not at all), the
-   * configuration's defaults with `options.allowPrivateNetworkTargets`
-   * (issue 13 item 8).
-   */
-  static readonly layerTest = (store: WebhooksStore = makeMemoryStore(), options: WebhooksTestOptions = {}) =>
-    Webhooks.layer.pipe(
-      Layer.provideMerge(WebhooksRepo.layerTest(store)),
-      Layer.provideMerge(Ids.layerWith(store.newId)),
-      Layer.provide(AppConfig.layerWith({ allowPrivateNetworkTargets: options.allowPrivateNetworkTargets ?? false })),
-      Layer.provide(Layer.succeed(HostResolver, options.resolveHost ?? noDns))
-    )
 }

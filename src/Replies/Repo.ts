@@ -14,7 +14,7 @@ import type { Statement } from "effect/sql"
 import { isoTimestamp, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 import { Ids } from "../Shared/Ids.ts"
-import type { ReplyState } from "./Rules.ts"
+import { type ReplyState, replyAcceptedSql } from "./Rules.ts"
 
 /** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
 export const repliesChannel = "parley_replies"
@@ -81,6 +81,7 @@ const makeRepo = Effect.gen(function* () {
   const { newId } = yield* Ids
   const scheduleJsonFragment = sql.literal(scheduleJson("ss"))
   const sessionJsonFragment = sql.literal(sessionJson("s2", "a2"))
+  const acceptedFragment = sql.literal(replyAcceptedSql("s"))
 
   /** The upsert of a trigger for the session selected by `session` (R1 trailing debounce). */
   const upsertJob = (job: NewJob, session: Statement.Fragment) =>
@@ -116,9 +117,9 @@ const makeRepo = Effect.gen(function* () {
   /**
    * POST /reply in one statement (R1, D7; measured by `npm run bench --
    * replies`): locks the session for share, reads what D7 checks, triggers the
-   * job only for the one state `Rules.replyRefusal` accepts (open, an AI
-   * agent, a thread: the set-based form of that rule, which owns the order and
-   * the refusals), and answers the checked state with the session's wire JSON
+   * job only when `Rules.replyAcceptedSql` holds (the SQL form of
+   * `Rules.replyRefusal`, written from the same checks: open, an AI agent, a
+   * thread), and answers the checked state with the session's wire JSON
    * (`body`); undefined when the session is not in the organization.
    */
   const reply = (job: NewJob) =>
@@ -130,7 +131,7 @@ const makeRepo = Effect.gen(function* () {
             WHERE s.id = ${job.sessionId} AND s.organization_id = ${job.organizationId}
             FOR SHARE OF s
           ), j AS (
-            ${upsertJob(job, sql`SELECT s.id FROM s WHERE s.status = 'open' AND s.agent_type = 'ai' AND s.thread_id IS NOT NULL`)}
+            ${upsertJob(job, sql`SELECT s.id FROM s WHERE ${acceptedFragment}`)}
             RETURNING 1
           ), n AS (
             SELECT ${notifyFragment(job)} FROM j

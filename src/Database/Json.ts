@@ -1,6 +1,6 @@
 /**
  * The wire JSON of sessions, agents, messages and conversations, built by
- * PostgreSQL, with the members DERIVED FROM THE DOMAIN SCHEMAS
+ * PostgreSQL, with the members DERIVED FROM THE DOMAIN SCHEMAS ({@link membersOf})
  * (`Domain/Session.ts`, `Domain/Message.ts`, `Domain/Agent.ts`,
  * `Domain/Conversation.ts`): each schema field is the column of the same name,
  * in the schema's order, a timestamp field (annotated `format: "date-time"`)
@@ -44,8 +44,11 @@ const isTimestamp = (field: Schema.Top): boolean =>
 /**
  * The members of `schema` over the row `alias`: each field the column of the
  * same name (timestamps as ISO text), unless `special` gives its expression.
+ * The one derivation of wire JSON from a schema: every domain's JSON built by
+ * PostgreSQL uses it (here for the shared shapes, in the owner's repository
+ * for its own: schedules, deliveries).
  */
-const membersOf = (
+export const membersOf = (
   schema: { readonly fields: Readonly<Record<string, Schema.Top>> },
   alias: string,
   special: Readonly<Record<string, string>> = {}

@@ -11,9 +11,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { Statement } from "effect/sql"
-import { isoTimestamp, sessionJson } from "../Database/Json.ts"
+import { membersOf, objectJson, sessionJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 import { Ids } from "../Shared/Ids.ts"
+import { SessionSchedule } from "./Api.ts"
 import { type ReplyState, replyAcceptedSql } from "./Rules.ts"
 
 /** The channel workers LISTEN on; a trigger or a new schedule notifies it at commit. */
@@ -47,18 +48,8 @@ export interface ClaimedSchedule {
   readonly attempts: number
 }
 
-/** The wire JSON of a schedule (D15), built by PostgreSQL. */
-const scheduleJson = (alias: string) => `json_build_object(
-  'id', ${alias}.id,
-  'session_id', ${alias}.session_id,
-  'organization_id', ${alias}.organization_id,
-  'scheduled_for', ${isoTimestamp(`${alias}.scheduled_for`)},
-  'config', ${alias}.config,
-  'status', ${alias}.status,
-  'error', ${alias}.error,
-  'created_at', ${isoTimestamp(`${alias}.created_at`)},
-  'executed_at', ${isoTimestamp(`${alias}.executed_at`)}
-)`
+/** The SessionSchedule JSON of the session_schedules row `alias` (D15), its members derived from the schema. */
+const scheduleJson = (alias: string) => objectJson(membersOf(SessionSchedule, alias))
 
 /** A reply trigger (R1), as `Rules.replyDue` and the trigger give it. */
 export interface NewJob {

@@ -12,13 +12,20 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError, Statement } from "effect/sql"
 import type { DatabaseHealth } from "../Database/Health.ts"
-import { isoTimestamp } from "../Database/Json.ts"
+import { isoTimestamp, membersOf, objectJson } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import { listenForever } from "../Database/Workers.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/Event.ts"
-import type { App, AppOrdering, Delivery, DeliveryStatus, SecretRotation } from "./Api.ts"
+import {
+  type App,
+  type AppOrdering,
+  Delivery,
+  DeliveryAttempt,
+  type DeliveryStatus,
+  type SecretRotation
+} from "./Api.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
@@ -404,13 +411,17 @@ export class WebhooksRepo extends Context.Service<
 
 const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, ordering, signing_secret, ${isoTimestamp("created_at")} AS created_at`
 
-/** The Delivery JSON of the deliveries row `d`: `attempts` the count (O6), `attempt_log` every attempt. */
-const DELIVERY_JSON = `(SELECT row_to_json(j) FROM (SELECT d.id, d.event_id, d.event_type, d.app_id, d.status,
-  d.attempts, d.last_status_code, d.last_error, ${isoTimestamp("d.next_attempt_at")} AS next_attempt_at,
-  ${isoTimestamp("d.created_at")} AS created_at, ${isoTimestamp("d.updated_at")} AS updated_at,
-  coalesce((SELECT json_agg(t ORDER BY t.attempt) FROM (SELECT x.attempt, x.status_code, x.error, x.duration_ms,
-    ${isoTimestamp("x.started_at")} AS started_at FROM unnest(d.attempt_log) x) t), '[]'::json)
-    AS attempt_log) j)`
+/**
+ * The Delivery JSON of the deliveries row `d` (O6), its members derived from
+ * the schema: `attempts` the count, `attempt_log` every attempt of the
+ * composite array, oldest first, each a DeliveryAttempt derived likewise.
+ */
+const DELIVERY_JSON = objectJson(
+  membersOf(Delivery, "d", {
+    attempt_log: `coalesce((SELECT json_agg(${objectJson(membersOf(DeliveryAttempt, "x"))} ORDER BY x.attempt)
+      FROM unnest(d.attempt_log) x), '[]'::json)`
+  })
+)
 
 /** The repository over PostgreSQL client `sql`. */
 const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {

@@ -44,12 +44,12 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     DatabaseHealth.layer,
     Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
     Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
+    Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
     Assistants.layer
     // One generator for the whole application (O2): its ids share one order. One doorbell of this process's
     // delivery worker, rung by POST message (Webhooks/Wakeup.ts).
   ).pipe(Layer.provideMerge(Ids.layer), Layer.provideMerge(DeliveryWakeup.layer))
   const domain = Layer.mergeAll(
-    Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
     Idempotency.layer,
     RateLimiter.layer,
     Export.layer,

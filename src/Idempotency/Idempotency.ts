@@ -32,7 +32,7 @@ import { type Cause, Context, Duration, Effect, Equal, Hash, Layer, Redacted } f
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SqlError } from "effect/sql"
-import { hashToken } from "../Admin/Admin.ts"
+import { Admin } from "../Admin/Admin.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { conversationsBasePath, isOrganizationApiPath } from "../Domain/BasePaths.ts"
 import {
@@ -171,11 +171,12 @@ export class Idempotency extends Context.Service<
     readonly sweep: (limit: number) => Effect.Effect<number, SqlError.SqlError>
   }
 >()("parley/Idempotency") {
-  /** The service on PostgreSQL. Requires `IdempotencyRepo` and `PgClient`. */
+  /** The service on PostgreSQL. Requires `IdempotencyRepo`, `Admin` (the API-key check, D18) and `PgClient`. */
   static readonly layerNoDeps = Layer.effect(
     Idempotency,
     Effect.gen(function* () {
       const repo = yield* IdempotencyRepo
+      const admin = yield* Admin
       const sql = yield* PgClient.PgClient
       // The API key as the Authorization middleware reads it (an HTTP bearer scheme reads the request only).
       const credential = HttpApiBuilder.securityDecode(Authorization.security.apiKey) as Effect.Effect<
@@ -206,15 +207,18 @@ export class Idempotency extends Context.Service<
           if (outcome === "conflict") {
             // Kept meanwhile (the second run replays it) or expired and not swept yet (deleted first).
             if (retried) return yield* Effect.die(new Error("Idempotency-Key conflicted twice"))
-            yield* repo.deleteExpired(hashToken(token), key)
+            const organizationId = yield* admin.authenticate(token)
+            if (organizationId !== undefined) yield* repo.deleteExpired(organizationId, key)
             return yield* aroundStatement(handle, token, key, fingerprint, true)
           }
           if (outcome !== undefined) return answerFor(outcome, fingerprint)
           // 2xx: kept by the statement with its change. Another kept status changed nothing: kept now.
           if (response.status < 300 || !isKeptStatus(response.status)) return response
           const answer = bodyOf(response)
-          if (answer === undefined) return response
-          const before = yield* repo.keepUnchanged(hashToken(token), key, {
+          // The key revoked since the operation ran: nothing to keep it for.
+          const organizationId = answer === undefined ? undefined : yield* admin.authenticate(token)
+          if (answer === undefined || organizationId === undefined) return response
+          const before = yield* repo.keepUnchanged(organizationId, key, {
             fingerprint,
             status: response.status,
             ...answer
@@ -243,18 +247,20 @@ export class Idempotency extends Context.Service<
             return yield* aroundStatement(handle, token, key, fingerprint)
           }
           const handled = Effect.catchCause(handle, (cause) => Effect.fail(new HandlerFailed(cause)))
+          // The key's organization, through the admin domain's API-key check (D18).
+          const organizationId = yield* admin.authenticate(token)
           const attempt = sql.withTransaction(
             Effect.gen(function* () {
-              const claim = token.length === 0 ? undefined : yield* repo.claim(hashToken(token), key)
               // Not a live key: the handler answers 401, never kept.
-              if (claim === undefined) return yield* Effect.fail(new Unkept(yield* handled))
+              if (organizationId === undefined) return yield* Effect.fail(new Unkept(yield* handled))
+              const claim = yield* repo.claim(organizationId, key)
               if (!claim.acquired)
                 return yield* Effect.fail(new Unkept(detailResponse(409, idempotencyDetails.inProgress)))
               if (claim.kept !== undefined) return yield* Effect.fail(new Unkept(answerFor(claim.kept, fingerprint)))
               const response = yield* handled
               const answer = isKeptStatus(response.status) ? bodyOf(response) : undefined
               if (answer === undefined) return yield* Effect.fail(new Unkept(response))
-              if (!(yield* repo.keep(claim.organizationId, key, { fingerprint, status: response.status, ...answer }))) {
+              if (!(yield* repo.keep(organizationId, key, { fingerprint, status: response.status, ...answer }))) {
                 return yield* Effect.fail(new KeptMeanwhile())
               }
               return response
@@ -287,7 +293,7 @@ export class Idempotency extends Context.Service<
     })
   )
 
-  /** The service with its repository. Requires `PgClient`. */
+  /** The service with its repository. Requires `Admin` and `PgClient`. */
   static readonly layer = Idempotency.layerNoDeps.pipe(Layer.provide(IdempotencyRepo.layer))
 }
 

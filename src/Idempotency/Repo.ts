@@ -5,7 +5,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
-import { organizationOfTokenSql } from "../Admin/Repo.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { KeptAnswer } from "../Domain/Idempotency.ts"
 
@@ -13,15 +12,14 @@ import type { KeptAnswer } from "../Domain/Idempotency.ts"
 export const KEPT_FOR_HOURS = 24
 
 /**
- * What a claim found for an API key's token and an `Idempotency-Key`:
- * `undefined` when the token is no live key (the request answers 401);
- * else the key's organization, whether this transaction now holds the key
- * (`acquired`; false while another transaction, in any process, holds it) and
- * the answer kept for it, if any and not expired.
+ * What a claim of an organization's `Idempotency-Key` found: whether this
+ * transaction now holds the key (`acquired`; false while another transaction,
+ * in any process, holds it) and the answer kept for it, if any and not expired.
  */
-export type Claim =
-  | undefined
-  | { readonly organizationId: string; readonly acquired: boolean; readonly kept: KeptAnswer | undefined }
+export interface Claim {
+  readonly acquired: boolean
+  readonly kept: KeptAnswer | undefined
+}
 
 /**
  * The advisory transaction lock of (organization, key): a try, true when
@@ -113,16 +111,13 @@ export const isKeptAnswerConflict = (error: SqlError.SqlError): boolean =>
   error.cause._tag === "UniqueViolation" && error.cause.constraint === "idempotency_keys_pkey"
 
 /**
- * The claim, in one round trip inside the caller's transaction: the token's
- * organization (the API-key check of `AdminRepo`, {@link organizationOfTokenSql}),
- * a try of the advisory transaction lock of (organization, key), and the kept
- * answer. $1 token hash, $2 key.
+ * The claim, in one round trip inside the caller's transaction: a try of the
+ * advisory transaction lock of (organization, key) and the kept answer.
+ * $1 organization id, $2 key.
  */
-const claimSql = `SELECT a.organization_id, ${tryKeyLockSql("a.organization_id", "$2::text")} AS acquired,
+const claimSql = `SELECT ${tryKeyLockSql("$1::text", "$2::text")} AS acquired,
   k.fingerprint, k.status, k.content_type, k.body
-FROM (${organizationOfTokenSql}) a
-LEFT JOIN idempotency_keys k
-  ON k.organization_id = a.organization_id::uuid AND k.key = $2::text AND k.expires_at > statement_timestamp()`
+FROM (SELECT 1) one LEFT JOIN (${liveAnswerSql("$1::uuid", "$2::text")}) k ON true`
 
 /**
  * Keeps an answer for (organization, key), replacing an expired one; answers
@@ -135,25 +130,23 @@ ${replaceExpiredSql}
 RETURNING 1 AS kept`
 
 /**
- * Keeps an answer that changed nothing (a 4xx of a statement-kept operation)
- * for the token's organization, after the fact; answers the live answer kept
- * before, if any (then nothing is written). $1 token hash, $2 key,
- * $3 fingerprint, $4 status, $5 content type, $6 body.
+ * Keeps an answer that changed nothing (a 4xx of a statement-kept operation),
+ * after the fact; answers the live answer kept before, if any (then nothing is
+ * written). $1 organization id, $2 key, $3 fingerprint, $4 status, $5 content
+ * type, $6 body.
  */
-const keepUnchangedSql = `WITH a AS (${organizationOfTokenSql}),
-live AS (SELECT k.* FROM a JOIN idempotency_keys k ON k.organization_id = a.organization_id::uuid
-  AND k.key = $2::text AND k.expires_at > statement_timestamp()),
+const keepUnchangedSql = `WITH live AS (${liveAnswerSql("$1::uuid", "$2::text")}),
 kept AS (
   ${insertKeptSql}
-  SELECT a.organization_id::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql}
-  FROM a WHERE NOT EXISTS (SELECT 1 FROM live)
+  SELECT $1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql}
+  WHERE NOT EXISTS (SELECT 1 FROM live)
   ${replaceExpiredSql}
 )
 SELECT fingerprint, status, content_type, body FROM live`
 
-/** Deletes the expired answer of (token's organization, $2 key), if any. $1 token hash. */
-const deleteExpiredSql = `DELETE FROM idempotency_keys k USING (${organizationOfTokenSql}) a
-WHERE k.organization_id = a.organization_id::uuid AND k.key = $2::text AND k.expires_at <= statement_timestamp()`
+/** Deletes the expired answer of ($1 organization id, $2 key), if any. */
+const deleteExpiredSql = `DELETE FROM idempotency_keys
+WHERE organization_id = $1::uuid AND key = $2::text AND expires_at <= statement_timestamp()`
 
 /**
  * Deletes at most `limit` expired answers (oldest expiry first); answers a row
@@ -183,8 +176,8 @@ RETURNING 1 AS deleted`,
 export class IdempotencyRepo extends Context.Service<
   IdempotencyRepo,
   {
-    /** The {@link Claim} of `key` for the token with SHA-256 `tokenHash`; inside a transaction only. */
-    readonly claim: (tokenHash: Uint8Array, key: string) => Effect.Effect<Claim, SqlError.SqlError>
+    /** The {@link Claim} of the organization's `key`; inside a transaction only. */
+    readonly claim: (organizationId: string, key: string) => Effect.Effect<Claim, SqlError.SqlError>
     /**
      * Keeps `answer` for (organization, key) for {@link KEPT_FOR_HOURS} hours,
      * in the caller's transaction; false when a live answer is already kept.
@@ -195,17 +188,17 @@ export class IdempotencyRepo extends Context.Service<
       answer: KeptAnswer
     ) => Effect.Effect<boolean, SqlError.SqlError>
     /**
-     * Keeps `answer` of an operation that changed nothing, for the token's
+     * Keeps `answer` of an operation that changed nothing, for the
      * organization, outside any transaction; answers the live answer kept
      * before instead, if any (then it writes nothing).
      */
     readonly keepUnchanged: (
-      tokenHash: Uint8Array,
+      organizationId: string,
       key: string,
       answer: KeptAnswer
     ) => Effect.Effect<KeptAnswer | undefined, SqlError.SqlError>
-    /** Deletes the token's organization's expired answer for `key`, if any. */
-    readonly deleteExpired: (tokenHash: Uint8Array, key: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Deletes the organization's expired answer for `key`, if any. */
+    readonly deleteExpired: (organizationId: string, key: string) => Effect.Effect<void, SqlError.SqlError>
     /** Deletes at most `limit` expired answers; answers how many it deleted. */
     readonly sweep: (limit: number) => Effect.Effect<number, SqlError.SqlError>
   }
@@ -216,32 +209,27 @@ export class IdempotencyRepo extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
       return IdempotencyRepo.of({
-        claim: (tokenHash, key) =>
+        claim: (organizationId, key) =>
           Effect.map(
             sql.unsafe<{
-              organization_id: string
               acquired: boolean
               fingerprint: Uint8Array | null
               status: number | null
               content_type: string | null
               body: Uint8Array | null
-            }>(claimSql, [tokenHash, key]),
-            ([row]): Claim =>
-              row === undefined
-                ? undefined
-                : {
-                    organizationId: row.organization_id,
-                    acquired: row.acquired,
-                    kept:
-                      row.fingerprint === null
-                        ? undefined
-                        : {
-                            fingerprint: row.fingerprint,
-                            status: row.status!,
-                            contentType: row.content_type!,
-                            body: row.body!
-                          }
-                  }
+            }>(claimSql, [organizationId, key]),
+            ([row]): Claim => ({
+              acquired: row!.acquired,
+              kept:
+                row!.fingerprint === null
+                  ? undefined
+                  : {
+                      fingerprint: row!.fingerprint,
+                      status: row!.status!,
+                      contentType: row!.content_type!,
+                      body: row!.body!
+                    }
+            })
           ),
         keep: (organizationId, key, answer) =>
           Effect.map(
@@ -255,18 +243,18 @@ export class IdempotencyRepo extends Context.Service<
             ]),
             (rows) => rows.length > 0
           ),
-        keepUnchanged: (tokenHash, key, answer) =>
+        keepUnchanged: (organizationId, key, answer) =>
           Effect.map(
             sql.unsafe<{ fingerprint: Uint8Array; status: number; content_type: string; body: Uint8Array }>(
               keepUnchangedSql,
-              [tokenHash, key, answer.fingerprint, answer.status, answer.contentType, answer.body]
+              [organizationId, key, answer.fingerprint, answer.status, answer.contentType, answer.body]
             ),
             ([row]) =>
               row === undefined
                 ? undefined
                 : { fingerprint: row.fingerprint, status: row.status, contentType: row.content_type, body: row.body }
           ),
-        deleteExpired: (tokenHash, key) => Effect.asVoid(sql.unsafe(deleteExpiredSql, [tokenHash, key])),
+        deleteExpired: (organizationId, key) => Effect.asVoid(sql.unsafe(deleteExpiredSql, [organizationId, key])),
         sweep: (limit) => Effect.map(sweepStatement.run(sql, { limit }), (rows) => rows.length)
       })
     })

@@ -16,11 +16,14 @@
  * - {@link ingestMessageStatement}: a message with message.created into the session
  *   the step locked (after an agent change or metadata patch).
  *
- * Ingest owns none of the tables it writes besides `ingest_receipts`: the
- * statements compose the owners' pieces (the sessions domain's contact,
- * conversation and session CTEs, the messages domain's message CTEs, the
- * outbox's events), so one round trip does the work while each write's SQL has
- * one owner. Parameters are named (`Database/Statement.ts`). Events carry the
+ * Ingest owns none of the tables it writes besides `ingest_receipts`: its
+ * statements cross domains on purpose, as the measured hot path of
+ * `npm run bench -- ingest` (one call, one round trip after the lock; the
+ * other such statement is POST message's with an Idempotency-Key,
+ * `Messages/Repo.ts`). They compose the pieces the owners export (the
+ * sessions domain's contact, conversation and session CTEs, the messages
+ * domain's message CTEs, the outbox's events), so each write's SQL has one
+ * owner. Parameters are named (`Database/Statement.ts`). Events carry the
  * trace context of the call (`{"traceparent": ...}`, W4). Every statement
  * filters by organization. Times are `statement_timestamp()` as in the other
  * repositories.

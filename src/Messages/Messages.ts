@@ -20,6 +20,9 @@ import { DeliveryWakeup } from "../Webhooks/Wakeup.ts"
 import type { CreateMessagePayload, SearchMessagesPayload, UpdateMessagePayload } from "./Api.ts"
 import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage } from "./Repo.ts"
 
+/** What the runtime reads of a session's history and gives to `append` (R2). */
+export type { HistoryEntry, NewMessage }
+
 /** Messages a search answers when the body gives no `limit` (D3). */
 const DEFAULT_SEARCH_LIMIT = 100
 

@@ -7,6 +7,11 @@
  * row lock is stamped after the change it waited for, so timestamps follow the
  * order in which changes took effect (a session's close is later than every
  * message committed before it).
+ *
+ * One statement here crosses domains: POST message with an Idempotency-Key
+ * (`insertMessageKeptStatement`) runs SQL owned by Idempotency
+ * (`Idempotency/Repo.ts` `statementKeptParts`, the fragments it exports), since
+ * it is the measured hot path of `npm run bench -- messages` ("parley key").
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"

@@ -23,7 +23,7 @@
 import { Effect, Schedule } from "effect"
 import { type AiError, type LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
 import type { JsonObject } from "../Domain/Common.ts"
-import type { HistoryEntry, NewMessage } from "../Messages/Repo.ts"
+import type { HistoryEntry, NewMessage } from "../Messages/Messages.ts"
 import { Models } from "./Models.ts"
 import * as RunFailure from "./RunFailure.ts"
 import { ToolCaller } from "./Tools.ts"

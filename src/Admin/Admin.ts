@@ -6,10 +6,11 @@
 import * as crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import type { Agent } from "../Domain/Agent.ts"
-import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { Ids } from "../Shared/Ids.ts"
 import type { CreateAgentPayload, CreateApiKeyPayload, UpdateSettingsPayload } from "./Api.ts"
+import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound } from "./Errors.ts"
 import { AdminRepo } from "./Repo.ts"
 
 /** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */

@@ -7,10 +7,11 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Agent } from "../Domain/Agent.ts"
 import { adminBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, ShortText } from "../Domain/Common.ts"
-import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { Int32 } from "../Domain/Limits.ts"
 import { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
+import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound } from "./Errors.ts"
 
 const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255)))
 

@@ -7,8 +7,8 @@
 import { Clock, Effect } from "effect"
 import type { SqlError } from "effect/sql"
 import type { Branch, Commit } from "../Domain/Assistant.ts"
-import { AssistantNotFound, AssistantNotVersioned, BranchNotFound } from "../Domain/AssistantErrors.ts"
 import type { PublishPayload } from "./Api.ts"
+import { AssistantNotFound, AssistantNotVersioned, BranchNotFound } from "./Errors.ts"
 import { commitId, type FileHashes } from "./Files.ts"
 import type { AssistantRow, AssistantsRepo } from "./Repo.ts"
 

@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { OrganizationNotFound } from "../Admin/Errors.ts"
 import {
   Assistant,
   Branch,
@@ -30,6 +31,10 @@ import {
   Variable,
   VariableInput
 } from "../Domain/Assistant.ts"
+import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
+import { DateTimeInput, Identifier, JsonObjectInput, Limit, NoBody, Offset } from "../Domain/Common.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
+import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 import {
   AssistantAlreadyVersioned,
   AssistantNotFound,
@@ -45,11 +50,7 @@ import {
   NoPublishedVersion,
   NoRollout,
   NothingToPublish
-} from "../Domain/AssistantErrors.ts"
-import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
-import { DateTimeInput, Identifier, JsonObjectInput, Limit, NoBody, Offset } from "../Domain/Common.ts"
-import { OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
-import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
+} from "./Errors.ts"
 
 /**
  * A branch name (A3): 1-100 of `A-Za-z0-9._/-`, no leading or trailing `/`,

@@ -12,24 +12,19 @@
  * - `Versions` (`Versions.ts`): the commits and their diffs (A5, A8);
  * - `Rollouts` (`Rollouts.ts`): rollouts and runtime settings (A12, A13).
  *
- * Failures are the tagged errors of `Domain/AssistantErrors.ts`; `SqlError`
+ * Failures are the tagged errors of `Errors.ts`; `SqlError`
  * becomes a defect at each method.
  */
 import { Cache, Context, Duration, Effect, Exit, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { Assistant, Snapshot, SnapshotInput } from "../Domain/Assistant.ts"
-import {
-  AssistantAlreadyVersioned,
-  AssistantNotFound,
-  type BranchNotFound,
-  NoPublishedVersion
-} from "../Domain/AssistantErrors.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { type AssistantAccessError, MAIN, makeAccess } from "./Access.ts"
 import type { CreateAssistantPayload, MigrateAnswer, RuntimeAnswer } from "./Api.ts"
 import { Branches } from "./Branches.ts"
 import { Drafts } from "./Drafts.ts"
+import { AssistantAlreadyVersioned, AssistantNotFound, type BranchNotFound, NoPublishedVersion } from "./Errors.ts"
 import { filesFromSnapshot, referenceIssues, snapshotOf } from "./Files.ts"
 import { type AssistantRow, AssistantsRepo } from "./Repo.ts"
 import { inRollout, Rollouts } from "./Rollouts.ts"

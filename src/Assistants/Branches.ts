@@ -7,16 +7,6 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Branch, Commit, Snapshot } from "../Domain/Assistant.ts"
-import {
-  type AssistantNotFound,
-  type AssistantNotVersioned,
-  BranchAlreadyExists,
-  CommitNotFound,
-  CommitNotInHistory,
-  MainBranchUndeletable,
-  MergeConflict,
-  NothingToPublish
-} from "../Domain/AssistantErrors.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { type BranchAccessError, MAIN, makeAccess } from "./Access.ts"
@@ -29,6 +19,16 @@ import type {
   MergePayload,
   PublishPayload
 } from "./Api.ts"
+import {
+  type AssistantNotFound,
+  type AssistantNotVersioned,
+  BranchAlreadyExists,
+  CommitNotFound,
+  CommitNotInHistory,
+  MainBranchUndeletable,
+  MergeConflict,
+  NothingToPublish
+} from "./Errors.ts"
 import { diffFiles, mergeThreeWay, referenceIssues, sameFiles, snapshotOf } from "./Files.ts"
 import { AssistantsRepo } from "./Repo.ts"
 

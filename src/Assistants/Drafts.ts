@@ -22,7 +22,6 @@ import {
   ToolWrite,
   Variable
 } from "../Domain/Assistant.ts"
-import { CommitNotFound, ItemNotFound } from "../Domain/AssistantErrors.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { ValidationFailed, type ValidationIssue } from "../Domain/Errors.ts"
 import { validationIssues } from "../Domain/Validation.ts"
@@ -38,6 +37,7 @@ import type {
   ToolBody,
   VariableBody
 } from "./Api.ts"
+import { CommitNotFound, ItemNotFound } from "./Errors.ts"
 import {
   type FileVersion,
   fileOf,

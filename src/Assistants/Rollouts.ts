@@ -8,10 +8,10 @@
 import { createHash } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import type { Rollout, RuntimeSettings } from "../Domain/Assistant.ts"
-import { BranchNotPublished, NoRollout } from "../Domain/AssistantErrors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { type AssistantAccessError, type BranchAccessError, makeAccess } from "./Access.ts"
 import type { RolloutPayload } from "./Api.ts"
+import { BranchNotPublished, NoRollout } from "./Errors.ts"
 import { AssistantsRepo, type RolloutRow } from "./Repo.ts"
 
 /**

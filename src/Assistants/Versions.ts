@@ -3,7 +3,6 @@
  * (assistants.md "Versions"; DECISIONS.md A5, A8). Reads only.
  */
 import { Context, Effect, Layer } from "effect"
-import { CommitNotFound } from "../Domain/AssistantErrors.ts"
 import { type AssistantAccessError, type BranchAccessError, makeAccess } from "./Access.ts"
 import {
   DEFAULT_VERSIONS_LIMIT,
@@ -13,6 +12,7 @@ import {
   type VersionsDiffQuery,
   type VersionsQuery
 } from "./Api.ts"
+import { CommitNotFound } from "./Errors.ts"
 import { diffFiles } from "./Files.ts"
 import { AssistantsRepo } from "./Repo.ts"
 

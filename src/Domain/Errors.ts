@@ -1,5 +1,8 @@
 /**
- * Errors shared by every API, with the wire bodies of DECISIONS.md "Errors":
+ * Errors shared by every API (validation, authentication, authorization), and
+ * how every error is put on the wire; each domain's own errors are in its
+ * `Errors.ts` (`Sessions/Errors.ts`, `Assistants/Errors.ts`, ...). The wire
+ * bodies are those of DECISIONS.md "Errors":
  * `{"detail": "<text>"}` for domain errors and
  * `{"detail": [{loc, msg, type}]}` for validation failures (422).
  *
@@ -75,54 +78,6 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
   )
 }
 
-/** 404 `Session not found` (D1). */
-export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()(
-  "SessionNotFound",
-  { detail: detailDefault("Session not found") },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = SessionNotFound.pipe(asDetail(Schema.Literal("Session not found")))
-}
-
-/** 400 `Session is not open` (D5), or `Session is closed and cannot be reopened` (D4). */
-export class SessionNotOpen extends Schema.TaggedError<SessionNotOpen>()(
-  "SessionNotOpen",
-  { detail: detailDefault("Session is not open") },
-  { httpApiStatus: 400 }
-) {
-  static readonly Wire = SessionNotOpen.pipe(
-    asDetail(Schema.Literals(["Session is not open", "Session is closed and cannot be reopened"]))
-  )
-  static readonly cannotReopen = () => new SessionNotOpen({ detail: "Session is closed and cannot be reopened" })
-}
-
-/** 400 `Agent not found`: an agent_id that is not an agent of the organization (D6). */
-export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()(
-  "AgentNotFound",
-  { detail: detailDefault("Agent not found") },
-  { httpApiStatus: 400 }
-) {
-  static readonly Wire = AgentNotFound.pipe(asDetail(Schema.Literal("Agent not found")))
-}
-
-/** 400 `Invalid content type` (D12). */
-export class InvalidContentType extends Schema.TaggedError<InvalidContentType>()(
-  "InvalidContentType",
-  { detail: detailDefault("Invalid content type") },
-  { httpApiStatus: 400 }
-) {
-  static readonly Wire = InvalidContentType.pipe(asDetail(Schema.Literal("Invalid content type")))
-}
-
-/** 404 `Message not found` (D1). */
-export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()(
-  "MessageNotFound",
-  { detail: detailDefault("Message not found") },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = MessageNotFound.pipe(asDetail(Schema.Literal("Message not found")))
-}
-
 /** 403 `Forbidden`: a message of another organization (D1). */
 export class Forbidden extends Schema.TaggedError<Forbidden>()(
   "Forbidden",
@@ -130,51 +85,6 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()(
   { httpApiStatus: 403 }
 ) {
   static readonly Wire = Forbidden.pipe(asDetail(Schema.Literal("Forbidden")))
-}
-
-/** 404 `Organization not found` (O6): an unknown organization on the admin API. */
-export class OrganizationNotFound extends Schema.TaggedError<OrganizationNotFound>()(
-  "OrganizationNotFound",
-  { detail: detailDefault("Organization not found"), organization_id: Schema.optionalKey(Schema.String) },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = OrganizationNotFound.pipe(asDetail(Schema.Literal("Organization not found")))
-}
-
-/** 404 `API key not found` (O6): revoking a key the organization does not have. */
-export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()(
-  "ApiKeyNotFound",
-  { detail: detailDefault("API key not found"), key_id: Schema.optionalKey(Schema.String) },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = ApiKeyNotFound.pipe(asDetail(Schema.Literal("API key not found")))
-}
-
-/** 404 `App not found` (O6): an unknown app, or another organization's. */
-export class AppNotFound extends Schema.TaggedError<AppNotFound>()(
-  "AppNotFound",
-  { detail: detailDefault("App not found"), app_id: Schema.optionalKey(Schema.String) },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = AppNotFound.pipe(asDetail(Schema.Literal("App not found")))
-}
-
-/** 404 `Delivery not found` (O6): an unknown delivery of the app. */
-export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()(
-  "DeliveryNotFound",
-  { detail: detailDefault("Delivery not found"), delivery_id: Schema.optionalKey(Schema.String) },
-  { httpApiStatus: 404 }
-) {
-  static readonly Wire = DeliveryNotFound.pipe(asDetail(Schema.Literal("Delivery not found")))
-}
-
-/** 400 `Invalid cursor` (D14): an export `after_id` that is unknown or another organization's. */
-export class InvalidCursor extends Schema.TaggedError<InvalidCursor>()(
-  "InvalidCursor",
-  { detail: detailDefault("Invalid cursor"), after_id: Schema.optionalKey(Schema.String) },
-  { httpApiStatus: 400 }
-) {
-  static readonly Wire = InvalidCursor.pipe(asDetail(Schema.Literal("Invalid cursor")))
 }
 
 /**

@@ -5,10 +5,10 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit } from "../Domain/Common.ts"
-import { InvalidCursor } from "../Domain/Errors.ts"
 import { Message } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
+import { InvalidCursor } from "./Errors.ts"
 
 /** The records of a page when the query gives no `limit` (D14). */
 export const DEFAULT_EXPORT_LIMIT = 100

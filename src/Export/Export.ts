@@ -4,8 +4,8 @@
  */
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { isUuid, type JsonText } from "../Domain/Common.ts"
-import { InvalidCursor } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
+import { InvalidCursor } from "./Errors.ts"
 import { type ExportKind, ExportRepo, type PageQuery, type SortBy, type WireRow } from "./Repo.ts"
 
 /** Query of an export page: the spec's parameters, moments as ISO 8601 texts. */

@@ -4,12 +4,14 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { AgentNotFound } from "../Admin/Errors.ts"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, JsonObjectInput, ShortText, Uuid } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
-import { AgentNotFound, InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
+import { InvalidContentType } from "../Messages/Errors.ts"
 
 /** The `channel_type` of an ingest call that names none (D9). */
 export const DEFAULT_CHANNEL_TYPE = "whatsapp"

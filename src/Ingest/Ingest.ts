@@ -16,9 +16,11 @@
  * sessions and replies services join.
  */
 import { Context, Effect, Layer } from "effect"
+import { AgentNotFound } from "../Admin/Errors.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
-import { AgentNotFound, type InvalidContentType, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
+import type { InvalidContentType } from "../Messages/Errors.ts"
 import { validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
 import { Sessions, threadFor } from "../Sessions/Sessions.ts"

@@ -6,17 +6,12 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit, Offset } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
-import {
-  Forbidden,
-  InvalidContentType,
-  MessageNotFound,
-  SessionNotFound,
-  SessionNotOpen,
-  ValidationFailed
-} from "../Domain/Errors.ts"
+import { Forbidden, ValidationFailed } from "../Domain/Errors.ts"
 import { Int32 } from "../Domain/Limits.ts"
 import { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
+import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
+import { InvalidContentType, MessageNotFound } from "./Errors.ts"
 
 /** An optional identifier member (null: none) with its description. */
 const optionalIdentifier = (description: string) =>

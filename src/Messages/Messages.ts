@@ -6,18 +6,13 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { JsonText } from "../Domain/Common.ts"
 import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
-import {
-  Forbidden,
-  InvalidContentType,
-  MessageNotFound,
-  SessionNotFound,
-  SessionNotOpen,
-  ValidationFailed
-} from "../Domain/Errors.ts"
+import { Forbidden, ValidationFailed } from "../Domain/Errors.ts"
 import { IdempotencyRequest } from "../Domain/Idempotency.ts"
 import type { DeliveryStatus, Message } from "../Domain/Message.ts"
+import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
 import { DeliveryWakeup } from "../Webhooks/Wakeup.ts"
 import type { CreateMessagePayload, SearchMessagesPayload, UpdateMessagePayload } from "./Api.ts"
+import { InvalidContentType, MessageNotFound } from "./Errors.ts"
 import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage } from "./Repo.ts"
 
 /** What the runtime reads of a session's history and gives to `append` (R2). */

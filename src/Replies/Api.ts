@@ -7,9 +7,10 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, JsonObject, Metadata, NoBody, Timestamp, Uuid } from "../Domain/Common.ts"
 import { ContentInput } from "../Domain/Content.ts"
-import { InvalidContentType, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session } from "../Domain/Session.ts"
+import { InvalidContentType } from "../Messages/Errors.ts"
+import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
 import {
   ScheduleNotFound,
   ScheduleNotPending,

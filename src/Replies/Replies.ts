@@ -7,9 +7,11 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { isUuid, type JsonObject, type JsonText } from "../Domain/Common.ts"
-import { type InvalidContentType, SessionNotFound, SessionNotOpen, type ValidationFailed } from "../Domain/Errors.ts"
+import type { ValidationFailed } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
+import type { InvalidContentType } from "../Messages/Errors.ts"
 import { validateContent } from "../Messages/Messages.ts"
+import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import type { ScheduleConfig, SessionSchedule } from "./Api.ts"
 import { ScheduleNotFound, ScheduleNotPending } from "./Errors.ts"

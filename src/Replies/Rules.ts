@@ -3,7 +3,7 @@
  * (DECISIONS.md D7, R1; issue 13 item 2): who may be answered, and when a
  * triggered reply is due.
  */
-import { SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
+import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
 import { SessionAgentNotAi, SessionHasNoAgent, SessionHasNoThread } from "./Errors.ts"
 
 /** What D7 checks of a session: its status, agent, agent's type and thread. */

@@ -19,7 +19,7 @@
  *    (assistant commit, nodes visited, model, tokens, duration). A failed run
  *    writes only its record: never half a reply.
  *
- * A run that fails has a tagged reason (`RunFailure.ts`); its `message` is the
+ * A run that fails has a tagged reason (`Errors.ts`); its `message` is the
  * `error` recorded on the run.
  */
 import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
@@ -32,9 +32,9 @@ import { Messages } from "../Messages/Messages.ts"
 import { Sessions } from "../Sessions/Sessions.ts"
 import { Ids } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
+import * as RunFailure from "./Errors.ts"
 import { Models } from "./Models.ts"
 import { RuntimeRepo } from "./Repo.ts"
-import * as RunFailure from "./RunFailure.ts"
 import { ToolCaller } from "./Tools.ts"
 import { type RuntimeSnapshot, startNode, type Turn, walk } from "./Walk.ts"
 

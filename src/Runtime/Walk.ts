@@ -24,8 +24,8 @@ import { Effect, Schedule } from "effect"
 import { type AiError, type LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { HistoryEntry, NewMessage } from "../Messages/Messages.ts"
+import * as RunFailure from "./Errors.ts"
 import { Models } from "./Models.ts"
-import * as RunFailure from "./RunFailure.ts"
 import { ToolCaller } from "./Tools.ts"
 
 /** Most model calls of one llm node in one turn (each tool round is one call). */

@@ -3,11 +3,12 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { AgentNotFound } from "../Admin/Errors.ts"
 import { conversationsBasePath } from "../Domain/BasePaths.ts"
 import { Identifier, Limit, Metadata, NoBody, Offset, ShortText } from "../Domain/Common.ts"
-import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { Session, SessionStatus } from "../Domain/Session.ts"
+import { SessionNotFound, SessionNotOpen } from "./Errors.ts"
 
 /** POST /sessions body. */
 export const CreateSessionPayload = Schema.Struct({

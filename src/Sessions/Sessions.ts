@@ -14,12 +14,13 @@
  * Transactions are the repository's (`SessionsRepo.withTransaction`).
  */
 import { Context, Effect, Layer } from "effect"
+import { AgentNotFound } from "../Admin/Errors.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
-import { AgentNotFound, SessionNotFound, SessionNotOpen } from "../Domain/Errors.ts"
 import type { Session } from "../Domain/Session.ts"
 import { Ids } from "../Shared/Ids.ts"
 import type { CreateSessionPayload, SearchSessionsPayload, UpdateSessionPayload } from "./Api.ts"
+import { SessionNotFound, SessionNotOpen } from "./Errors.ts"
 import { type RunState, type SessionEvent, type SessionState, SessionsRepo } from "./Repo.ts"
 
 /** Sessions a search answers when the body gives no `limit` (D2). */

@@ -6,11 +6,13 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { OrganizationNotFound } from "../Admin/Errors.ts"
 import { adminBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit, Timestamp, Uuid } from "../Domain/Common.ts"
-import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { eventTypes } from "../Domain/Event.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
+import { AppNotFound, DeliveryNotFound } from "./Errors.ts"
 
 /** An event type (W1). */
 export const EventTypeSchema = Schema.Literals(eventTypes)

@@ -12,9 +12,10 @@
  * are resolved by the `HostResolver` in context (the system's by default).
  */
 import { Context, Effect, Layer } from "effect"
+import { OrganizationNotFound } from "../Admin/Errors.ts"
 import { AppConfig } from "../Config.ts"
 import type { JsonText } from "../Domain/Common.ts"
-import { AppNotFound, DeliveryNotFound, OrganizationNotFound, ValidationFailed } from "../Domain/Errors.ts"
+import { ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { checkTargetUrl, HostResolver } from "../Shared/Ssrf.ts"
 import {
@@ -28,6 +29,7 @@ import {
   type SecretRotation,
   type UpdateAppPayload
 } from "./Api.ts"
+import { AppNotFound, DeliveryNotFound } from "./Errors.ts"
 import { type AppChanges, WebhooksRepo } from "./Repo.ts"
 import { generateSecret, PREVIOUS_SECRET_HOURS } from "./Signing.ts"
 

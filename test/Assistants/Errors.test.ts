@@ -20,7 +20,7 @@ import {
   NoPublishedVersion,
   NoRollout,
   NothingToPublish
-} from "../../src/Domain/AssistantErrors.ts"
+} from "../../src/Assistants/Errors.ts"
 
 const cases = [
   [AssistantNotFound.Wire, new AssistantNotFound(), 404, "Assistant not found"],

@@ -15,7 +15,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { SessionNotFound, SessionNotOpen } from "../../src/Domain/Errors.ts"
 import {
   ScheduleNotFound,
   ScheduleNotPending,
@@ -26,6 +25,7 @@ import {
 import { Replies } from "../../src/Replies/Replies.ts"
 import { repliesChannel } from "../../src/Replies/Repo.ts"
 import { NOTIFY_WITHIN_MS, type ReplyState, replyDue, replyRefusal } from "../../src/Replies/Rules.ts"
+import { SessionNotFound, SessionNotOpen } from "../../src/Sessions/Errors.ts"
 import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { addAgent, onDatabase, organization, setColumn } from "../support/RulesDatabase.ts"

@@ -14,7 +14,7 @@
  * and decode as `""` (the client knows the branch or commit it named).
  */
 import { Schema, SchemaTransformation } from "effect"
-import { ItemKind, itemKindNames } from "./Assistant.ts"
+import { ItemKind, itemKindNames } from "../Domain/Assistant.ts"
 
 /**
  * The wire form `{detail}` of an error class whose instances have a `detail`

@@ -5,7 +5,7 @@
  * `message` is the sentence recorded in `runs.error` (and a schedule's
  * `error`), word for word what the runtime has always recorded.
  *
- * Use as a namespace: `import * as RunFailure from "./RunFailure.ts"`.
+ * Use as a namespace: `import * as RunFailure from "./Errors.ts"`.
  */
 import { Data, Effect } from "effect"
 

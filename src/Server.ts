@@ -5,7 +5,6 @@
  */
 import { Effect, Layer } from "effect"
 import { Admin } from "./Admin/Admin.ts"
-import { AdminRepo } from "./Admin/Repo.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
@@ -14,21 +13,17 @@ import { Export } from "./Export/Export.ts"
 import { ServerLive } from "./Http.ts"
 import { Idempotency, IdempotencySweeperLive } from "./Idempotency/Idempotency.ts"
 import { Ingest } from "./Ingest/Ingest.ts"
-import { IngestRepo } from "./Ingest/Repo.ts"
 import { Messages } from "./Messages/Messages.ts"
-import { MessagesRepo } from "./Messages/Repo.ts"
 import { RateLimiter } from "./RateLimits/RateLimiter.ts"
 import { Replies } from "./Replies/Replies.ts"
-import { RepliesRepo } from "./Replies/Repo.ts"
 import { RepliesWorkerLive } from "./Replies/Worker.ts"
 import { Models } from "./Runtime/Models.ts"
 import { Runtime } from "./Runtime/Runtime.ts"
-import { SessionsRepo } from "./Sessions/Repo.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
+import { SessionExpirySweeperLive } from "./Sessions/Sweeper.ts"
 import { Ids } from "./Shared/Ids.ts"
 import { GaugeSamplerLive } from "./Telemetry/Metrics.ts"
 import * as Telemetry from "./Telemetry/Telemetry.ts"
-import { WebhooksRepo } from "./Webhooks/Repo.ts"
 import { DeliveryWakeup } from "./Webhooks/Wakeup.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
@@ -42,9 +37,9 @@ import { WebhookWorkerLive } from "./Webhooks/Worker.ts"
 export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
   const core = Layer.mergeAll(
     DatabaseHealth.layer,
-    Sessions.layer.pipe(Layer.provide(SessionsRepo.layer)),
-    Messages.layer.pipe(Layer.provide(MessagesRepo.layer)),
-    Admin.layer.pipe(Layer.provide(AdminRepo.layer)),
+    Sessions.layer,
+    Messages.layer,
+    Admin.layer,
     Assistants.layer
     // One generator for the whole application (O2): its ids share one order. One doorbell of this process's
     // delivery worker, rung by POST message (Webhooks/Wakeup.ts).
@@ -53,12 +48,12 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Idempotency.layer,
     RateLimiter.layer,
     Export.layer,
-    Webhooks.layer.pipe(Layer.provide(WebhooksRepo.layer)),
-    Replies.layer.pipe(Layer.provide(RepliesRepo.layer)),
+    Webhooks.layer,
+    Replies.layer,
     Runtime.layer.pipe(Layer.provide(models))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
-  return Ingest.layer.pipe(Layer.provide(IngestRepo.layer), Layer.provideMerge(domain))
+  return Ingest.layer.pipe(Layer.provideMerge(domain))
 }
 
 /** The domain services with the models of `AI_PROVIDER` (R3). */
@@ -67,9 +62,9 @@ export const ServicesLive = servicesWith(Models.layer)
 /**
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
  * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
- * jobs, schedules), the expiry sweeper (R1, D15, D16), the sweep of expired
- * Idempotency-Key answers (D19) and the sampler of the
- * database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
+ * jobs, schedules: R1, D15), the session expiry sweeper (`Sessions/Sweeper.ts`,
+ * D16), the sweep of expired Idempotency-Key answers (D19) and the sampler of
+ * the database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient`, `DatabaseLocation` (where the webhook worker opens its own
  * pool) and `AppConfig`.
@@ -78,7 +73,13 @@ export const WorkersLive = Layer.unwrap(
   Effect.map(AppConfig, (config: typeof AppConfig.Service) =>
     config.role === "api"
       ? Layer.empty
-      : Layer.mergeAll(WebhookWorkerLive, RepliesWorkerLive, IdempotencySweeperLive, GaugeSamplerLive)
+      : Layer.mergeAll(
+          WebhookWorkerLive,
+          RepliesWorkerLive,
+          SessionExpirySweeperLive,
+          IdempotencySweeperLive,
+          GaugeSamplerLive
+        )
   )
 )
 

@@ -19,7 +19,6 @@ import {
   CreateOrganizationPayload,
   UpdateSettingsPayload
 } from "./Admin/Api.ts"
-import { AdminRepo } from "./Admin/Repo.ts"
 import { RolloutPayload } from "./Assistants/Api.ts"
 import { AssistantsRepo } from "./Assistants/Repo.ts"
 import { Rollouts } from "./Assistants/Rollouts.ts"
@@ -30,17 +29,13 @@ import { validationIssues } from "./Domain/Validation.ts"
 import { reportFatal, serverTeardown } from "./Fatal.ts"
 import { Ids } from "./Shared/Ids.ts"
 import { RecoverPayload } from "./Webhooks/Api.ts"
-import { WebhooksRepo } from "./Webhooks/Repo.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 
-const AdminLive = Admin.layer.pipe(Layer.provide([AdminRepo.layer, Ids.layer]), Layer.provide(Database.migratedLayer))
+const AdminLive = Admin.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
 
-const WebhooksLive = Webhooks.layer.pipe(
-  Layer.provide([WebhooksRepo.layer, Ids.layer]),
-  Layer.provide(Database.migratedLayer)
-)
+const WebhooksLive = Webhooks.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
 
-const RolloutsLive = Rollouts.layer.pipe(
+const RolloutsLive = Rollouts.layerNoDeps.pipe(
   Layer.provide([AssistantsRepo.layer, Ids.layer]),
   Layer.provide(Database.migratedLayer)
 )

@@ -63,8 +63,8 @@ export class Admin extends Context.Service<
     ): Effect.Effect<Settings, OrganizationNotFound | AgentNotFound>
   }
 >()("parley/Admin") {
-  /** The service; requires `AdminRepo` and `Ids`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open; requires `AdminRepo` and `Ids`. */
+  static readonly layerNoDeps = Layer.effect(
     Admin,
     Effect.gen(function* () {
       const repo = yield* AdminRepo
@@ -180,4 +180,7 @@ export class Admin extends Context.Service<
       })
     })
   )
+
+  /** The service over its PostgreSQL repository (`AdminRepo.layer`); the rest of what `layerNoDeps` requires stays open. */
+  static readonly layer = Admin.layerNoDeps.pipe(Layer.provide(AdminRepo.layer))
 }

@@ -93,26 +93,27 @@ export class Assistants extends Context.Service<
     ) => Effect.Effect<typeof MigrateAnswer.Type, AssistantNotFound | AssistantAlreadyVersioned>
   }
 >()("parley/Assistants") {
-  /** `Assistants` alone; requires `AssistantsRepo` and `Ids`. */
-  static readonly layerNoDeps = Layer.effect(
-    Assistants,
-    Effect.gen(function* () {
-      const repo = yield* AssistantsRepo
-      return Assistants.of(makeAssistants(repo, yield* makeSnapshots(repo), (yield* Ids).newId))
-    })
+  /**
+   * The five services of the domain (`Assistants`, `Drafts`, `Branches`,
+   * `Versions`, `Rollouts`), their repository left open; require
+   * `AssistantsRepo` and `Ids`.
+   */
+  static readonly layerNoDeps = Layer.mergeAll(
+    Layer.effect(
+      Assistants,
+      Effect.gen(function* () {
+        const repo = yield* AssistantsRepo
+        return Assistants.of(makeAssistants(repo, yield* makeSnapshots(repo), (yield* Ids).newId))
+      })
+    ),
+    Drafts.layerNoDeps,
+    Branches.layerNoDeps,
+    Versions.layerNoDeps,
+    Rollouts.layerNoDeps
   )
 
-  /** The five services of the domain (`Assistants`, `Drafts`, `Branches`, `Versions`, `Rollouts`); require `AssistantsRepo` and `Ids`. */
-  static readonly layerDomain = Layer.mergeAll(
-    Assistants.layerNoDeps,
-    Drafts.layer,
-    Branches.layer,
-    Versions.layer,
-    Rollouts.layer
-  )
-
-  /** The whole domain on PostgreSQL, its repository built once; requires `PgClient`. */
-  static readonly layer = Assistants.layerDomain.pipe(Layer.provide(AssistantsRepo.layer))
+  /** The whole domain on PostgreSQL, its repository built once; requires `PgClient` and `Ids`. */
+  static readonly layer = Assistants.layerNoDeps.pipe(Layer.provide(AssistantsRepo.layer))
 }
 
 /**

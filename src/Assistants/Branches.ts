@@ -131,8 +131,8 @@ export class Branches extends Context.Service<
     ) => Effect.Effect<typeof DiffAnswer.Type, BranchAccessError>
   }
 >()("parley/Assistants/Branches") {
-  /** Requires `AssistantsRepo` and `Ids`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open (the domain's `Assistants.layer` provides it); requires `AssistantsRepo` and `Ids`. */
+  static readonly layerNoDeps = Layer.effect(
     Branches,
     Effect.gen(function* () {
       return Branches.of(makeBranches(yield* AssistantsRepo, (yield* Ids).newId))

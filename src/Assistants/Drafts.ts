@@ -211,8 +211,8 @@ export class Drafts extends Context.Service<
     ) => Effect.Effect<ItemOf[K], BranchAccessError | ValidationFailed>
   }
 >()("parley/Assistants/Drafts") {
-  /** Requires `AssistantsRepo`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open (the domain's `Assistants.layer` provides it); requires `AssistantsRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     Drafts,
     Effect.gen(function* () {
       return Drafts.of(makeDrafts(yield* AssistantsRepo))

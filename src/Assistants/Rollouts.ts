@@ -76,8 +76,8 @@ export class Rollouts extends Context.Service<
     ) => Effect.Effect<RuntimeSettings, AssistantAccessError>
   }
 >()("parley/Assistants/Rollouts") {
-  /** Requires `AssistantsRepo` and `Ids`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open (the domain's `Assistants.layer` provides it); requires `AssistantsRepo` and `Ids`. */
+  static readonly layerNoDeps = Layer.effect(
     Rollouts,
     Effect.gen(function* () {
       return Rollouts.of(makeRollouts(yield* AssistantsRepo, (yield* Ids).newId))

@@ -53,8 +53,8 @@ export class Versions extends Context.Service<
     ) => Effect.Effect<typeof DiffAnswer.Type, AssistantAccessError | CommitNotFound>
   }
 >()("parley/Assistants/Versions") {
-  /** Requires `AssistantsRepo`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open (the domain's `Assistants.layer` provides it); requires `AssistantsRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     Versions,
     Effect.gen(function* () {
       return Versions.of(makeVersions(yield* AssistantsRepo))

@@ -105,8 +105,8 @@ export class Ingest extends Context.Service<
     ): Effect.Effect<IngestResponse, AgentNotFound | InvalidContentType | ValidationFailed>
   }
 >()("parley/Ingest") {
-  /** Requires `IngestRepo`, `Sessions`, `Replies` and `Ids`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open; requires `IngestRepo`, `Sessions`, `Replies` and `Ids`. */
+  static readonly layerNoDeps = Layer.effect(
     Ingest,
     Effect.gen(function* () {
       const repo = yield* IngestRepo
@@ -298,4 +298,7 @@ export class Ingest extends Context.Service<
       return Ingest.of({ ingest })
     })
   )
+
+  /** The service over its PostgreSQL repository (`IngestRepo.layer`); the rest of what `layerNoDeps` requires stays open. */
+  static readonly layer = Ingest.layerNoDeps.pipe(Layer.provide(IngestRepo.layer))
 }

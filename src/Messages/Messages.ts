@@ -102,8 +102,8 @@ export class Messages extends Context.Service<
     history(sessionId: string, limit: number): Effect.Effect<ReadonlyArray<HistoryEntry>>
   }
 >()("parley/Messages") {
-  /** Requires `MessagesRepo` and `DeliveryWakeup` (the one this process's delivery worker listens to). */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open; requires `MessagesRepo` and `DeliveryWakeup` (the one this process's delivery worker listens to). */
+  static readonly layerNoDeps = Layer.effect(
     Messages,
     Effect.gen(function* () {
       const repo = yield* MessagesRepo
@@ -223,4 +223,7 @@ export class Messages extends Context.Service<
       return Messages.of({ create, get, update, search, append, history })
     })
   )
+
+  /** The service over its PostgreSQL repository (`MessagesRepo.layer`); the rest of what `layerNoDeps` requires stays open. */
+  static readonly layer = Messages.layerNoDeps.pipe(Layer.provide(MessagesRepo.layer))
 }

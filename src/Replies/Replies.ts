@@ -101,8 +101,8 @@ export class Replies extends Context.Service<
     ): Effect.Effect<void, SessionNotFound | ScheduleNotFound | ScheduleNotPending>
   }
 >()("parley/Replies") {
-  /** Requires `RepliesRepo`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open; requires `RepliesRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     Replies,
     Effect.gen(function* () {
       const repo = yield* RepliesRepo
@@ -204,4 +204,7 @@ export class Replies extends Context.Service<
       return Replies.of({ reply, trigger, schedule, listSchedules, cancelSchedule })
     })
   )
+
+  /** The service over its PostgreSQL repository (`RepliesRepo.layer`); the rest of what `layerNoDeps` requires stays open. */
+  static readonly layer = Replies.layerNoDeps.pipe(Layer.provide(RepliesRepo.layer))
 }

@@ -1,5 +1,5 @@
 /**
- * The replies worker (DECISIONS.md R1, D15, D16, O1, O5), run as fibers in
+ * The replies worker (DECISIONS.md R1, D15, O1, O5), run as fibers in
  * every process with `PARLEY_ROLE` `all` or `worker`:
  *
  * - Reply jobs: due jobs are claimed with `FOR UPDATE SKIP LOCKED` under a
@@ -14,22 +14,18 @@
  * - Wake-up: `LISTEN parley_replies` (triggers and new schedules notify at
  *   commit), a timer to the earliest due time, and a {@link POLL_MS} poll.
  *   Times come from Effect's `Clock`, so tests drive debounce with `TestClock`.
- * - Expiry (D16): every `SESSION_EXPIRY_SWEEP_INTERVAL`, open sessions idle
- *   past their organization's timeout are closed.
  * - Shutdown (O5): stop claiming, let runs in flight finish (up to 10 s), then
  *   release what is still held so another process takes it at once.
  */
 
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
-import { AppConfig } from "../Config.ts"
+import { Cause, Clock, Effect, FiberSet, Layer, Queue } from "effect"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import * as RunFailure from "../Runtime/Errors.ts"
 import { diedOutcome, type RunCompletion, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
-import { Sessions } from "../Sessions/Sessions.ts"
 import { Ids } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { spanOfTraceparent } from "../Telemetry/Telemetry.ts"
@@ -49,8 +45,6 @@ const MAX_RUN_ATTEMPTS = 3
 const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
-/** Sessions closed per expiry statement batch (D16). */
-const EXPIRY_BATCH = 500
 
 /**
  * A schedule's status after its run (D15): `done` when it succeeded,
@@ -313,28 +307,9 @@ const makeWorker = Effect.gen(function* () {
   )
 })
 
-/** The D16 sweeper: closes idle sessions every `SESSION_EXPIRY_SWEEP_INTERVAL`. */
-const expirySweeper = Effect.gen(function* () {
-  const sessions = yield* Sessions
-  const config = yield* AppConfig
-  const interval = Duration.toMillis(config.sessionExpirySweepInterval)
-  const sweep = Effect.gen(function* () {
-    for (;;) {
-      const closed = yield* sessions.expireIdle(EXPIRY_BATCH)
-      if (closed < EXPIRY_BATCH) return
-    }
-  }).pipe(
-    Effect.withSpan("Sessions.expirySweep"),
-    Effect.catchCause((cause) => logUnlessOutage("Session expiry sweep failed", cause))
-  )
-  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), sweep)))
-})
-
 /**
- * The replies worker and the expiry sweeper as a layer (O1): starts when
- * built, stops gracefully when its scope closes (O5). Requires `Runtime`,
- * `Messages`, `Sessions`, `PgClient` and `AppConfig`.
+ * The replies worker as a layer (O1): starts when built, stops gracefully when
+ * its scope closes (O5). Requires `Runtime`, `Messages`, `Sessions`, `PgClient`
+ * and `AppConfig`.
  */
-export const RepliesWorkerLive = Layer.effectDiscard(Effect.andThen(makeWorker, expirySweeper)).pipe(
-  Layer.provide(RepliesRepo.layer)
-)
+export const RepliesWorkerLive = Layer.effectDiscard(makeWorker).pipe(Layer.provide(RepliesRepo.layer))

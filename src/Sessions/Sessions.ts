@@ -129,8 +129,8 @@ export class Sessions extends Context.Service<
     expireIdle(limit: number): Effect.Effect<number>
   }
 >()("parley/Sessions") {
-  /** Requires `SessionsRepo`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open; requires `SessionsRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     Sessions,
     Effect.gen(function* () {
       const repo = yield* SessionsRepo
@@ -329,4 +329,7 @@ export class Sessions extends Context.Service<
       })
     })
   )
+
+  /** The service over its PostgreSQL repository (`SessionsRepo.layer`); the rest of what `layerNoDeps` requires stays open. */
+  static readonly layer = Sessions.layerNoDeps.pipe(Layer.provide(SessionsRepo.layer))
 }

@@ -98,8 +98,8 @@ export class Webhooks extends Context.Service<
     ): Effect.Effect<void, OrganizationNotFound | AppNotFound | DeliveryNotFound>
   }
 >()("parley/Webhooks") {
-  /** The service; requires `WebhooksRepo`, `AppConfig` and `Ids`. */
-  static readonly layer = Layer.effect(
+  /** The service, its repository left open; requires `WebhooksRepo`, `AppConfig` and `Ids`. */
+  static readonly layerNoDeps = Layer.effect(
     Webhooks,
     Effect.gen(function* () {
       const repo = yield* WebhooksRepo
@@ -227,4 +227,7 @@ export class Webhooks extends Context.Service<
       })
     })
   )
+
+  /** The service over its PostgreSQL repository (`WebhooksRepo.layer`); the rest of what `layerNoDeps` requires stays open. */
+  static readonly layer = Webhooks.layerNoDeps.pipe(Layer.provide(WebhooksRepo.layer))
 }

@@ -29,12 +29,12 @@ class CommitLoads extends Context.Service<CommitLoads, Ref.Ref<number>>()("test/
 /**
  * The domain's services over the PostgreSQL repository with `commitFiles`
  * counted; the ids and the pool are the file's. Fresh: the file's layer built
- * `Assistants.layerDomain` already, and a test's `Effect.provide` would reuse
+ * `Assistants.layerNoDeps` already, and a test's `Effect.provide` would reuse
  * that build (layers are memoized), its snapshot cache and uncounted repository
  * included.
  */
 const countingDomain = Layer.fresh(
-  Assistants.layerDomain.pipe(
+  Assistants.layerNoDeps.pipe(
     Layer.provideMerge(
       Layer.effect(
         AssistantsRepo,

@@ -1,5 +1,5 @@
 /**
- * The example of README.md "Testing a layer", run so that it stays true: the
+ * The example of docs/architecture.md "Testing a layer", run so that it stays true: the
  * production services over the test file's own database (a clone of the
  * migrated template: test/support/RulesDatabase.ts), time on TestClock, so the
  * rule is checked in the SQL that keeps it (issue 37 item 1).

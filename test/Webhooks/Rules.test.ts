@@ -66,7 +66,7 @@ const noDns: ResolveHost = (hostname) => Promise.reject(new Error(`No DNS in tes
 
 /** The production `Webhooks` service over the file's repository, with `options` (`WebhooksRepo` and `Ids` required). */
 const webhooksLayer = (options: WebhooksOptions = {}) =>
-  Webhooks.layer.pipe(
+  Webhooks.layerNoDeps.pipe(
     Layer.provide(Layer.succeed(HostResolver, options.resolveHost ?? noDns)),
     Layer.provide(testConfig({ allowPrivateNetworkTargets: options.allowPrivateNetworkTargets ?? false }))
   )

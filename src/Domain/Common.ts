@@ -102,7 +102,7 @@ export const DateTimeInput = Schema.String.pipe(
  * (issue 37 item 3; DECISIONS.md "Errors"). Not `Schema.Null` nor
  * `Schema.Undefined`: HttpApi decodes the JSON codec of the payload, in which
  * both accept `null`, and then also reads an empty body as `null`. The OpenAPI
- * document shows such a body as optional (`Document.ts`).
+ * document shows such a body as optional (`OpenApi.ts`).
  */
 export const NoBody = Schema.declare((input: unknown): input is undefined => input === undefined, {
   description: "No body: the request may be sent without one.",

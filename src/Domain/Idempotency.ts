@@ -1,7 +1,7 @@
 /**
  * The `Idempotency-Key` request header (DECISIONS.md D19): its value rule, its
  * fixed answers and its description, used by the server (`src/Idempotency/`)
- * and the OpenAPI document (`src/Document.ts`).
+ * and the OpenAPI document (`src/OpenApi.ts`).
  */
 import { Context } from "effect"
 import type { ValidationIssue } from "./Errors.ts"

@@ -17,9 +17,9 @@
  */
 import { Schema } from "effect"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
-import { WebhookEvent } from "./Domain/Event.ts"
+import { WebhookEvent } from "../Domain/Event.ts"
 
-export { eventTypes } from "./Domain/Event.ts"
+export { eventTypes } from "../Domain/Event.ts"
 export type { WebhookEvent }
 export { WebhookVerificationError }
 

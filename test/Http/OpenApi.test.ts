@@ -8,8 +8,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { NUMERIC_STRING } from "../../src/Document.ts"
 import { eventTypes } from "../../src/Domain/Event.ts"
+import { NUMERIC_STRING } from "../../src/OpenApi.ts"
 import { runNode } from "../support/Processes.ts"
 import { C, TestApi, withApp } from "../support/TestApp.ts"
 

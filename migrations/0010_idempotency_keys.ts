@@ -1,9 +1,10 @@
 /**
- * Idempotency-Key (D19): the first answer to a POST or PATCH sent with an
- * `Idempotency-Key`, kept 24 hours per (organization, key). A row is written in
- * the transaction of the operation it answers, so a change and its kept answer
- * commit together or not at all. `fingerprint` is the SHA-256 of the request's
- * method, path and canonical JSON body; `body` the answer's bytes as sent.
+ * Idempotency-Key (D19): the first response to a POST or PATCH sent with an
+ * `Idempotency-Key`, stored 24 hours per (organization, key). A row is written
+ * in the transaction of the operation it responds to, so a change and its
+ * stored response commit together or not at all. `fingerprint` is the SHA-256
+ * of the request's method, path and canonical JSON body; `body` the response's
+ * bytes as sent.
  * `expires_at` is indexed for the worker role's sweep.
  */
 import { Effect } from "effect"

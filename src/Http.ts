@@ -330,7 +330,7 @@ const corsOf = (origins: ReadonlyArray<string>) =>
 /**
  * The router-level error shaping described in the module docs, CORS ({@link corsOf}), Idempotency-Key
  * around every handler (D19, `Idempotency.around`: after the 413 check, inside
- * the error shaping, so a kept answer is the one sent), 503 while the
+ * the error shaping, so a stored response is the one sent), 503 while the
  * database is unreachable (O9), the request id of every response, log line and
  * server span (O8, {@link requestIdOf}), and the
  * `http.server.request.duration` metric of every request (on every request:

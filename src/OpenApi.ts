@@ -276,7 +276,7 @@ const withIdempotencyKey = (spec: Json): void => {
     }
   }
   const replayed = {
-    description: "`true` when this is the kept answer of an earlier request with the same `Idempotency-Key` (D19).",
+    description: "`true` when this is the stored response of an earlier request with the same `Idempotency-Key` (D19).",
     schema: { type: "string", enum: ["true"] }
   }
   for (const [path, item] of Object.entries(spec.paths as Json)) {

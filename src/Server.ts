@@ -63,7 +63,7 @@ export const ServicesLive = servicesWith(Models.layer)
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
  * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
  * jobs, schedules: R1, D15), the session expiry sweeper (`Sessions/Sweeper.ts`,
- * D16), the sweep of expired Idempotency-Key answers (D19) and the sampler of
+ * D16), the sweep of expired Idempotency-Key responses (D19) and the sampler of
  * the database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient`, `DatabaseLocation` (where the webhook worker opens its own

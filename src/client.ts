@@ -66,7 +66,7 @@ export const IdempotencyKey = Context.Reference<string | undefined>("parley/clie
  * Sends `key` as the `Idempotency-Key` of every request `self` makes (D19:
  * 1-255 visible ASCII characters, such as a UUID; POST and PATCH of the
  * conversations and assistants APIs). Keep the key of a write for its retries:
- * the server answers a repeat with the kept answer and changes nothing.
+ * the server sends the stored response to a repeat and changes nothing.
  */
 export const withIdempotencyKey = (key: string) => Effect.provideService(IdempotencyKey, key)
 

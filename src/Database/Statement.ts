@@ -59,7 +59,7 @@ export interface FixedStatementOptions {
    * statistics of that moment. For a statement over a table that starts
    * empty and grows, when each call does enough work that planning it costs
    * little beside it, or that runs rarely (the sweep of expired
-   * Idempotency-Key answers, `Idempotency/Repo.ts`; the sweep of deleted
+   * Idempotency-Key responses, `Idempotency/Repo.ts`; the sweep of deleted
    * apps' deliveries, `Webhooks/Repo.ts`). Default false.
    */
   readonly plannedPerCall?: boolean

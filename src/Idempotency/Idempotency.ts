@@ -1,27 +1,28 @@
 /**
  * Idempotency-Key (DECISIONS.md D19, issue 15): every POST and PATCH of the
  * conversations and assistants APIs sent with an `Idempotency-Key` runs in one
- * transaction that first claims (organization, key) and last keeps the answer,
- * so a change and its kept answer commit together or not at all (a process
- * killed in between leaves neither, and the retry runs the operation once).
+ * transaction that first claims (organization, key) and last stores the
+ * response, so a change and its stored response commit together or not at all
+ * (a process killed in between leaves neither, and the retry runs the
+ * operation once).
  *
  * - The claim ({@link IdempotencyRepo.claim}) tries an advisory transaction
  *   lock of (organization, key): held by another transaction, in any process,
- *   the answer is 409 `A request with this Idempotency-Key is in progress`.
- * - A kept answer for the key is sent again, status and bytes as kept, with
+ *   the response is 409 `A request with this Idempotency-Key is in progress`.
+ * - A stored response for the key is sent again, status and bytes as stored, with
  *   `Idempotent-Replayed: true`, when the method, path and body (compared as
  *   RFC 8785 canonical JSON, so member order and spacing do not matter) are
  *   those of the first request; else 422 `Idempotency-Key was used with a
  *   different request`. Nothing changes either way.
- * - Answers that did not start the operation are not kept and their
+ * - Responses that did not start the operation are not stored and their
  *   transaction rolls back: 401, 413, 415, 422, 429 and 5xx (and a failure
- *   that escapes the handler). Every other answer is kept 24 hours.
+ *   that escapes the handler). Every other response is stored 24 hours.
  * - POST message (the hot path) does the same in its one statement instead of
- *   a transaction ({@link statementKeptRoutes}, `IdempotencyRequest`): the
- *   statement tries the lock, reads the live answer and inserts the message
- *   and its answer only when it may; an answer that changed nothing (404, 400)
- *   is kept after it.
- * - A key that is not 1-255 visible ASCII characters answers 422 at
+ *   a transaction ({@link statementStoredRoutes}, `IdempotencyRequest`): the
+ *   statement tries the lock, reads the live response and inserts the message
+ *   and its response only when it may; a response that changed nothing (404,
+ *   400) is stored after it.
+ * - A key that is not 1-255 visible ASCII characters gets 422 at
  *   `["header","idempotency-key"]` before anything runs. A request without the
  *   header, or to another API (admin, health, docs), runs as before.
  */
@@ -41,8 +42,8 @@ import {
   idempotencyDetails,
   invalidKeyIssue,
   isIdempotencyKey,
-  type KeptAnswer,
-  REPLAYED_HEADER
+  REPLAYED_HEADER,
+  type StoredResponse
 } from "../Domain/Idempotency.ts"
 import { detailResponse } from "../Domain/JsonResponse.ts"
 import { Authorization } from "../Domain/Security.ts"
@@ -53,24 +54,24 @@ const isIdempotentOperation = (request: HttpServerRequest.HttpServerRequest): bo
   (request.method === "POST" || request.method === "PATCH") && isOrganizationApiPath(request.url)
 
 /**
- * Routes whose operation claims the key and keeps its answer in its own single
+ * Routes whose operation claims the key and stores its response in its own single
  * statement (`IdempotencyRequest`): POST message, the measured hot path
  * (`npm run bench`: the transaction of every other route gave 0.42 of plain
  * POST message's throughput there). Route templates as the router has them.
  */
-const statementKeptRoutes: ReadonlySet<string> = new Set([
+const statementStoredRoutes: ReadonlySet<string> = new Set([
   `POST ${conversationsBasePath}/sessions/:session_id/messages`
 ])
 
-/** Statuses of answers that did not start the operation, never kept (D19). */
-const isKeptStatus = (status: number): boolean =>
+/** Whether a response of `status` is stored (D19): not one that did not start the operation (401, 413, 415, 422, 429, 5xx). */
+const isStoredStatus = (status: number): boolean =>
   status < 500 && status !== 401 && status !== 413 && status !== 415 && status !== 422 && status !== 429
 
 /**
  * The fingerprint of a request (D19: same method, path and body): SHA-256 of
  * the method, the path with its query, and the body as RFC 8785 canonical JSON
- * (its raw bytes when it is not JSON; such a request answers 415 or 422 and is
- * never kept).
+ * (its raw bytes when it is not JSON; such a request gets 415 or 422, never
+ * stored).
  */
 const fingerprintOf = (method: string, url: string, body: ArrayBuffer): Uint8Array => {
   const bytes = new Uint8Array(body)
@@ -86,7 +87,7 @@ const fingerprintOf = (method: string, url: string, body: ArrayBuffer): Uint8Arr
     : crypto.hash("sha256", `${method} ${url}\njson\n${canonical}`, "buffer")
 }
 
-/** The bytes and content type of `response`, when its body is held in memory (JSON answers, 204). */
+/** The bytes and content type of `response`, when its body is held in memory (JSON responses, 204). */
 const bodyOf = (
   response: HttpServerResponse.HttpServerResponse
 ): { readonly contentType: string; readonly body: Uint8Array } | undefined => {
@@ -105,23 +106,24 @@ const bodyOf = (
   }
 }
 
-/** The kept answer sent again (D19): its status and bytes, `Idempotent-Replayed: true`. */
-const replay = (kept: KeptAnswer): HttpServerResponse.HttpServerResponse =>
-  kept.body.length === 0 && kept.contentType === ""
-    ? HttpServerResponse.empty({ status: kept.status, headers: { [REPLAYED_HEADER]: "true" } })
-    : HttpServerResponse.uint8Array(kept.body, {
-        status: kept.status,
-        contentType: kept.contentType,
+/** The stored response sent again (D19): its status and bytes, `Idempotent-Replayed: true`. */
+const replay = (stored: StoredResponse): HttpServerResponse.HttpServerResponse =>
+  stored.body.length === 0 && stored.contentType === ""
+    ? HttpServerResponse.empty({ status: stored.status, headers: { [REPLAYED_HEADER]: "true" } })
+    : HttpServerResponse.uint8Array(stored.body, {
+        status: stored.status,
+        contentType: stored.contentType,
         headers: { [REPLAYED_HEADER]: "true" }
       })
 
 /**
- * Failures that only carry a value out of the transaction, so that it rolls
- * back: equal and hashed by reference. A rollback combines causes, which hashes
- * their errors, and a handler's failure can hold the request with its parsed
- * body (the fuzz test's 5,000-level JSON overflowed the stack hashing it).
+ * A failure that rolls the transaction back, carrying what to do next out of
+ * it. Equal and hashed by reference: rolling back combines causes, which
+ * hashes their errors, and a handler's failure can hold the request with its
+ * parsed body (the fuzz test's 5,000-level JSON overflowed the stack hashing
+ * it).
  */
-abstract class Carrier {
+abstract class Rollback {
   [Hash.symbol](): number {
     return Hash.random(this)
   }
@@ -130,8 +132,8 @@ abstract class Carrier {
   }
 }
 
-/** An answer sent as it is, its transaction rolled back (nothing kept, nothing changed). */
-class Unkept extends Carrier {
+/** A response sent as it is, its transaction rolled back (nothing stored, nothing changed). */
+class NotStored extends Rollback {
   readonly response: HttpServerResponse.HttpServerResponse
   constructor(response: HttpServerResponse.HttpServerResponse) {
     super()
@@ -140,7 +142,7 @@ class Unkept extends Carrier {
 }
 
 /** The handler failed (its transaction rolled back): the cause goes on, as it is, to the error shaping. */
-class HandlerFailed extends Carrier {
+class HandlerFailed extends Rollback {
   readonly cause: Cause.Cause<unknown>
   constructor(cause: Cause.Cause<unknown>) {
     super()
@@ -148,8 +150,8 @@ class HandlerFailed extends Carrier {
   }
 }
 
-/** A live answer was kept by a transaction that committed after this one's claim: claim again. */
-class KeptMeanwhile extends Carrier {}
+/** A live response was stored by a transaction that committed after this one's claim: claim again. */
+class StoredMeanwhile extends Rollback {}
 
 /** The Idempotency-Key service (D19). */
 export class Idempotency extends Context.Service<
@@ -157,17 +159,17 @@ export class Idempotency extends Context.Service<
   {
     /**
      * Runs `handle` (the whole HTTP handling of `request`: authentication,
-     * decoding, the operation, its answer) under D19 when `request` carries a
+     * decoding, the operation, its response) under D19 when `request` carries a
      * valid `Idempotency-Key` and falls under it; else runs it as it is.
      * Fails with what `handle` fails with, and `SqlError` when the claim or the
-     * kept answer cannot be written (a 503 or 500, not kept).
+     * stored response cannot be written (a 503 or 500, not stored).
      */
     readonly around: <E, R>(
       request: HttpServerRequest.HttpServerRequest,
       route: string | undefined,
       handle: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
     ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E | SqlError.SqlError, R>
-    /** Deletes at most `limit` expired answers (the worker role's sweep); answers how many. */
+    /** Deletes at most `limit` expired responses (the worker role's sweep); returns how many. */
     readonly sweep: (limit: number) => Effect.Effect<number, SqlError.SqlError>
   }
 >()("parley/Idempotency") {
@@ -185,13 +187,13 @@ export class Idempotency extends Context.Service<
         HttpServerRequest.HttpServerRequest
       >
 
-      /** A kept answer sent again when `fingerprint` is the request's, else 422 (D19). */
-      const answerFor = (kept: KeptAnswer, fingerprint: Uint8Array) =>
-        Buffer.from(kept.fingerprint).equals(fingerprint)
-          ? replay(kept)
+      /** A stored response sent again when `fingerprint` is the request's, else 422 (D19). */
+      const responseFor = (stored: StoredResponse, fingerprint: Uint8Array) =>
+        Buffer.from(stored.fingerprint).equals(fingerprint)
+          ? replay(stored)
           : detailResponse(422, idempotencyDetails.differentRequest)
 
-      /** D19 for a route of {@link statementKeptRoutes}: its statement claims and keeps; see the module docs. */
+      /** D19 for a route of {@link statementStoredRoutes}: its statement claims and stores; see the module docs. */
       const aroundStatement = <E, R>(
         handle: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
         token: string,
@@ -205,25 +207,25 @@ export class Idempotency extends Context.Service<
           const outcome = current.outcome
           if (outcome === "in-progress") return detailResponse(409, idempotencyDetails.inProgress)
           if (outcome === "conflict") {
-            // Kept meanwhile (the second run replays it) or expired and not swept yet (deleted first).
+            // Stored meanwhile (the second run replays it) or expired and not swept yet (deleted first).
             if (retried) return yield* Effect.die(new Error("Idempotency-Key conflicted twice"))
             const organizationId = yield* admin.authenticate(token)
             if (organizationId !== undefined) yield* repo.deleteExpired(organizationId, key)
             return yield* aroundStatement(handle, token, key, fingerprint, true)
           }
-          if (outcome !== undefined) return answerFor(outcome, fingerprint)
-          // 2xx: kept by the statement with its change. Another kept status changed nothing: kept now.
-          if (response.status < 300 || !isKeptStatus(response.status)) return response
-          const answer = bodyOf(response)
-          // The key revoked since the operation ran: nothing to keep it for.
-          const organizationId = answer === undefined ? undefined : yield* admin.authenticate(token)
-          if (answer === undefined || organizationId === undefined) return response
-          const before = yield* repo.keepUnchanged(organizationId, key, {
+          if (outcome !== undefined) return responseFor(outcome, fingerprint)
+          // 2xx: stored by the statement with its change. Another stored status changed nothing: stored now.
+          if (response.status < 300 || !isStoredStatus(response.status)) return response
+          const sent = bodyOf(response)
+          // The key revoked since the operation ran: nothing to store it for.
+          const organizationId = sent === undefined ? undefined : yield* admin.authenticate(token)
+          if (sent === undefined || organizationId === undefined) return response
+          const before = yield* repo.storeUnchanged(organizationId, key, {
             fingerprint,
             status: response.status,
-            ...answer
+            ...sent
           })
-          return before === undefined ? response : answerFor(before, fingerprint)
+          return before === undefined ? response : responseFor(before, fingerprint)
         })
 
       const around = <E, R>(
@@ -242,8 +244,8 @@ export class Idempotency extends Context.Service<
           )
           const body = yield* Effect.orElseSucceed(request.arrayBuffer, () => new ArrayBuffer(0))
           const fingerprint = fingerprintOf(request.method, request.url, body)
-          if (statementKeptRoutes.has(`${request.method} ${route}`)) {
-            // Not a live key (no token): the handler answers 401 before any statement of the operation.
+          if (statementStoredRoutes.has(`${request.method} ${route}`)) {
+            // Not a live key (no token): the handler responds 401 before any statement of the operation.
             return yield* aroundStatement(handle, token, key, fingerprint)
           }
           const handled = Effect.catchCause(handle, (cause) => Effect.fail(new HandlerFailed(cause)))
@@ -251,37 +253,38 @@ export class Idempotency extends Context.Service<
           const organizationId = yield* admin.authenticate(token)
           const attempt = sql.withTransaction(
             Effect.gen(function* () {
-              // Not a live key: the handler answers 401, never kept.
-              if (organizationId === undefined) return yield* Effect.fail(new Unkept(yield* handled))
+              // Not a live key: the handler responds 401, never stored.
+              if (organizationId === undefined) return yield* Effect.fail(new NotStored(yield* handled))
               const claim = yield* repo.claim(organizationId, key)
               if (!claim.acquired)
-                return yield* Effect.fail(new Unkept(detailResponse(409, idempotencyDetails.inProgress)))
-              if (claim.kept !== undefined) return yield* Effect.fail(new Unkept(answerFor(claim.kept, fingerprint)))
+                return yield* Effect.fail(new NotStored(detailResponse(409, idempotencyDetails.inProgress)))
+              if (claim.stored !== undefined)
+                return yield* Effect.fail(new NotStored(responseFor(claim.stored, fingerprint)))
               const response = yield* handled
-              const answer = isKeptStatus(response.status) ? bodyOf(response) : undefined
-              if (answer === undefined) return yield* Effect.fail(new Unkept(response))
-              if (!(yield* repo.keep(organizationId, key, { fingerprint, status: response.status, ...answer }))) {
-                return yield* Effect.fail(new KeptMeanwhile())
+              const sent = isStoredStatus(response.status) ? bodyOf(response) : undefined
+              if (sent === undefined) return yield* Effect.fail(new NotStored(response))
+              if (!(yield* repo.store(organizationId, key, { fingerprint, status: response.status, ...sent }))) {
+                return yield* Effect.fail(new StoredMeanwhile())
               }
               return response
             })
           )
-          // Unkept: sent as it is. HandlerFailed: the handler's cause, as it is. KeptMeanwhile: claiming
-          // again finds that answer. (Each rolled its transaction back.)
+          // NotStored: sent as it is. HandlerFailed: the handler's cause, as it is. StoredMeanwhile: claiming
+          // again finds that response. (Each rolled its transaction back.)
           const settle: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R> = Effect.catch(
             attempt,
             (error: unknown) =>
-              error instanceof Unkept
+              error instanceof NotStored
                 ? Effect.succeed(error.response)
                 : error instanceof HandlerFailed
                   ? Effect.failCause(error.cause)
                   : Effect.fail(error)
           )
           return yield* Effect.catch(settle, (error) =>
-            error instanceof KeptMeanwhile
+            error instanceof StoredMeanwhile
               ? Effect.catch(settle, (again) =>
-                  again instanceof KeptMeanwhile
-                    ? Effect.die(new Error("Idempotency-Key kept twice"))
+                  again instanceof StoredMeanwhile
+                    ? Effect.die(new Error("Idempotency-Key stored twice"))
                     : Effect.fail(again)
                 )
               : Effect.fail(error)
@@ -297,16 +300,16 @@ export class Idempotency extends Context.Service<
   static readonly layer = Idempotency.layerNoDeps.pipe(Layer.provide(IdempotencyRepo.layer))
 }
 
-/** Expired answers deleted per statement of a sweep. */
+/** Expired responses deleted per statement of a sweep. */
 const SWEEP_BATCH = 1_000
 
-/** How often the worker role sweeps expired answers. */
+/** How often the worker role sweeps expired responses. */
 const SWEEP_INTERVAL = Duration.minutes(1)
 
 /**
- * The sweep of expired answers (D19, issue 15: "removed by a sweep in the
+ * The sweep of expired responses (D19, issue 15: "removed by a sweep in the
  * worker role"): every {@link SWEEP_INTERVAL}, batches of {@link SWEEP_BATCH}
- * until none is left. Answers past `expires_at` are never replayed before
+ * until none is left. Responses past `expires_at` are never replayed before
  * they are swept (the claim reads live rows only). Requires `Idempotency`.
  */
 export const IdempotencySweeperLive = Layer.effectDiscard(

@@ -1,50 +1,51 @@
 /**
- * SQL of Idempotency-Key (D19): the claim of a key, the kept answer and the
- * sweep of expired answers (table `idempotency_keys`, migration 0010).
+ * SQL of Idempotency-Key (D19): the claim of a key, the stored response and
+ * the sweep of expired responses (table `idempotency_keys`, migration 0010).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import { fixedStatement } from "../Database/Statement.ts"
-import type { KeptAnswer } from "../Domain/Idempotency.ts"
+import type { StoredResponse } from "../Domain/Idempotency.ts"
 
-/** How long an answer is kept (D19): 24 hours. */
-export const KEPT_FOR_HOURS = 24
+/** How long a response is stored (D19): 24 hours. */
+export const STORED_FOR_HOURS = 24
 
 /**
  * What a claim of an organization's `Idempotency-Key` found: whether this
  * transaction now holds the key (`acquired`; false while another transaction,
- * in any process, holds it) and the answer kept for it, if any and not expired.
+ * in any process, holds it) and the response stored for it, if any and not
+ * expired.
  */
 export interface Claim {
   readonly acquired: boolean
-  readonly kept: KeptAnswer | undefined
+  readonly stored: StoredResponse | undefined
 }
 
 /**
  * The advisory transaction lock of (organization, key): a try, true when
  * taken. Its 64-bit hash covers a JSON array, as ingest's lock does (D9),
- * tagged so the two never mean the same lock; a collision only answers 409 to
+ * tagged so the two never mean the same lock; a collision only responds 409 to
  * a request that could have run. `organizationId` is a text expression.
  */
 const tryKeyLockSql = (organizationId: string, key: string) =>
   `pg_try_advisory_xact_lock(hashtextextended(json_build_array('idempotency', ${organizationId}, ${key})::text, 0))`
 
-/** The live (not expired) kept answer of (organization, key), as a row source. */
-const liveAnswerSql = (organizationId: string, key: string) =>
+/** The live (not expired) stored response of (organization, key), as a row source. */
+const liveResponseSql = (organizationId: string, key: string) =>
   `SELECT fingerprint, status, content_type, body FROM idempotency_keys
   WHERE organization_id = ${organizationId} AND key = ${key} AND expires_at > statement_timestamp()`
 
-/** `expires_at` of an answer kept now. */
-const keptUntilSql = `statement_timestamp() + interval '${KEPT_FOR_HOURS} hours'`
+/** `expires_at` of a response stored now. */
+const storedUntilSql = `statement_timestamp() + interval '${STORED_FOR_HOURS} hours'`
 
-/** The head of an INSERT of kept answers, with every column of `idempotency_keys` but `created_at`. */
-const insertKeptSql = `INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)`
+/** The head of an INSERT of stored responses, with every column of `idempotency_keys` but `created_at`. */
+const insertStoredSql = `INSERT INTO idempotency_keys (organization_id, key, fingerprint, status, content_type, body, expires_at)`
 
 /**
- * The conflict clause of an INSERT of {@link insertKeptSql} that replaces an
- * expired answer of the same (organization, key) not swept yet, and leaves a
- * live one (the INSERT then answers no row for it).
+ * The conflict clause of an INSERT of {@link insertStoredSql} that replaces an
+ * expired response of the same (organization, key) not swept yet, and leaves a
+ * live one (the INSERT then returns no row for it).
  */
 const replaceExpiredSql = `ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
   status = EXCLUDED.status, content_type = EXCLUDED.content_type, body = EXCLUDED.body,
@@ -52,30 +53,31 @@ const replaceExpiredSql = `ON CONFLICT (organization_id, key) DO UPDATE SET fing
 WHERE idempotency_keys.expires_at <= statement_timestamp()`
 
 /**
- * The parts of a statement that keeps its own answer (D19 on the hot path,
+ * The parts of a statement that stores its own response (D19 on the hot path,
  * POST message: `npm run bench`), given the placeholders of its organization
  * (uuid), key (text) and fingerprint (bytea):
  * - `ctes`: `ik_lock` (the key's lock tried, {@link tryKeyLockSql}) and
- *   `ik_live` (the live answer), to come first;
+ *   `ik_live` (the live response), to come first;
  * - `locked`: whether the lock was taken, a condition for the statement's
- *   first row lock (so a repeat answers 409 at once instead of waiting behind
+ *   first row lock (so a repeat gets 409 at once instead of waiting behind
  *   the first request's row locks);
- * - `unanswered`: no live answer, the condition of the statement's change;
- * - `keep(status, body, from)`: the CTE `ik_kept` inserting the answer (status,
- *   JSON text) for each row of `from`; a plain INSERT, so an answer committed
- *   meanwhile (or an expired one not swept yet) fails the whole statement with
- *   a unique violation of `idempotency_keys_pkey` and nothing is written;
- * - `columns`: `ik_acquired` and the live answer's `ik_fingerprint`,
+ * - `noneStored`: no live response, the condition of the statement's change;
+ * - `store(status, body, from)`: the CTE `ik_kept` inserting the response
+ *   (status, JSON text) for each row of `from`; a plain INSERT, so a response
+ *   committed meanwhile (or an expired one not swept yet) fails the whole
+ *   statement with a unique violation of `idempotency_keys_pkey` and nothing
+ *   is written;
+ * - `columns`: `ik_acquired` and the live response's `ik_fingerprint`,
  *   `ik_status`, `ik_content_type`, `ik_body` ({@link statementOutcome} reads them).
  */
-export const statementKeptParts = (p: { organizationId: string; key: string; fingerprint: string }) => ({
+export const statementStoredParts = (p: { organizationId: string; key: string; fingerprint: string }) => ({
   ctes: `ik_lock AS (SELECT ${tryKeyLockSql(`${p.organizationId}::text`, p.key)} AS acquired),
-ik_live AS (${liveAnswerSql(p.organizationId, p.key)})`,
+ik_live AS (${liveResponseSql(p.organizationId, p.key)})`,
   locked: "(SELECT acquired FROM ik_lock)",
-  unanswered: "NOT EXISTS (SELECT 1 FROM ik_live)",
-  keep: (status: number, body: string, from: string) => `ik_kept AS (
-  ${insertKeptSql}
-  SELECT ${p.organizationId}, ${p.key}, ${p.fingerprint}, ${status}, 'application/json', convert_to(${body}, 'UTF8'), ${keptUntilSql}
+  noneStored: "NOT EXISTS (SELECT 1 FROM ik_live)",
+  store: (status: number, body: string, from: string) => `ik_kept AS (
+  ${insertStoredSql}
+  SELECT ${p.organizationId}, ${p.key}, ${p.fingerprint}, ${status}, 'application/json', convert_to(${body}, 'UTF8'), ${storedUntilSql}
   FROM ${from}
   RETURNING 1
 )`,
@@ -84,8 +86,8 @@ ik_live AS (${liveAnswerSql(p.organizationId, p.key)})`,
   (SELECT body FROM ik_live) AS ik_body`
 })
 
-/** The columns {@link statementKeptParts} adds to a statement's row. */
-export interface StatementKeptColumns {
+/** The columns {@link statementStoredParts} adds to a statement's row. */
+export interface StatementStoredColumns {
   readonly ik_acquired: boolean
   readonly ik_fingerprint: Uint8Array | null
   readonly ik_status: number | null
@@ -93,8 +95,8 @@ export interface StatementKeptColumns {
   readonly ik_body: Uint8Array | null
 }
 
-/** What a statement of {@link statementKeptParts} found instead of running: undefined when it ran. */
-export const statementOutcome = (row: StatementKeptColumns): "in-progress" | KeptAnswer | undefined =>
+/** What a statement of {@link statementStoredParts} found instead of running: undefined when it ran. */
+export const statementOutcome = (row: StatementStoredColumns): "in-progress" | StoredResponse | undefined =>
   !row.ik_acquired
     ? "in-progress"
     : row.ik_fingerprint === null
@@ -106,58 +108,58 @@ export const statementOutcome = (row: StatementKeptColumns): "in-progress" | Kep
           body: row.ik_body!
         }
 
-/** Whether `error` is the unique violation of a kept answer (see {@link statementKeptParts}). */
-export const isKeptAnswerConflict = (error: SqlError.SqlError): boolean =>
+/** Whether `error` is the unique violation of a stored response (see {@link statementStoredParts}). */
+export const isStoredResponseConflict = (error: SqlError.SqlError): boolean =>
   error.cause._tag === "UniqueViolation" && error.cause.constraint === "idempotency_keys_pkey"
 
 /**
  * The claim, in one round trip inside the caller's transaction: a try of the
- * advisory transaction lock of (organization, key) and the kept answer.
+ * advisory transaction lock of (organization, key) and the stored response.
  * $1 organization id, $2 key.
  */
 const claimSql = `SELECT ${tryKeyLockSql("$1::text", "$2::text")} AS acquired,
   k.fingerprint, k.status, k.content_type, k.body
-FROM (SELECT 1) one LEFT JOIN (${liveAnswerSql("$1::uuid", "$2::text")}) k ON true`
+FROM (SELECT 1) one LEFT JOIN (${liveResponseSql("$1::uuid", "$2::text")}) k ON true`
 
 /**
- * Keeps an answer for (organization, key), replacing an expired one; answers
- * no row when a live answer is there (kept by a transaction that committed
- * after the claim's snapshot was taken).
+ * Stores a response for (organization, key), replacing an expired one;
+ * returns no row when a live response is there (stored by a transaction that
+ * committed after the claim's snapshot was taken).
  */
-const keepSql = `${insertKeptSql}
-VALUES ($1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql})
+const storeSql = `${insertStoredSql}
+VALUES ($1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${storedUntilSql})
 ${replaceExpiredSql}
-RETURNING 1 AS kept`
+RETURNING 1 AS stored`
 
 /**
- * Keeps an answer that changed nothing (a 4xx of a statement-kept operation),
- * after the fact; answers the live answer kept before, if any (then nothing is
- * written). $1 organization id, $2 key, $3 fingerprint, $4 status, $5 content
- * type, $6 body.
+ * Stores a response that changed nothing (a 4xx of an operation that stores
+ * its response in its own statement), after the fact; returns the live
+ * response stored before, if any (then nothing is written). $1 organization
+ * id, $2 key, $3 fingerprint, $4 status, $5 content type, $6 body.
  */
-const keepUnchangedSql = `WITH live AS (${liveAnswerSql("$1::uuid", "$2::text")}),
-kept AS (
-  ${insertKeptSql}
-  SELECT $1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${keptUntilSql}
+const storeUnchangedSql = `WITH live AS (${liveResponseSql("$1::uuid", "$2::text")}),
+stored AS (
+  ${insertStoredSql}
+  SELECT $1::uuid, $2::text, $3::bytea, $4::int4, $5::text, $6::bytea, ${storedUntilSql}
   WHERE NOT EXISTS (SELECT 1 FROM live)
   ${replaceExpiredSql}
 )
 SELECT fingerprint, status, content_type, body FROM live`
 
-/** Deletes the expired answer of ($1 organization id, $2 key), if any. */
+/** Deletes the expired response of ($1 organization id, $2 key), if any. */
 const deleteExpiredSql = `DELETE FROM idempotency_keys
 WHERE organization_id = $1::uuid AND key = $2::text AND expires_at <= statement_timestamp()`
 
 /**
- * Deletes at most `limit` expired answers (oldest expiry first); answers a row
- * per answer deleted. Planned on every call (`Database/Statement.ts`
+ * Deletes at most `limit` expired responses (oldest expiry first); returns a
+ * row per response deleted. Planned on every call (`Database/Statement.ts`
  * `plannedPerCall`; it runs once a minute): prepared, its generic plan made
  * while the table was small stayed a nested loop over two sequential scans once
  * it had grown (PREPARE, seven calls on 3 rows, then 200,000 rows: 442 ms for
- * 10 expired answers, growing with expired answers times table size, against
+ * 10 expired responses, growing with expired responses times table size, against
  * 0.15 ms re-planned). Autovacuum's ANALYZE of the table makes PostgreSQL
  * re-plan it too, but only when it runs. test/Idempotency/Sweep.test.ts counts
- * 12 sequential scans for one sweep of 10 expired answers prepared, and none
+ * 12 sequential scans for one sweep of 10 expired responses prepared, and none
  * planned per call.
  */
 const sweepStatement = fixedStatement(
@@ -179,27 +181,28 @@ export class IdempotencyRepo extends Context.Service<
     /** The {@link Claim} of the organization's `key`; inside a transaction only. */
     readonly claim: (organizationId: string, key: string) => Effect.Effect<Claim, SqlError.SqlError>
     /**
-     * Keeps `answer` for (organization, key) for {@link KEPT_FOR_HOURS} hours,
-     * in the caller's transaction; false when a live answer is already kept.
+     * Stores `response` for (organization, key) for {@link STORED_FOR_HOURS}
+     * hours, in the caller's transaction; false when a live response is
+     * already stored.
      */
-    readonly keep: (
+    readonly store: (
       organizationId: string,
       key: string,
-      answer: KeptAnswer
+      response: StoredResponse
     ) => Effect.Effect<boolean, SqlError.SqlError>
     /**
-     * Keeps `answer` of an operation that changed nothing, for the
-     * organization, outside any transaction; answers the live answer kept
+     * Stores `response` of an operation that changed nothing, for the
+     * organization, outside any transaction; returns the live response stored
      * before instead, if any (then it writes nothing).
      */
-    readonly keepUnchanged: (
+    readonly storeUnchanged: (
       organizationId: string,
       key: string,
-      answer: KeptAnswer
-    ) => Effect.Effect<KeptAnswer | undefined, SqlError.SqlError>
-    /** Deletes the organization's expired answer for `key`, if any. */
+      response: StoredResponse
+    ) => Effect.Effect<StoredResponse | undefined, SqlError.SqlError>
+    /** Deletes the organization's expired response for `key`, if any. */
     readonly deleteExpired: (organizationId: string, key: string) => Effect.Effect<void, SqlError.SqlError>
-    /** Deletes at most `limit` expired answers; answers how many it deleted. */
+    /** Deletes at most `limit` expired responses; returns how many it deleted. */
     readonly sweep: (limit: number) => Effect.Effect<number, SqlError.SqlError>
   }
 >()("parley/Idempotency/IdempotencyRepo") {
@@ -220,7 +223,7 @@ export class IdempotencyRepo extends Context.Service<
             }>(claimSql, [organizationId, key]),
             ([row]): Claim => ({
               acquired: row!.acquired,
-              kept:
+              stored:
                 row!.fingerprint === null
                   ? undefined
                   : {
@@ -231,23 +234,23 @@ export class IdempotencyRepo extends Context.Service<
                     }
             })
           ),
-        keep: (organizationId, key, answer) =>
+        store: (organizationId, key, response) =>
           Effect.map(
-            sql.unsafe(keepSql, [
+            sql.unsafe(storeSql, [
               organizationId,
               key,
-              answer.fingerprint,
-              answer.status,
-              answer.contentType,
-              answer.body
+              response.fingerprint,
+              response.status,
+              response.contentType,
+              response.body
             ]),
             (rows) => rows.length > 0
           ),
-        keepUnchanged: (organizationId, key, answer) =>
+        storeUnchanged: (organizationId, key, response) =>
           Effect.map(
             sql.unsafe<{ fingerprint: Uint8Array; status: number; content_type: string; body: Uint8Array }>(
-              keepUnchangedSql,
-              [organizationId, key, answer.fingerprint, answer.status, answer.contentType, answer.body]
+              storeUnchangedSql,
+              [organizationId, key, response.fingerprint, response.status, response.contentType, response.body]
             ),
             ([row]) =>
               row === undefined

@@ -112,7 +112,7 @@ export class Messages extends Context.Service<
       const create = Effect.fn("Messages.create")(
         function* (organizationId: string, sessionId: string, input: CreateMessage) {
           const content = yield* validateContent(input.content)
-          // D19 on the hot path: the statement claims the key and keeps the answer (Idempotency.around).
+          // D19 on the hot path: the statement claims the key and stores the response (Idempotency.around).
           const idempotency = yield* Effect.serviceOption(IdempotencyRequest)
           // Issue 16 item 4: with a delivery worker in this process, wake it here rather than by NOTIFY.
           const wakeLocally = wakeup.attached()

@@ -9,8 +9,8 @@
  * message committed before it).
  *
  * One statement here crosses domains: POST message with an Idempotency-Key
- * (`insertMessageKeptStatement`) runs SQL owned by Idempotency
- * (`Idempotency/Repo.ts` `statementKeptParts`, the fragments it exports), since
+ * (`insertMessageStoredStatement`) runs SQL owned by Idempotency
+ * (`Idempotency/Repo.ts` `statementStoredParts`, the fragments it exports), since
  * it is the measured hot path of `npm run bench -- messages` ("parley key").
  */
 import { PgClient } from "@effect/sql-pg"
@@ -25,10 +25,10 @@ import type { Content } from "../Domain/Content.ts"
 import type { IdempotencyRequest } from "../Domain/Idempotency.ts"
 import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Message.ts"
 import {
-  isKeptAnswerConflict,
-  type StatementKeptColumns,
-  statementKeptParts,
-  statementOutcome
+  isStoredResponseConflict,
+  type StatementStoredColumns,
+  statementOutcome,
+  statementStoredParts
 } from "../Idempotency/Repo.ts"
 import { insertEvents, subscribedSql } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
@@ -152,17 +152,17 @@ const insertMessageParameters = {
 } as const
 
 /**
- * The text of POST message's statement; with `kept`, it also claims an
- * Idempotency-Key and keeps its answer. Its `subscribed` column tells whether
+ * The text of POST message's statement; with `stored`, it also claims an
+ * Idempotency-Key and stores its response. Its `subscribed` column tells whether
  * an app subscribes to message.created (`Outbox.ts` `subscribedSql`): the
  * caller that did not notify wakes its worker only then.
  */
 const insertMessageText = (
   p: { readonly [K in keyof typeof insertMessageParameters]: string },
-  kept?: ReturnType<typeof statementKeptParts>,
+  stored?: ReturnType<typeof statementStoredParts>,
   subscribed = subscribedSql(p.organizationId, "'message.created'")
-) => `WITH ${kept === undefined ? "" : `${kept.ctes}, `}s AS (
-  SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId}${kept === undefined ? "" : ` AND ${kept.locked}`} FOR SHARE
+) => `WITH ${stored === undefined ? "" : `${stored.ctes}, `}s AS (
+  SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId}${stored === undefined ? "" : ` AND ${stored.locked}`} FOR SHARE
 ), ${insertMessageCtes({
   id: p.messageId,
   organizationId: p.organizationId,
@@ -177,14 +177,14 @@ const insertMessageText = (
   eventId: p.eventId,
   traceContext: p.traceContext,
   from: "s",
-  where: kept === undefined ? "s.status = 'open'" : `s.status = 'open' AND ${kept.unanswered}`,
+  where: stored === undefined ? "s.status = 'open'" : `s.status = 'open' AND ${stored.noneStored}`,
   notify: p.notify
 })}${
-  kept === undefined
+  stored === undefined
     ? `
 SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed FROM s`
-    : `, ${kept.keep(201, "j.body::text", "j")}
-SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed, ${kept.columns}
+    : `, ${stored.store(201, "j.body::text", "j")}
+SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed, ${stored.columns}
 FROM (SELECT 1) AS one LEFT JOIN s ON true`
 }`
 
@@ -201,18 +201,18 @@ export const insertMessageStatement = fixedStatement(insertMessageParameters, (p
 /**
  * POST message with an Idempotency-Key (D19) in the same single statement:
  * {@link insertMessageStatement} that also tries the key's lock, inserts only
- * when it is taken and no live answer is kept, keeps the 201 answer with the
- * message and answers what it found ({@link statementKeptParts}). Measured by
- * `npm run bench` (the "parley key" rows): a transaction around the plain
- * statement (claim, operation, keep: the path of every other operation) gave
- * 0.42 of plain POST message's throughput.
+ * when it is taken and no live response is stored, stores the 201 response
+ * with the message and returns what it found ({@link statementStoredParts}).
+ * Measured by `npm run bench` (the "parley key" rows): a transaction around
+ * the plain statement (claim, operation, store: the path of every other
+ * operation) gave 0.42 of plain POST message's throughput.
  */
-export const insertMessageKeptStatement = fixedStatement(
+export const insertMessageStoredStatement = fixedStatement(
   { ...insertMessageParameters, key: "text", fingerprint: "bytea" },
   (p) =>
     insertMessageText(
       p,
-      statementKeptParts({ organizationId: p.organizationId, key: p.key, fingerprint: p.fingerprint })
+      statementStoredParts({ organizationId: p.organizationId, key: p.key, fingerprint: p.fingerprint })
     )
 )
 
@@ -246,9 +246,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * message.created event, in one statement ({@link insertMessageStatement}). Answers
    * the session's status (undefined when the session does not exist) and, when
    * inserted, the message's wire JSON. With `idempotency` (D19), the statement
-   * is {@link insertMessageKeptStatement}: when it did not run the operation it
-   * sets `idempotency.outcome` (the key in progress, the live answer, or a
-   * conflict) and answers no session.
+   * is {@link insertMessageStoredStatement}: when it did not run the operation it
+   * sets `idempotency.outcome` (the key in progress, the live response, or a
+   * conflict) and returns no session.
    */
   const insert = (
     organizationId: string,
@@ -277,8 +277,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
           .run<InsertedRow>(sql, input)
           .pipe(Effect.map(([row]) => (row === undefined ? noSession : insertResultOf(row))))
       }
-      return insertMessageKeptStatement
-        .run<InsertedRow & StatementKeptColumns>(sql, {
+      return insertMessageStoredStatement
+        .run<InsertedRow & StatementStoredColumns>(sql, {
           ...input,
           key: idempotency.key,
           fingerprint: idempotency.fingerprint
@@ -290,7 +290,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
             idempotency.outcome = outcome
             return noSession
           }),
-          Effect.catchIf(isKeptAnswerConflict, () =>
+          Effect.catchIf(isStoredResponseConflict, () =>
             Effect.sync((): InsertResult => {
               idempotency.outcome = "conflict"
               return noSession
@@ -409,7 +409,7 @@ export interface InsertResult {
   readonly subscribed: boolean
 }
 
-/** The insert's answer when no session was found (or the Idempotency-Key decided, D19). */
+/** The insert's result when no session was found (or the Idempotency-Key decided, D19). */
 const noSession: InsertResult = { status: undefined, body: undefined, subscribed: false }
 
 /** A row of POST message's statement. */
@@ -427,7 +427,7 @@ const insertResultOf = (row: InsertedRow): InsertResult => ({
 
 /** Options of {@link MessagesRepo} `insert`. */
 export interface InsertOptions {
-  /** D19: claim this Idempotency-Key and keep the answer in the same statement. */
+  /** D19: claim this Idempotency-Key and store the response in the same statement. */
   readonly idempotency?: IdempotencyRequest["Service"] | undefined
   /**
    * Whether the fan-out notifies the delivery workers at commit (default

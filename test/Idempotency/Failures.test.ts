@@ -1,7 +1,7 @@
 /**
  * Idempotency-Key (DECISIONS.md D19) and a 5xx: a failure of the operation
  * after it wrote (here: the session is created, then the service dies) rolls
- * the change back with the unkept answer, so the retry with the same key runs
+ * the change back with the response not stored, so the retry with the same key runs
  * the operation again, once.
  */
 import { assert } from "@effect/vitest"
@@ -30,7 +30,7 @@ const failingOnce = Layer.merge(
 )
 
 withApp({}, failingOnce)("Idempotency-Key and a 5xx (D19)", (it) => {
-  it.effect("D19: a 500 is not kept and its change is rolled back; the retry with the key runs once", () =>
+  it.effect("D19: a 500 is not stored and its change is rolled back; the retry with the key runs once", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()

@@ -1,9 +1,10 @@
 /**
  * Idempotency-Key (DECISIONS.md D19, issue 15 item 1), sentence by sentence,
- * over HTTP on one server: the header's values, the kept answer replayed byte
- * for byte with `Idempotent-Replayed: true`, canonical JSON comparison, 422 for
- * another request, 409 while the first still runs, the answers that are not
- * kept, keys per organization, the assistants API, expiry and the sweep.
+ * over HTTP on one server: the header's values, the stored response replayed
+ * byte for byte with `Idempotent-Replayed: true`, canonical JSON comparison,
+ * 422 for another request, 409 while the first still runs, the responses that
+ * are not stored, keys per organization, the assistants API, expiry and the
+ * sweep.
  * Two processes, kill -9, and 409 on POST message (its statement waits on a
  * row lock; on one process that would hold up the pool connection the repeat
  * is multiplexed onto): test/Process/Idempotency.test.ts.
@@ -48,7 +49,7 @@ const replayed = (response: TestResponse) => response.headers.get("idempotent-re
  * Sends `first` while the session's row is locked FOR UPDATE on a connection of
  * the test's own (the app's pool multiplexes its statements onto connections,
  * one of which a transaction of the test would pin), waits until the request
- * waits on a lock, then sends `second`; unlocks and answers both answers.
+ * waits on a lock, then sends `second`; unlocks and returns both responses.
  */
 const whileFirstWaits = (
   sessionId: string,
@@ -80,7 +81,7 @@ const whileFirstWaits = (
 
 withApp()("Idempotency-Key (D19)", (it) => {
   it.effect(
-    "D19: a repeat answers the kept status and body byte for byte, with Idempotent-Replayed, and changes nothing",
+    "D19: a repeat gets the stored status and body byte for byte, with Idempotent-Replayed, and changes nothing",
     () =>
       Effect.gen(function* () {
         const org = yield* (yield* TestApi).organization()
@@ -111,7 +112,7 @@ withApp()("Idempotency-Key (D19)", (it) => {
       })
   )
 
-  it.effect("D19: the same key with another body, path or method answers 422 and changes nothing", () =>
+  it.effect("D19: the same key with another body, path or method gets 422 and changes nothing", () =>
     Effect.gen(function* () {
       const org = yield* (yield* TestApi).organization()
       const session = yield* org.session({ contact_id: "other" })
@@ -158,19 +159,19 @@ withApp()("Idempotency-Key (D19)", (it) => {
     })
   )
 
-  it.effect("D19: 401 and 422 validation answers are not kept; a 404 is kept and replayed", () =>
+  it.effect("D19: 401 and 422 validation responses are not stored; a 404 is stored and replayed", () =>
     Effect.gen(function* () {
       const org = yield* (yield* TestApi).organization()
-      const body = { contact_id: "unkept", contact_name: "U" }
+      const body = { contact_id: "not-stored", contact_name: "U" }
       const unauthorized = yield* send(org, "POST", `${C}/sessions`, body, "u-1", "prl_wrong")
       assert.strictEqual(unauthorized.status, 401)
       const afterUnauthorized = yield* send(org, "POST", `${C}/sessions`, body, "u-1")
       assert.deepStrictEqual([afterUnauthorized.status, replayed(afterUnauthorized)], [201, null])
-      const invalid = yield* send(org, "POST", `${C}/sessions`, { contact_id: "unkept" }, "u-2")
+      const invalid = yield* send(org, "POST", `${C}/sessions`, { contact_id: "not-stored" }, "u-2")
       assert.strictEqual(invalid.status, 422)
       const afterInvalid = yield* send(org, "POST", `${C}/sessions`, body, "u-2")
       assert.deepStrictEqual([afterInvalid.status, replayed(afterInvalid)], [201, null])
-      assert.strictEqual((yield* sessionsOf(org, "unkept")).length, 2)
+      assert.strictEqual((yield* sessionsOf(org, "not-stored")).length, 2)
       const missing = `${C}/sessions/00000000-0000-7000-8000-000000000000/messages`
       const message = { role: "user", content: { type: "text", text: "hi" } }
       const notFound = yield* send(org, "POST", missing, message, "u-3")
@@ -183,7 +184,7 @@ withApp()("Idempotency-Key (D19)", (it) => {
     })
   )
 
-  it.effect("D19: answers are kept per organization, and for the assistants API too", () =>
+  it.effect("D19: responses are stored per organization, and for the assistants API too", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const [one, two] = [yield* api.organization(), yield* api.organization()]
@@ -207,7 +208,7 @@ withApp()("Idempotency-Key (D19)", (it) => {
     })
   )
 
-  it.effect("D19: a repeat while the first request still runs answers 409, then the kept answer", () =>
+  it.effect("D19: a repeat while the first request still runs gets 409, then the stored response", () =>
     Effect.gen(function* () {
       const _sql = yield* SqlClient.SqlClient
       const org = yield* (yield* TestApi).organization()
@@ -234,30 +235,30 @@ withApp()("Idempotency-Key (D19)", (it) => {
     Effect.gen(function* () {
       const org = yield* (yield* TestApi).organization()
       const body = { contact_id: "parallel", contact_name: "P" }
-      const answers = yield* Effect.all(
+      const responses = yield* Effect.all(
         Array.from({ length: 10 }, () => send(org, "POST", `${C}/sessions`, body, "parallel")),
         { concurrency: "unbounded" }
       )
-      const created = answers.filter((answer) => answer.status === 201)
+      const created = responses.filter((response) => response.status === 201)
       assert.isAtLeast(created.length, 1)
-      for (const answer of answers) assert.include([201, 409], answer.status, answer.text)
-      assert.strictEqual(new Set(created.map((answer) => answer.body.id)).size, 1)
-      assert.strictEqual(created.filter((answer) => replayed(answer) === null).length, 1)
+      for (const response of responses) assert.include([201, 409], response.status, response.text)
+      assert.strictEqual(new Set(created.map((response) => response.body.id)).size, 1)
+      assert.strictEqual(created.filter((response) => replayed(response) === null).length, 1)
       assert.strictEqual((yield* sessionsOf(org, "parallel")).length, 1)
     })
   )
 
-  it.effect("D19: an answer expires after 24 hours: then the key runs again, and the sweep deletes it", () =>
+  it.effect("D19: a response expires after 24 hours: then the key runs again, and the sweep deletes it", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const org = yield* (yield* TestApi).organization()
       const body = { contact_id: "expiry", contact_name: "E" }
       const first = yield* send(org, "POST", `${C}/sessions`, body, "old")
-      const [kept] = yield* sql<{
+      const [stored] = yield* sql<{
         hours: number
       }>`SELECT round(extract(epoch FROM expires_at - created_at) / 3600)::int AS hours
         FROM idempotency_keys WHERE organization_id = ${org.id} AND key = 'old'`
-      assert.strictEqual(kept!.hours, 24)
+      assert.strictEqual(stored!.hours, 24)
       yield* sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
         WHERE organization_id = ${org.id} AND key = 'old'`
       const later = yield* send(org, "POST", `${C}/sessions`, body, "old")
@@ -275,7 +276,7 @@ withApp()("Idempotency-Key (D19)", (it) => {
   )
 
   it.effect(
-    "D19 on POST message (its own statement claims the key and keeps the answer): replay, 422, 409, parallel, expired",
+    "D19 on POST message (its own statement claims the key and stores the response): replay, 422, 409, parallel, expired",
     () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
@@ -300,18 +301,18 @@ withApp()("Idempotency-Key (D19)", (it) => {
         assert.deepStrictEqual(yield* texts, ["one"])
 
         // Ten at once with one key: one message.
-        const answers = yield* Effect.all(
+        const responses = yield* Effect.all(
           Array.from({ length: 10 }, () => send(org, "POST", path, message("ten"), "m-ten")),
           { concurrency: "unbounded" }
         )
-        for (const answer of answers) assert.include([201, 409], answer.status, answer.text)
-        const created = answers.filter((answer) => answer.status === 201)
-        assert.strictEqual(created.filter((answer) => replayed(answer) === null).length, 1)
-        assert.strictEqual(new Set(created.map((answer) => answer.body.id)).size, 1)
+        for (const response of responses) assert.include([201, 409], response.status, response.text)
+        const created = responses.filter((response) => response.status === 201)
+        assert.strictEqual(created.filter((response) => replayed(response) === null).length, 1)
+        assert.strictEqual(new Set(created.map((response) => response.body.id)).size, 1)
         assert.deepStrictEqual(yield* texts, ["one", "ten"])
 
         // While the first request holds the key (waiting on the session's row lock): 409.
-        // Expired but not swept yet: the key runs again (the expired answer is replaced).
+        // Expired but not swept yet: the key runs again (the expired response is replaced).
         yield* sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
         WHERE organization_id = ${org.id} AND key = 'm-1'`
         const rerun = yield* send(org, "POST", path, message("one"), "m-1")
@@ -323,7 +324,7 @@ withApp()("Idempotency-Key (D19)", (it) => {
   )
 
   it.effect(
-    "D19 and D18: a refused request with a key and a 5,000-level JSON body answers 422, as without the key (found by the fuzz test)",
+    "D19 and D18: a refused request with a key and a 5,000-level JSON body gets 422, as without the key (found by the fuzz test)",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi

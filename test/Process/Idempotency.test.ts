@@ -1,9 +1,10 @@
 /**
  * Idempotency-Key across processes and crashes (DECISIONS.md D19, issue 15
  * item 1): one key sent to two server processes at once runs the operation
- * once; a process killed (kill -9) between the operation and its kept answer
- * leaves neither, so the retry runs it once; a process killed after the
- * commit leaves both, so the retry on the other process replays the answer.
+ * once; a process killed (kill -9) between the operation and its stored
+ * response leaves neither, so the retry runs it once; a process killed after
+ * the commit leaves both, so the retry on the other process replays the
+ * response.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -48,7 +49,7 @@ const env = () => ({ DATABASE_URL: databaseUrl(), ADMIN_TOKEN: ADMIN, LOG_LEVEL:
 
 describe("Idempotency-Key across processes (D19)", () => {
   it.live(
-    "D19: twenty keys, each sent to two processes at once: each operation runs once; the other answer is 409 or the replay",
+    "D19: twenty keys, each sent to two processes at once: each operation runs once; the other response is 409 or the replay",
     () =>
       Effect.promise(async () => {
         const [one, two] = await Promise.all([startServer(env()), startServer(env())])
@@ -60,12 +61,12 @@ describe("Idempotency-Key across processes (D19)", () => {
               createSession(one, org.token, `both-${i}`, `both-${i}`),
               createSession(two, org.token, `both-${i}`, `both-${i}`)
             ])
-            const originals = pair.filter((answer) => answer.status === 201 && !answer.replayed)
+            const originals = pair.filter((response) => response.status === 201 && !response.replayed)
             assert.strictEqual(originals.length, 1, JSON.stringify(pair))
-            for (const answer of pair.filter((answer) => answer !== originals[0])) {
-              if (answer.status === 201)
-                assert.deepStrictEqual([answer.replayed, answer.text], [true, originals[0]!.text])
-              else assert.strictEqual(answer.status, 409, answer.text)
+            for (const response of pair.filter((response) => response !== originals[0])) {
+              if (response.status === 201)
+                assert.deepStrictEqual([response.replayed, response.text], [true, originals[0]!.text])
+              else assert.strictEqual(response.status, 409, response.text)
             }
           }
           const [row] = await db<Array<{ sessions: number }>>`
@@ -80,7 +81,7 @@ describe("Idempotency-Key across processes (D19)", () => {
   )
 
   it.live(
-    "D19: kill -9 between the operation and its kept answer leaves neither: the retry on another process runs it once; kill -9 after the commit: the retry replays",
+    "D19: kill -9 between the operation and its stored response leaves neither: the retry on another process runs it once; kill -9 after the commit: the retry replays",
     () =>
       Effect.promise(async () => {
         const [doomed, survivor] = await Promise.all([startServer(env()), startServer(env())])
@@ -88,8 +89,8 @@ describe("Idempotency-Key across processes (D19)", () => {
         const locker = postgres(databaseUrl(), { max: 1 })
         try {
           const org = await organization(survivor)
-          // Keeping answers is blocked: the request's session is inserted in its transaction, which
-          // then waits to keep the answer. The server is killed there.
+          // Storing responses is blocked: the request's session is inserted in its transaction, which
+          // then waits to store the response. The server is killed there.
           const first = await locker.begin(async (tx) => {
             await tx`LOCK TABLE idempotency_keys IN SHARE ROW EXCLUSIVE MODE`
             const pending = createSession(doomed, org.token, "crash", "crash").catch((error: unknown) => error)
@@ -97,14 +98,14 @@ describe("Idempotency-Key across processes (D19)", () => {
               const [row] = await db<Array<{ waiting: number }>>`
                 SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'idempotency_keys'::regclass`
               if (row!.waiting > 0) break
-              if (waited > 200) throw new Error("the request never waited to keep its answer")
+              if (waited > 200) throw new Error("the request never waited to store its response")
               await sleep(25)
             }
             doomed.child.kill("SIGKILL")
             await doomed.exited
             return pending
           })
-          assert.instanceOf(first, Error, "the killed process answered nothing")
+          assert.instanceOf(first, Error, "the killed process sent no response")
           const count = async (table: "sessions" | "idempotency_keys") =>
             (
               await db<Array<{ n: number }>>`
@@ -115,7 +116,7 @@ describe("Idempotency-Key across processes (D19)", () => {
           assert.deepStrictEqual([retry.status, retry.replayed], [201, false])
           assert.deepStrictEqual([await count("sessions"), await count("idempotency_keys")], [1, 1])
 
-          // Committed, then the process dies: the answer outlives it, the retry elsewhere replays it.
+          // Committed, then the process dies: the response outlives it, the retry elsewhere replays it.
           const third = await startServer(env())
           const committed = await createSession(third, org.token, "after-commit", "after-commit")
           third.child.kill("SIGKILL")
@@ -133,7 +134,7 @@ describe("Idempotency-Key across processes (D19)", () => {
   )
 
   it.live(
-    "D19: POST message while the same key's first request still runs on the other process answers 409, then the replay",
+    "D19: POST message while the same key's first request still runs on the other process gets 409, then the replay",
     () =>
       Effect.promise(async () => {
         const [one, two] = await Promise.all([startServer(env()), startServer(env())])

@@ -107,7 +107,7 @@ withApp()("rate limits (D20)", (it) => {
   )
 
   it.effect(
-    "D20 with D19: the burst defaults to twice the rate, assistants requests count too, and a 429 is not kept for its Idempotency-Key",
+    "D20 with D19: the burst defaults to twice the rate, assistants requests count too, and a 429 is not stored for its Idempotency-Key",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi

@@ -41,8 +41,8 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Messages.layer,
     Admin.layer,
     Assistants.layer
-    // One generator for the whole application (O2): its ids share one order. One doorbell of this process's
-    // delivery worker, rung by POST message (Webhooks/Wakeup.ts).
+    // One generator for the whole application (O2): its ids share one order. One wakeup of this process's
+    // delivery worker, which POST message wakes (Webhooks/Wakeup.ts).
   ).pipe(Layer.provideMerge(Ids.layer), Layer.provideMerge(DeliveryWakeup.layer))
   const domain = Layer.mergeAll(
     Idempotency.layer,

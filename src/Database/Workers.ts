@@ -1,6 +1,6 @@
 /**
  * What the background workers (webhook deliveries, reply jobs, schedules)
- * share: wake-ups by LISTEN and graceful stopping (O5).
+ * share: wakeups by LISTEN and graceful stopping (O5).
  */
 
 import { PgClient } from "@effect/sql-pg"

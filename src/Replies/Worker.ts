@@ -11,7 +11,7 @@
  *   the assistant message, `node` runs the runtime from that node. A schedule
  *   whose session is closed ends `canceled` (the run's reason
  *   `SessionNotOpen`), any other failure `failed`, with the error text.
- * - Wake-up: `LISTEN parley_replies` (triggers and new schedules notify at
+ * - Wakeup: `LISTEN parley_replies` (triggers and new schedules notify at
  *   commit), a timer to the earliest due time, and a {@link POLL_MS} poll.
  *   Times come from Effect's `Clock`, so tests drive debounce with `TestClock`.
  * - Shutdown (O5): stop claiming, let runs in flight finish (up to 10 s), then
@@ -69,15 +69,16 @@ const makeWorker = Effect.gen(function* () {
 
   let inFlight = 0
   let stopping = false
-  const doorbell = yield* Queue.dropping<void>(1)
-  const ring = () => {
-    Queue.offerUnsafe(doorbell, undefined)
+  /** Wakeups of the claim loop (coalesced: one pending at most). */
+  const wakeups = yield* Queue.dropping<void>(1)
+  const wake = () => {
+    Queue.offerUnsafe(wakeups, undefined)
   }
   const runs = yield* FiberSet.make<void, never>()
 
   const finished = Effect.sync(() => {
     inFlight--
-    ring()
+    wake()
   })
 
   /**
@@ -267,9 +268,9 @@ const makeWorker = Effect.gen(function* () {
       if (full) continue
       const next = yield* repo.nextDue
       const untilDue = next === null ? POLL_MS : next.getTime() - (yield* Clock.currentTimeMillis)
-      // Due but not claimable (its session's previous turn still runs): the finishing run rings.
+      // Due but not claimable (its session's previous turn still runs): the finishing run wakes the loop.
       const wait = untilDue <= 0 ? POLL_MS : Math.min(POLL_MS, untilDue)
-      yield* Queue.take(doorbell).pipe(Effect.timeoutOption(wait))
+      yield* Queue.take(wakeups).pipe(Effect.timeoutOption(wait))
     }
   }).pipe(
     Effect.catchCause((cause) =>
@@ -283,8 +284,8 @@ const makeWorker = Effect.gen(function* () {
     while (!stopping) yield* claimUntilStopped
   })
 
-  /** Rings the doorbell on every notification; re-listens after a connection loss. */
-  const listener = listenForever(repliesChannel, ring, POLL_MS)
+  /** Wakes the claim loop on every notification; re-listens after a connection loss. */
+  const listener = listenForever(repliesChannel, wake, POLL_MS)
 
   yield* Effect.forkScoped(listener)
   const loop = yield* Effect.forkScoped(claimLoop)
@@ -294,7 +295,7 @@ const makeWorker = Effect.gen(function* () {
     stopWorker({
       stop: () => {
         stopping = true
-        ring()
+        wake()
       },
       loop,
       inFlight: () => inFlight,

@@ -16,8 +16,8 @@
 import { Context, Effect, Layer, Queue, type Scope } from "effect"
 
 /**
- * The doorbell of this process's delivery worker: `wake` rings it (rings
- * coalesce: one pending at most), `rung` waits for a ring; `attached` tells
+ * The wakeup of this process's delivery worker: `wake` sends one (wakeups
+ * coalesce: one pending at most), `woken` waits for one; `attached` tells
  * whether a worker listens (it attaches for its lifetime with `attach`).
  */
 export class DeliveryWakeup extends Context.Service<
@@ -27,17 +27,17 @@ export class DeliveryWakeup extends Context.Service<
     readonly attached: () => boolean
     /** Attaches the calling worker until its scope closes. */
     readonly attach: Effect.Effect<void, never, Scope.Scope>
-    /** Rings the doorbell: the worker claims again (a no-op while a ring is pending). */
+    /** Wakes the worker: it claims again (a no-op while a wakeup is pending). */
     readonly wake: () => void
-    /** Waits until the doorbell rings (the worker's side). */
-    readonly rung: Effect.Effect<void>
+    /** Waits for a wakeup (the worker's side). */
+    readonly woken: Effect.Effect<void>
   }
 >()("parley/Webhooks/DeliveryWakeup") {
-  /** A doorbell of its own, no worker attached. */
+  /** Wakeups of its own, no worker attached. */
   static readonly layer = Layer.effect(
     DeliveryWakeup,
     Effect.gen(function* () {
-      const doorbell = yield* Queue.dropping<void>(1)
+      const wakeups = yield* Queue.dropping<void>(1)
       let workers = 0
       return DeliveryWakeup.of({
         attached: () => workers > 0,
@@ -51,9 +51,9 @@ export class DeliveryWakeup extends Context.Service<
             })
         ),
         wake: () => {
-          Queue.offerUnsafe(doorbell, undefined)
+          Queue.offerUnsafe(wakeups, undefined)
         },
-        rung: Queue.take(doorbell).pipe(Effect.asVoid)
+        woken: Queue.take(wakeups).pipe(Effect.asVoid)
       })
     })
   )

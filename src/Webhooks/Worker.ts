@@ -7,7 +7,7 @@
  *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
  *   claims due again. The worker's statements and its `LISTEN` run on a pool
  *   of its own ({@link workerClientLayer}).
- * - Wake-up: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
+ * - Wakeup: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
  *   notify at commit), this process's POST message (`Wakeup.ts`
  *   {@link DeliveryWakeup}: its events do not notify while this worker runs),
  *   local timers for retries this process scheduled, and a 1 s poll as the
@@ -366,9 +366,9 @@ const makeWorker = (batchSpacingMs: number) =>
     /** Completed by the stop (O5): cuts short a wait for the batch spacing. */
     const stopped = yield* Deferred.make<void>()
 
-    // The doorbell: notifications, this process's POST message (DeliveryWakeup), finished attempts.
+    // Wakeups: notifications, this process's POST message (DeliveryWakeup), finished attempts.
     const wakeup = yield* DeliveryWakeup
-    const ring = wakeup.wake
+    const wake = wakeup.wake
     const results = yield* Queue.unbounded<AttemptResult>()
     const attempts = yield* FiberSet.make<void, never>()
 
@@ -414,7 +414,7 @@ const makeWorker = (batchSpacingMs: number) =>
             else perApp.set(appId, n)
           }
         }
-        if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) ring()
+        if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) wake()
       }
     })
     const appOf = new Map<string, string>()
@@ -425,7 +425,7 @@ const makeWorker = (batchSpacingMs: number) =>
         if (stopping) return
         const free = MAX_IN_FLIGHT - inFlight
         if (free <= 0) {
-          yield* wakeup.rung
+          yield* wakeup.woken
           continue
         }
         const now = yield* Clock.currentTimeMillis
@@ -469,12 +469,12 @@ const makeWorker = (batchSpacingMs: number) =>
         }
         const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
         const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
-        yield* wakeup.rung.pipe(Effect.timeoutOption(wait))
+        yield* wakeup.woken.pipe(Effect.timeoutOption(wait))
       }
     })
 
-    /** Rings the doorbell on every notification; re-listens after a connection loss. */
-    const listener = repo.listen(ring, POLL_MS)
+    /** Wakes the claim loop on every notification; re-listens after a connection loss. */
+    const listener = repo.listen(wake, POLL_MS)
 
     /**
      * Once a minute, deletes the deliveries an event made for an app being
@@ -498,7 +498,7 @@ const makeWorker = (batchSpacingMs: number) =>
         stop: () => {
           stopping = true
           Deferred.doneUnsafe(stopped, Effect.void)
-          ring()
+          wake()
         },
         loop,
         inFlight: () => inFlight,

@@ -5,7 +5,7 @@
  * (test/support/RulesDatabase.ts), so D7's checks run in `RepliesRepo.reply`'s
  * one statement and R1's debounce in its upsert. Reply jobs and schedules are
  * timed by the application's clock, moved with `TestClock`; the workers'
- * wake-up (R1: a job due soon NOTIFYs them) is read by listening on their
+ * wakeup (R1: a job due soon NOTIFYs them) is read by listening on their
  * channel. Each test has an organization of its own; sessions are made by the
  * `Sessions` service. The HTTP suite (Replies.test.ts, Debounce.test.ts,
  * Schedules.test.ts) checks the same through the API, with the worker running.
@@ -107,7 +107,7 @@ const jobsOf = (...organizationIds: ReadonlyArray<string>) =>
  * effect telling whether the workers were woken since (R1: a trigger due
  * within NOTIFY_WITHIN_MS NOTIFYs them at commit). It NOTIFYs a marker and
  * reads up to it: PostgreSQL delivers notifications in commit order, so every
- * wake-up committed before has arrived by then.
+ * wakeup committed before has arrived by then.
  */
 const workersWoken = Effect.gen(function* () {
   const pg = yield* PgClient.PgClient

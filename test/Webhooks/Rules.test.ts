@@ -491,7 +491,7 @@ onDatabase(WebhooksServices)("the Webhooks service on PostgreSQL", (it) => {
               webhook_url: PUBLIC_URL,
               events: ["message.created"]
             })
-            // The workers' wake-ups: notifications on the deliveries channel, counted up to a marker of the test's.
+            // The workers' wakeups: notifications on the deliveries channel, counted up to a marker of the test's.
             let wakeUps = 0
             const notifications = yield* (yield* PgClient.PgClient).listen(deliveriesChannel).pipe(Effect.orDie)
             const countWakeUps = Effect.gen(function* () {
@@ -956,7 +956,7 @@ onDatabase(WebhooksServices)("the delivery worker on PostgreSQL (W3, W5, W6, O6)
             for (const e of [a1, a2, b1, a3, b2]) yield* publishEvent(organizationId, e)
             yield* settle(() => stub.sent.length === 2, "the head of each conversation")
             assert.deepStrictEqual(order(), [a1.id, b1.id])
-            // Both heads wait for their retry: nothing behind them is attempted meanwhile, not even at a wake-up.
+            // Both heads wait for their retry: nothing behind them is attempted meanwhile, not even at a wakeup.
             const heads = Effect.map(Effect.all([deliveryOfEvent(a1.id), deliveryOfEvent(b1.id)]), (ds) =>
               ds.every((d) => d.attempts === 1)
             )

@@ -205,9 +205,9 @@ export const deliveryOfEvent = (eventId: string) => deliveryWhere("event_id", ev
 
 /** A delivery worker started by {@link startWebhookWorker}. */
 export interface RunningWebhookWorker {
-  /** Whether its claim loop waits for its doorbell: a wake-up, or its next poll on the `Clock`. */
+  /** Whether its claim loop waits to be woken: a wakeup, or its next poll on the `Clock`. */
   readonly waiting: () => boolean
-  /** Waits (real time, up to 15 s) until its claim loop waits for its doorbell: every claim it started has ended. */
+  /** Waits (real time, up to 15 s) until its claim loop waits to be woken: every claim it started has ended. */
   readonly idle: Effect.Effect<void>
   /**
    * Lets `ms` go by for the worker and the organization's rows: once the
@@ -232,7 +232,7 @@ const workerListeners = run(
  * test configuration with `config` (`webhookRetrySchedule`, `webhookTimeout`,
  * `allowPrivateNetworkTargets`), claims and writes spaced by `batchSpacingMs`
  * (default 0: each at once, so a test need not move the clock for them; the
- * live worker's is 5), time on the effect's `Clock`, its doorbell (the real
+ * live worker's is 5), time on the effect's `Clock`, its wakeups (the real
  * `DeliveryWakeup`) watched so that a test can tell when its claim loop
  * waits ({@link RunningWebhookWorker.idle}). Answers once the worker
  * listens for notifications (on `TestClock` its polls never fire unless the
@@ -248,17 +248,17 @@ export const startWebhookWorker = (options: {
   readonly batchSpacingMs?: number
 }): Effect.Effect<RunningWebhookWorker, never, Scope.Scope | SqlClient.SqlClient | TestDatabaseUrl> =>
   Effect.gen(function* () {
-    /** How many fibers wait for the doorbell: the claim loop only. */
+    /** How many fibers wait for a wakeup: the claim loop only. */
     let waiters = 0
     const waiting = () => waiters > 0
-    const doorbell = Layer.effect(
+    const watchedWakeup = Layer.effect(
       DeliveryWakeup,
       Effect.map(Effect.service(DeliveryWakeup), (wakeup) =>
         DeliveryWakeup.of({
           ...wakeup,
-          rung: Effect.acquireUseRelease(
+          woken: Effect.acquireUseRelease(
             Effect.sync(() => waiters++),
-            () => wakeup.rung,
+            () => wakeup.woken,
             () => Effect.sync(() => waiters--)
           )
         })
@@ -274,7 +274,7 @@ export const startWebhookWorker = (options: {
       Layer.provide(workerRepoLayer),
       Layer.provide(location),
       Layer.provide(Layer.succeed(WebhookSender, WebhookSender.of({ send: options.send }))),
-      Layer.provide(doorbell),
+      Layer.provide(watchedWakeup),
       Layer.provide(DatabaseHealth.layer),
       Layer.provide(Ids.layer),
       Layer.provide(testConfig(options.config))
@@ -293,7 +293,7 @@ export const startWebhookWorker = (options: {
       // Twice in a row: the attempts a claim started run before the loop waits again.
       for (let seen = 0; seen < 2; seen = waiting() ? seen + 1 : 0) {
         if (Date.now() > deadline) {
-          return yield* Effect.die(new Error("The worker's claim loop did not wait for its doorbell within 15 s"))
+          return yield* Effect.die(new Error("The worker's claim loop did not wait for a wakeup within 15 s"))
         }
         yield* realSleep(10)
       }

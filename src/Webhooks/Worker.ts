@@ -22,7 +22,7 @@
  *   attempt follows `WEBHOOK_RETRY_SCHEDULE` with up to +20% jitter, and after
  *   the last the delivery is `failed` (W5). Results are recorded in batches.
  * - Batching: under load, claims that take deliveries and writes of results
- *   start at most once per {@link BATCH_SPACING_MS} (5 ms), so each statement
+ *   start at most once per batch window ({@link BATCH_WINDOW_MS}, 5 ms), so each statement
  *   carries what came meanwhile; a quiet worker claims and writes at once, and
  *   a claim that took all it asked for (up to 128, fewer when fewer slots are
  *   free) is followed by the next at once.
@@ -78,8 +78,8 @@ const LEASE_MARGIN_MS = 10_000
 /** Most attempt results recorded per statement. */
 const WRITE_BATCH = 500
 /**
- * Least time between the starts of two claims that took deliveries, and of
- * two writes of attempt results, in ms (unless the last claim took all it
+ * The batch window, in ms: the least time between the starts of two claims
+ * that took deliveries, and of two writes of attempt results (unless the last claim took all it
  * asked for: then the next follows at once; a stopping worker waits no
  * more). Under load a delivery waits up to this long to share its claim and
  * its completion with the others that came meanwhile; a quiet worker claims
@@ -88,7 +88,7 @@ const WRITE_BATCH = 500
  * tactic measured by `npm run bench -- webhooks` (end to end, one app;
  * bench/README.md "The delivery worker's own pool").
  */
-const BATCH_SPACING_MS = 5
+const BATCH_WINDOW_MS = 5
 /** Interval of the sweep of deleted apps' deliveries, in ms (`Repo.ts` `sweepStatement`). */
 const SWEEP_MS = 60_000
 
@@ -344,8 +344,8 @@ export class WebhookSender extends Context.Service<WebhookSender, { readonly sen
   )
 }
 
-/** The worker, its claims and result writes spaced by `batchSpacingMs` ({@link BATCH_SPACING_MS} live). */
-const makeWorker = (batchSpacingMs: number) =>
+/** The worker, its claims and result writes a batch window of `batchWindowMs` apart ({@link BATCH_WINDOW_MS} live). */
+const makeWorker = (batchWindowMs: number) =>
   Effect.gen(function* () {
     const repo = yield* WebhooksRepo
     const config = yield* AppConfig
@@ -363,7 +363,7 @@ const makeWorker = (batchSpacingMs: number) =>
     /** Due times (epoch ms) of retries this process scheduled within the next poll. */
     let localDue: Array<number> = []
     let stopping = false
-    /** Completed by the stop (O5): cuts short a wait for the batch spacing. */
+    /** Completed by the stop (O5): cuts short a wait for the batch window. */
     const stopped = yield* Deferred.make<void>()
 
     // Wakeups: notifications, this process's POST message (DeliveryWakeup), finished attempts.
@@ -374,11 +374,11 @@ const makeWorker = (batchSpacingMs: number) =>
 
     const attemptOnce = makeAttempt(send, { timeoutMs, schedule, allowPrivate })
 
-    /** Waits until `batchSpacingMs` after `start` (epoch ms), or until the worker stops ({@link BATCH_SPACING_MS}). */
-    const spaceAfter = (start: number) =>
+    /** Waits until the batch window that began at `start` (epoch ms) ends, or until the worker stops ({@link BATCH_WINDOW_MS}). */
+    const waitBatchWindow = (start: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        start + batchSpacingMs > now
-          ? Effect.raceFirst(Effect.sleep(start + batchSpacingMs - now), Deferred.await(stopped))
+        start + batchWindowMs > now
+          ? Effect.raceFirst(Effect.sleep(start + batchWindowMs - now), Deferred.await(stopped))
           : Effect.void
       )
 
@@ -386,12 +386,12 @@ const makeWorker = (batchSpacingMs: number) =>
     const attempt = (delivery: ClaimedDelivery) =>
       Effect.flatMap(attemptOnce(delivery), (result) => Queue.offer(results, result)).pipe(Effect.asVoid)
 
-    /** Records attempt results in batches, at most one write per `batchSpacingMs`, then frees their slots. */
+    /** Records attempt results in batches, at most one write per batch window, then frees their slots. */
     const writer = Effect.gen(function* () {
       let lastWrite = Number.NEGATIVE_INFINITY
       for (;;) {
         yield* Queue.peek(results)
-        yield* spaceAfter(lastWrite)
+        yield* waitBatchWindow(lastWrite)
         lastWrite = yield* Clock.currentTimeMillis
         const batch = yield* Queue.takeBetween(results, 1, WRITE_BATCH)
         yield* repo.complete(workerId, batch).pipe(
@@ -463,9 +463,9 @@ const makeWorker = (batchSpacingMs: number) =>
         moreDue = claimed.length === limit || saturated.length > 0
         if (claimed.length === limit) continue
         if (claimed.length > 0) {
-          // At most one claim that takes deliveries per batchSpacingMs from its start (now): those due meanwhile
+          // At most one claim that takes deliveries per batch window from its start (now): those due meanwhile
           // share the next.
-          yield* spaceAfter(now)
+          yield* waitBatchWindow(now)
         }
         const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
         const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
@@ -515,13 +515,13 @@ const makeWorker = (batchSpacingMs: number) =>
   })
 
 /**
- * The delivery worker as a layer (O1), its claims and result writes spaced by
- * `batchSpacingMs` ({@link BATCH_SPACING_MS} live; tests may use 0, each at
- * once): starts when built, stops gracefully when its scope closes (O5).
+ * The delivery worker as a layer (O1), its claims and result writes a batch
+ * window of `batchWindowMs` apart ({@link BATCH_WINDOW_MS} live; tests may use
+ * 0, each at once): starts when built, stops gracefully when its scope closes (O5).
  * Requires `WebhooksRepo`, `AppConfig`, `DeliveryWakeup`, `WebhookSender`,
  * `DatabaseHealth` and `Ids`.
  */
-export const WebhookWorker = (batchSpacingMs: number) => Layer.effectDiscard(makeWorker(batchSpacingMs))
+export const WebhookWorker = (batchWindowMs: number) => Layer.effectDiscard(makeWorker(batchWindowMs))
 
 /**
  * Connections of the delivery worker's pool per process: one held by its
@@ -558,7 +558,7 @@ export const workerRepoLayer = Layer.fresh(WebhooksRepo.layer).pipe(
  * Requires `DatabaseLocation`, `AppConfig`, `DatabaseHealth`, `Ids` and
  * `DeliveryWakeup` (the one of this process's `Messages`).
  */
-export const WebhookWorkerLive = WebhookWorker(BATCH_SPACING_MS).pipe(
+export const WebhookWorkerLive = WebhookWorker(BATCH_WINDOW_MS).pipe(
   Layer.provide(workerRepoLayer),
   Layer.provide(WebhookSender.layer)
 )

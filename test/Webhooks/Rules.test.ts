@@ -727,7 +727,7 @@ onDatabase(WebhooksServices)("the delivery worker on PostgreSQL (W3, W5, W6, O6)
 
   /**
    * Runs `test` while the worker runs on the file's database with `send`
-   * (claims and writes spaced by `batchSpacingMs`, none by default); the
+   * (claims and writes a batch window of `batchWindowMs` apart, none by default); the
    * worker stops (O5) when it ends.
    */
   const withWorker = <A, E, R>(
@@ -735,7 +735,7 @@ onDatabase(WebhooksServices)("the delivery worker on PostgreSQL (W3, W5, W6, O6)
     send: SendWebhook,
     schedule: ReadonlyArray<Duration.Duration>,
     test: (worker: RunningWebhookWorker) => Effect.Effect<A, E, R>,
-    batchSpacingMs = 0
+    batchWindowMs = 0
   ) =>
     Effect.scoped(
       Effect.gen(function* () {
@@ -743,7 +743,7 @@ onDatabase(WebhooksServices)("the delivery worker on PostgreSQL (W3, W5, W6, O6)
           organizationId,
           send,
           config: { webhookRetrySchedule: [...schedule], webhookTimeout: seconds(10) },
-          batchSpacingMs
+          batchWindowMs
         })
         return yield* test(worker)
       })
@@ -1000,7 +1000,7 @@ onDatabase(WebhooksServices)("the delivery worker on PostgreSQL (W3, W5, W6, O6)
   )
 
   it.effect(
-    "with a spacing of 5 ms (BATCH_SPACING_MS live; README, delivery workers) deliveries due meanwhile share the next claim and results the next write; a quiet worker claims at once; a stop cuts the wait (O5)",
+    "with a batch window of 5 ms (BATCH_WINDOW_MS live; docs/behaviour.md, Webhooks) deliveries due meanwhile share the next claim and results the next write; a quiet worker claims at once; a stop cuts the wait (O5)",
     () =>
       Effect.gen(function* () {
         const { organizationId } = yield* orgWithApp()

@@ -230,7 +230,7 @@ const workerListeners = run(
  * database for the current scope: its repository on a pool of its own
  * (`workerRepoLayer`, the production one), requests sent with `send`, the
  * test configuration with `config` (`webhookRetrySchedule`, `webhookTimeout`,
- * `allowPrivateNetworkTargets`), claims and writes spaced by `batchSpacingMs`
+ * `allowPrivateNetworkTargets`), claims and writes a batch window of `batchWindowMs` apart
  * (default 0: each at once, so a test need not move the clock for them; the
  * live worker's is 5), time on the effect's `Clock`, its wakeups (the real
  * `DeliveryWakeup`) watched so that a test can tell when its claim loop
@@ -245,7 +245,7 @@ export const startWebhookWorker = (options: {
   readonly organizationId: string
   readonly send: SendWebhook
   readonly config?: Partial<AppConfigShape>
-  readonly batchSpacingMs?: number
+  readonly batchWindowMs?: number
 }): Effect.Effect<RunningWebhookWorker, never, Scope.Scope | SqlClient.SqlClient | TestDatabaseUrl> =>
   Effect.gen(function* () {
     /** How many fibers wait for a wakeup: the claim loop only. */
@@ -270,7 +270,7 @@ export const startWebhookWorker = (options: {
         DatabaseLocation.of({ url: Redacted.make(url), embedded: false })
       )
     )
-    const worker = WebhookWorker(options.batchSpacingMs ?? 0).pipe(
+    const worker = WebhookWorker(options.batchWindowMs ?? 0).pipe(
       Layer.provide(workerRepoLayer),
       Layer.provide(location),
       Layer.provide(Layer.succeed(WebhookSender, WebhookSender.of({ send: options.send }))),

@@ -31,7 +31,7 @@ const Contract = HttpApi.make("parley")
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotate(HttpApi.AdditionalSchemas, webhookSchemas)
 
-/** The Parley API. Every request failing its schemas answers 422 with all problems. */
+/** The Parley API. Every request failing its schemas gets 422 with all problems. */
 export class ParleyApi extends Contract.annotateMerge(
   OpenApi.annotations({
     title: "Parley",

@@ -48,7 +48,7 @@ import { Ids } from "./Shared/Ids.ts"
 import * as Metrics from "./Telemetry/Metrics.ts"
 import { AppsHttp } from "./Webhooks/Http.ts"
 
-/** The `RateLimit-*` headers of an answer to a limited organization (D20). */
+/** The `RateLimit-*` headers of a response to a limited organization (D20). */
 const rateLimitHeaders = (verdict: Verdict): Record<string, string> => ({
   [rateLimitHeaderNames.limit]: String(verdict.limit),
   [rateLimitHeaderNames.remaining]: String(verdict.remaining),
@@ -58,7 +58,7 @@ const rateLimitHeaders = (verdict: Verdict): Record<string, string> => ({
 /**
  * Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked
  * or expired token. Then the organization's rate limit (D20): over it, 429
- * `Rate limit exceeded` with `Retry-After`; every answer to a limited
+ * `Rate limit exceeded` with `Retry-After`; every response to a limited
  * organization carries the `RateLimit-*` headers, errors included.
  */
 const AuthorizationLive = Layer.effect(
@@ -273,7 +273,7 @@ const undecodablePath = HttpServerResponse.jsonUnsafe(
   { status: 422 }
 )
 
-/** O9: the answer while the database cannot be reached; clients retry 5xx after `Retry-After`. */
+/** O9: the response while the database cannot be reached; clients retry 5xx after `Retry-After`. */
 const unavailable = detailResponse(503, transportDetails.unavailable, { "retry-after": "1" })
 
 /** Maps a failure that escaped the handlers to its `{detail}` response (see module docs). */
@@ -308,13 +308,13 @@ const shapeFailure = (
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 415 ? detailResponse(415, transportDetails.unsupportedMediaType) : response
 
-/** Headers browsers may read from Parley's answers (issue 15): request ids, retry delays, rate limits, replays. */
+/** Headers browsers may read from Parley's responses (issue 15): request ids, retry delays, rate limits, replays. */
 const CORS_EXPOSED_HEADERS = ["x-request-id", "retry-after", ...Object.values(rateLimitHeaderNames), REPLAYED_HEADER]
 
 /**
  * CORS for browser integrations (issue 15): with `CORS_ORIGINS` set, every
- * answer carries `Access-Control-Allow-Origin` for an allowed `Origin` and
- * exposes {@link CORS_EXPOSED_HEADERS}; a preflight `OPTIONS` is answered 204
+ * response carries `Access-Control-Allow-Origin` for an allowed `Origin` and
+ * exposes {@link CORS_EXPOSED_HEADERS}; a preflight `OPTIONS` gets 204
  * with the methods and the requested headers allowed (max age 10 minutes).
  * Unset: no CORS header, and `OPTIONS` is routed as any method (404/405).
  */
@@ -470,13 +470,13 @@ export const serveOptions = { disableLogger: true, routerConfig: { maxParamLengt
 /**
  * A Node HTTP server: keep-alive longer than common load balancers' idle
  * timeouts, and request heads up to 128 KiB so a batch export of 1000 ids in
- * the query string (D14) fits. Requests its parser refuses are answered with a
- * request id of `newId`.
+ * the query string (D14) fits. Requests its parser refuses get a response with
+ * a request id of `newId`.
  */
 export const createHttpServer = (newId: () => string) => {
   const server = createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
   server.on("clientError", (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex) =>
-    answerUnparsable(error, socket, newId)
+    respondToUnparsable(error, socket, newId)
   )
   return server
 }
@@ -488,11 +488,15 @@ const unparsable: Record<string, readonly [number, string, string]> = {
 }
 
 /**
- * Answers a request Node's HTTP parser refused (a head over 128 KiB, a
+ * Responds to a request Node's HTTP parser refused (a head over 128 KiB, a
  * malformed request line) with the `{detail}` body and request id every other
- * answer has ("Errors", O8), instead of Node's bare status line.
+ * response has ("Errors", O8), instead of Node's bare status line.
  */
-const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex, newId: () => string) => {
+const respondToUnparsable = (
+  error: NodeJS.ErrnoException,
+  socket: import("node:stream").Duplex,
+  newId: () => string
+) => {
   if (error.code === "ECONNRESET" || !socket.writable) {
     socket.destroy()
     return
@@ -509,7 +513,7 @@ const answerUnparsable = (error: NodeJS.ErrnoException, socket: import("node:str
  * Whether the server is shutting down (O5): from then on every response
  * carries `Connection: close`, so kept-alive connections end after their
  * current request and the server's close completes as soon as the requests in
- * flight are answered (Node's `server.close()` only drops idle connections).
+ * flight have their responses (Node's `server.close()` only drops idle connections).
  */
 export class Draining extends Context.Service<Draining, Ref.Ref<boolean>>()("parley/Http/Draining") {
   /** Not draining until the server's scope starts closing ({@link DrainOnShutdown}). */
@@ -537,7 +541,7 @@ export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const { newId } = yield* Ids
-    // O1: a worker process answers only /healthz and /readyz, for its orchestrator's probes.
+    // O1: a worker process serves only /healthz and /readyz, for its orchestrator's probes.
     return HttpRouter.serve(
       config.role === "worker" ? Layer.merge(HealthRoutes, ErrorShaping) : AllRoutes,
       serveOptions

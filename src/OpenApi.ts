@@ -9,7 +9,7 @@
  *   body. 401 (security) and 422 (validation) come from the middleware of the
  *   contract, the other 4xx from each endpoint's declared errors.
  * - Objects never forbid members: requests may carry members the server
- *   ignores, and answers may gain members in later versions (an additive
+ *   ignores, and responses may gain members in later versions (an additive
  *   change), so `additionalProperties: false` is dropped everywhere; a
  *   free-form object (`metadata`, `config`, ...) says `additionalProperties:
  *   true`, which generators type as "any members" (a bare `{type: object}`
@@ -20,7 +20,7 @@
  * - Rate limits (D20): 429 with `Retry-After` and `RateLimit-*` on every
  *   operation of the conversations and assistants APIs.
  * - Idempotency-Key (D19): the optional header on every POST and PATCH of the
- *   conversations and assistants APIs, their 409 and 422 answers, and the
+ *   conversations and assistants APIs, their 409 and 422 responses, and the
  *   `Idempotent-Replayed` header of their successes.
  * - `webhooks`: every event type of W1 as the request an app receives, with
  *   its W3 envelope schema (`Domain/Event.ts`) and the Standard Webhooks
@@ -56,7 +56,7 @@ const errorDetail = {
   properties: { detail: { type: "string", description: "What went wrong." } }
 }
 
-/** A response answering `detail` (an example of its body). */
+/** A response with the body `{detail}` (`detail` as an example). */
 const detailResponse = (description: string, detail: string, headers?: Json): Json => ({
   description,
   ...(headers === undefined ? {} : { headers }),
@@ -78,7 +78,7 @@ const commonResponses = {
   "500": [
     "InternalServerError",
     detailResponse(
-      "An unexpected failure; its cause is in the server's log and trace, under the `x-request-id` of the answer (O8).",
+      "An unexpected failure; its cause is in the server's log and trace, under the `x-request-id` of the response (O8).",
       transportDetails.internal
     )
   ],
@@ -94,14 +94,14 @@ const commonResponses = {
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const
 
-/** Adds the shared responses to every operation that does not answer that status already. */
+/** Adds the shared responses to every operation that does not document that status already. */
 const withCommonResponses = (paths: Json): void => {
   for (const item of Object.values(paths)) {
     for (const method of METHODS) {
       const operation = item[method]
       if (operation === undefined) continue
       for (const [status, [name]] of Object.entries(commonResponses)) {
-        // 413 and 415 answer a body: operations without one never give them.
+        // 413 and 415 respond to a body: operations without one never give them.
         if ((status === "413" || status === "415") && operation.requestBody === undefined) continue
         operation.responses[status] ??= { $ref: `#/components/responses/${name}` }
       }
@@ -182,7 +182,7 @@ const webhooks = (): Json =>
           tags: [WEBHOOKS_TAG],
           operationId: `${eventSchemaIdentifier(type)}Webhook`,
           summary: type,
-          description: `${eventDescriptions[type]} Sent to the apps subscribed to \`${type}\`, at least once (W2); any 2xx answer within the server's \`WEBHOOK_TIMEOUT_MS\` is success, anything else is retried on \`WEBHOOK_RETRY_SCHEDULE\` (W5). The body is byte-identical on every attempt (W3).`,
+          description: `${eventDescriptions[type]} Sent to the apps subscribed to \`${type}\`, at least once (W2); any 2xx response within the server's \`WEBHOOK_TIMEOUT_MS\` is success, anything else is retried on \`WEBHOOK_RETRY_SCHEDULE\` (W5). The body is byte-identical on every attempt (W3).`,
           parameters: webhookHeaders.map(([name, description]) => ({
             name,
             in: "header",
@@ -205,7 +205,7 @@ const webhooks = (): Json =>
     ])
   )
 
-/** The `RateLimit-*` headers of an answer to a limited organization (D20). */
+/** The `RateLimit-*` headers of a response to a limited organization (D20). */
 const rateLimitHeaders = {
   "RateLimit-Limit": {
     description: "The organization's burst: the most requests allowed at once (D20). Only when it has a limit.",
@@ -223,12 +223,12 @@ const rateLimitHeaders = {
 
 /**
  * D20 in the document: every operation of the conversations and assistants
- * APIs may answer 429 `Rate limit exceeded` with `Retry-After` and the
- * `RateLimit-*` headers, which every answer to a limited organization carries.
+ * APIs may respond 429 `Rate limit exceeded` with `Retry-After` and the
+ * `RateLimit-*` headers, which every response to a limited organization carries.
  */
 const withRateLimits = (spec: Json): void => {
   spec.components.responses.RateLimited = detailResponse(
-    "The organization's rate limit is exceeded (D20): retry after `Retry-After` seconds. Every answer to an organization with a limit carries the `RateLimit-*` headers.",
+    "The organization's rate limit is exceeded (D20): retry after `Retry-After` seconds. Every response to an organization with a limit carries the `RateLimit-*` headers.",
     transportDetails.rateLimited,
     {
       "Retry-After": { description: "Whole seconds to wait, at least 1.", schema: { type: "integer" } },
@@ -243,7 +243,7 @@ const withRateLimits = (spec: Json): void => {
   }
 }
 
-/** The 409 and 422 answers of D19 (Idempotency-Key). */
+/** The 409 and 422 responses of D19 (Idempotency-Key). */
 const idempotencyResponses = {
   "409": [
     "IdempotencyKeyInProgress",
@@ -259,8 +259,8 @@ const idempotencyResponses = {
 
 /**
  * D19 in the document: every POST and PATCH of the conversations and
- * assistants APIs takes the optional `Idempotency-Key` header, may answer the
- * 409 and 422 of {@link idempotencyResponses} (beside its own answers of those
+ * assistants APIs takes the optional `Idempotency-Key` header, may respond with the
+ * 409 and 422 of {@link idempotencyResponses} (beside its own responses of those
  * statuses), and its successes may carry `Idempotent-Replayed: true`.
  */
 const withIdempotencyKey = (spec: Json): void => {

@@ -108,7 +108,7 @@ const pageHtml = (bundleUrl: string) => `<!doctype html>
 `
 
 /**
- * Answers `asset`: 304 when `If-None-Match` names its ETag, else its bytes,
+ * Responds with `asset`: 304 when `If-None-Match` names its ETag, else its bytes,
  * brotli or gzip when `Accept-Encoding` allows, with `cacheControl`.
  */
 const serve = (asset: Asset, cacheControl: string) =>

@@ -61,7 +61,7 @@ const orgFlag = Flag.String("org").pipe(Flag.withDescription("Organization id"))
  * Decodes a command's input with an admin API body schema (one rule for both:
  * what the API refuses, the command refuses; issue 37 item 3), failing with
  * `ValidationFailed` whose `loc` starts with `body` and which lists every
- * problem, as the API answers.
+ * problem, as the API responds.
  */
 const decodeAsBody =
   <S extends Schema.Top>(schema: S) =>

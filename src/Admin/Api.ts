@@ -82,7 +82,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
       OpenApi.annotations({
         summary: "Create an API key",
         description:
-          "A new API key of the organization for the conversations and assistants APIs. The key (`prl_` and 43 characters) is in this answer only: Parley keeps its SHA-256 (O6). `expires_at` null or omitted: it never expires."
+          "A new API key of the organization for the conversations and assistants APIs. The key (`prl_` and 43 characters) is in this response only: Parley keeps its SHA-256 (O6). `expires_at` null or omitted: it never expires."
       })
     ),
     HttpApiEndpoint.delete("revokeApiKey", "/organizations/:org_id/api-keys/:key_id", {
@@ -92,7 +92,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Revoke an API key",
-        description: "The key stops working at once: its requests answer 401 (O6)."
+        description: "The key stops working at once: its requests get 401 (O6)."
       })
     ),
     HttpApiEndpoint.post("createAgent", "/organizations/:org_id/agents", {
@@ -121,7 +121,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Get settings",
-        description: "The organization's settings; an organization that never changed them answers the defaults (O6)."
+        description: "The organization's settings; an organization that never changed them gets the defaults (O6)."
       })
     ),
     HttpApiEndpoint.patch("updateSettings", "/organizations/:org_id/settings", {

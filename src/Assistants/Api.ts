@@ -79,7 +79,7 @@ export const ChangesetPayload = Schema.Struct({
   variables: Schema.optionalKey(items(VariableInput))
 })
 
-/** Answer of a changeset. */
+/** Response of a changeset. */
 export const ChangesetResult = Schema.Struct({
   context_updated: Schema.Boolean,
   config_updated: Schema.Boolean,
@@ -160,23 +160,23 @@ export const VersionsQuery = Schema.Struct({
 /** Query of the diff of two commits: `commit_a` the older base, `commit_b` the newer. */
 export const VersionsDiffQuery = Schema.Struct({ commit_a: Schema.String, commit_b: Schema.String })
 
-/** Answer of a publish and of a rollback: the commit HEAD now names. */
-export const CommitAnswer = Schema.Struct({ commit: Commit })
+/** Response of a publish and of a rollback: the commit HEAD now names. */
+export const CommitResponse = Schema.Struct({ commit: Commit })
 
-/** Answer of the changes of a branch: whether its draft differs from HEAD. */
-export const ChangesAnswer = Schema.Struct({ has_changes: Schema.Boolean })
+/** Response of the changes of a branch: whether its draft differs from HEAD. */
+export const ChangesResponse = Schema.Struct({ has_changes: Schema.Boolean })
 
-/** Answer of a diff: file by file (spec "Diff entry"). */
-export const DiffAnswer = Schema.Struct({ diffs: Schema.Array(DiffEntry) })
+/** Response of a diff: file by file (spec "Diff entry"). */
+export const DiffResponse = Schema.Struct({ diffs: Schema.Array(DiffEntry) })
 
-/** Answer of the version list: newest first (A8). */
-export const VersionsAnswer = Schema.Struct({ commits: Schema.Array(Commit) })
+/** Response of the version list: newest first (A8). */
+export const VersionsResponse = Schema.Struct({ commits: Schema.Array(Commit) })
 
-/** Answer of one version: the commit and its files. */
-export const VersionAnswer = Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) })
+/** Response of one version: the commit and its files. */
+export const VersionResponse = Schema.Struct({ commit: Commit, files: Schema.Array(CommitFile) })
 
-/** Answer of the runtime read (A11, R2): HEAD of `main`, or a legacy assistant's snapshot with `commit_id: null`. */
-export const RuntimeAnswer = Schema.Struct({
+/** Response of the runtime read (A11, R2): HEAD of `main`, or a legacy assistant's snapshot with `commit_id: null`. */
+export const RuntimeResponse = Schema.Struct({
   assistant_id: Schema.String,
   commit_id: Schema.NullOr(Schema.String),
   snapshot: Snapshot
@@ -196,8 +196,8 @@ export const RunStatsQuery = Schema.Struct({
   until: Schema.optionalKey(DateTimeInput.annotate({ description: "Runs started before this moment; default now." }))
 })
 
-/** Answer of a migration (A11): the `main` branch and its first commit. */
-export const MigrateAnswer = Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit })
+/** Response of a migration (A11): the `main` branch and its first commit. */
+export const MigrateResponse = Schema.Struct({ assistant_id: Schema.String, branch: Branch, commit: Commit })
 
 const assistantPath = { assistant_id: Identifier }
 const branchPath = { assistant_id: Identifier, branch_name: BranchName }
@@ -254,7 +254,7 @@ const itemEndpoints = <
     }).annotateMerge(
       doc(
         `Create or replace a ${noun}`,
-        `Writes the ${noun} under this id in the draft. The draft must stay referentially valid, else nothing changes and it answers 422 (A9, A10).`
+        `Writes the ${noun} under this id in the draft. The draft must stay referentially valid, else nothing changes and it responds 422 (A9, A10).`
       )
     ),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}/:${param}`, {
@@ -265,7 +265,7 @@ const itemEndpoints = <
     }).annotateMerge(
       doc(
         `Patch a ${noun}`,
-        `Applies the body to the draft's ${noun} as an RFC 7396 merge patch. The draft must stay referentially valid, else nothing changes and it answers 422 (A9, A10).`
+        `Applies the body to the draft's ${noun} as an RFC 7396 merge patch. The draft must stay referentially valid, else nothing changes and it responds 422 (A9, A10).`
       )
     ),
     HttpApiEndpoint.delete(`delete_${kind}`, `${draft}/${kind}/:${param}`, {
@@ -275,7 +275,7 @@ const itemEndpoints = <
     }).annotateMerge(
       doc(
         `Delete a ${noun}`,
-        `Removes the ${noun} from the draft (204). A ${noun} still referenced answers 422 at its path parameter, naming the referrers (A9, A10).`
+        `Removes the ${noun} from the draft (204). A ${noun} still referenced gets 422 at its path parameter, naming the referrers (A9, A10).`
       )
     )
   ] as const
@@ -300,7 +300,7 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
     }).annotateMerge(
       doc(
         `Replace the draft's ${kind}`,
-        `Replaces the \`${kind}\` file of the draft. The draft must stay referentially valid, else nothing changes and it answers 422 (A10).`
+        `Replaces the \`${kind}\` file of the draft. The draft must stay referentially valid, else nothing changes and it responds 422 (A10).`
       )
     ),
     HttpApiEndpoint.patch(`patch_${kind}`, `${draft}/${kind}`, {
@@ -311,7 +311,7 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
     }).annotateMerge(
       doc(
         `Patch the draft's ${kind}`,
-        `Applies the body to the draft's \`${kind}\` as an RFC 7396 merge patch. The draft must stay referentially valid, else nothing changes and it answers 422 (A10).`
+        `Applies the body to the draft's \`${kind}\` as an RFC 7396 merge patch. The draft must stay referentially valid, else nothing changes and it responds 422 (A10).`
       )
     )
   ] as const
@@ -319,7 +319,7 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
 
 /**
  * The assistants group (API-key auth). Each endpoint lists the failures its
- * operation can answer; every one may also answer 401 and 422 (middleware).
+ * operation can respond with; every one may also respond 401 and 422 (middleware).
  */
 export class AssistantsApi extends HttpApiGroup.make("assistants")
   .add(
@@ -332,7 +332,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       OpenApi.annotations({
         summary: "Apply a changeset to a draft",
         description:
-          'Upserts and deletes items of the branch\'s draft in one edit (`nodes`, `tools`, `variables`, and `config`/`context` patches). `config` and `context` are RFC 7396 merge patches; the patched file is checked as its PUT checks it, else nothing changes and it answers 422 at the member (`["body", "context", "assistant_name"]`). The draft must stay referentially valid: `config.initial_node_id`, a node\'s `config.next_node` and an llm node\'s `config.tools` must name items of the draft after the edit, else nothing changes and it answers 422 naming the field (A10). Edits of one branch are serialized (A4).'
+          'Upserts and deletes items of the branch\'s draft in one edit (`nodes`, `tools`, `variables`, and `config`/`context` patches). `config` and `context` are RFC 7396 merge patches; the patched file is checked as its PUT checks it, else nothing changes and it responds 422 at the member (`["body", "context", "assistant_name"]`). The draft must stay referentially valid: `config.initial_node_id`, a node\'s `config.next_node` and an llm node\'s `config.tools` must name items of the draft after the edit, else nothing changes and it responds 422 naming the field (A10). Edits of one branch are serialized (A4).'
       })
     ),
     HttpApiEndpoint.get("getDraft", draft, {
@@ -394,7 +394,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       OpenApi.annotations({
         summary: "Create a branch",
         description:
-          "A branch from `main`'s HEAD with a draft holding that commit's files. Names are 1-100 of `A-Za-z0-9._/-` without a leading or trailing `/` or `..` (422 otherwise); in URLs a `/` in a name is sent as `%2F`; a name in use answers 409 `Branch already exists` (A3)."
+          "A branch from `main`'s HEAD with a draft holding that commit's files. Names are 1-100 of `A-Za-z0-9._/-` without a leading or trailing `/` or `..` (422 otherwise); in URLs a `/` in a name is sent as `%2F`; a name in use gets 409 `Branch already exists` (A3)."
       })
     ),
     HttpApiEndpoint.get("listBranches", branches, {
@@ -436,31 +436,31 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       OpenApi.annotations({
         summary: "Delete a branch",
         description:
-          "Deletes the branch and its draft; its commits stay reachable from other branches. `main` answers 400 `The main branch cannot be deleted` (A3)."
+          "Deletes the branch and its draft; its commits stay reachable from other branches. `main` gets 400 `The main branch cannot be deleted` (A3)."
       })
     ),
     HttpApiEndpoint.post("publish", `${branches}/:branch_name/publish`, {
       params: branchPath,
       payload: [PublishPayload, NoBody],
-      success: CommitAnswer,
+      success: CommitResponse,
       error: [...branchErrors, NothingToPublish.Wire]
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Publish a draft",
         description:
-          "Commits the branch's draft as its new HEAD with `message`. A draft without changes answers 400 `No changes to publish`; concurrent publishes of one branch are serialized and none is lost (A4). A commit id is the first 12 hex characters of a SHA-256 over parent, files, message, author and time (A5). Publishing `main` changes what new AI runs answer from (R2)."
+          "Commits the branch's draft as its new HEAD with `message`. A draft without changes gets 400 `No changes to publish`; concurrent publishes of one branch are serialized and none is lost (A4). A commit id is the first 12 hex characters of a SHA-256 over parent, files, message, author and time (A5). Publishing `main` changes what new AI runs answer from (R2)."
       })
     ),
     HttpApiEndpoint.post("rollback", `${branches}/:branch_name/rollback`, {
       params: branchPath,
       payload: CommitIdPayload,
-      success: CommitAnswer,
+      success: CommitResponse,
       error: [...branchErrors, CommitNotFound.Wire, CommitNotInHistory.Wire]
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Roll a branch back",
         description:
-          "Moves the branch's HEAD to `commit_id`, HEAD or one of its ancestors, and resets the draft to it; a commit not in the history answers 400 `Commit is not in the history of this branch` (A7)."
+          "Moves the branch's HEAD to `commit_id`, HEAD or one of its ancestors, and resets the draft to it; a commit not in the history gets 400 `Commit is not in the history of this branch` (A7)."
       })
     ),
     HttpApiEndpoint.post("merge", `${branches}/:branch_name/merge`, {
@@ -472,12 +472,12 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       OpenApi.annotations({
         summary: "Merge a branch into this one",
         description:
-          "Merges `source_branch_name` into this branch from their merge base (the nearest common ancestor). Without changes of its own since the base, this branch fast-forwards to the source's HEAD. A path changed on both sides to different content is a conflict: 409 `Merge conflict on paths: ...`, nothing changed; identical changes are not conflicts. Answers the merge commit, or `null` when there was nothing to merge or `commit` is false (the result stays in the draft) (A6)."
+          "Merges `source_branch_name` into this branch from their merge base (the nearest common ancestor). Without changes of its own since the base, this branch fast-forwards to the source's HEAD. A path changed on both sides to different content is a conflict: 409 `Merge conflict on paths: ...`, nothing changed; identical changes are not conflicts. Returns the merge commit, or `null` when there was nothing to merge or `commit` is false (the result stays in the draft) (A6)."
       })
     ),
     HttpApiEndpoint.get("changes", `${branches}/:branch_name/changes`, {
       params: branchPath,
-      success: ChangesAnswer,
+      success: ChangesResponse,
       error: branchErrors
     }).annotateMerge(
       OpenApi.annotations({
@@ -487,7 +487,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ),
     HttpApiEndpoint.get("branchDiff", `${branches}/:branch_name/diff`, {
       params: branchPath,
-      success: DiffAnswer,
+      success: DiffResponse,
       error: branchErrors
     }).annotateMerge(
       OpenApi.annotations({
@@ -498,7 +498,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     HttpApiEndpoint.get("listVersions", "/assistants/:assistant_id/versions", {
       params: assistantPath,
       query: VersionsQuery.fields,
-      success: VersionsAnswer,
+      success: VersionsResponse,
       error: branchErrors
     }).annotateMerge(
       OpenApi.annotations({
@@ -509,7 +509,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     HttpApiEndpoint.get("diffVersions", "/assistants/:assistant_id/versions/diff", {
       params: assistantPath,
       query: VersionsDiffQuery.fields,
-      success: DiffAnswer,
+      success: DiffResponse,
       error: [...assistantErrors, CommitNotFound.Wire]
     }).annotateMerge(
       OpenApi.annotations({
@@ -519,7 +519,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ),
     HttpApiEndpoint.get("getVersion", "/assistants/:assistant_id/versions/:commit_id", {
       params: { assistant_id: Identifier, commit_id: Schema.String },
-      success: VersionAnswer,
+      success: VersionResponse,
       error: [...assistantErrors, CommitNotFound.Wire]
     }).annotateMerge(
       OpenApi.annotations({
@@ -529,13 +529,13 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ),
     HttpApiEndpoint.get("runtime", "/assistants/:assistant_id/runtime", {
       params: assistantPath,
-      success: RuntimeAnswer,
+      success: RuntimeResponse,
       error: [AssistantNotFound.Wire, BranchNotFound.Wire, NoPublishedVersion.Wire]
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Get the runtime snapshot",
         description:
-          "What the AI runs: the snapshot at `main`'s HEAD with its `commit_id`, or a legacy assistant's snapshot with `commit_id: null`. A versioned assistant never published answers 404 `Assistant has no published version` (A2, A11, R2)."
+          "What the AI runs: the snapshot at `main`'s HEAD with its `commit_id`, or a legacy assistant's snapshot with `commit_id: null`. A versioned assistant never published gets 404 `Assistant has no published version` (A2, A11, R2)."
       })
     ),
     HttpApiEndpoint.get("getRollout", "/assistants/:assistant_id/rollout", {
@@ -558,7 +558,7 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
       OpenApi.annotations({
         summary: "Roll a branch out to a share of sessions",
         description:
-          "From now on, a session's first AI run reads `branch_name` with probability `percent`/100, decided by a hash of the session id (the same session always gets the same answer, in every process), else `main`. Unpinned sessions keep that branch and read its HEAD at each run. The same branch again changes `percent` (sessions keep their branch); another branch replaces the rollout, and the sessions the old one took go back to `main` unless pinned (A13). An unknown branch answers 404 `Branch not found`, a branch never published 400 `Branch has no published version` (A12)."
+          "From now on, a session's first AI run reads `branch_name` with probability `percent`/100, decided by a hash of the session id (the same session always gets the same branch, in every process), else `main`. Unpinned sessions keep that branch and read its HEAD at each run. The same branch again changes `percent` (sessions keep their branch); another branch replaces the rollout, and the sessions the old one took go back to `main` unless pinned (A13). An unknown branch gets 404 `Branch not found`, a branch never published 400 `Branch has no published version` (A12)."
       })
     ),
     HttpApiEndpoint.delete("deleteRollout", "/assistants/:assistant_id/rollout", {
@@ -608,13 +608,13 @@ export class AssistantsApi extends HttpApiGroup.make("assistants")
     ),
     HttpApiEndpoint.post("migrate", "/assistants/:assistant_id/migrate", {
       params: assistantPath,
-      success: MigrateAnswer,
+      success: MigrateResponse,
       error: [AssistantNotFound.Wire, AssistantAlreadyVersioned.Wire]
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Put a legacy assistant under version control",
         description:
-          "Creates branch `main` with a first commit of the legacy snapshot and answers both; a second migrate answers 409 `Assistant is already versioned` (A11)."
+          "Creates branch `main` with a first commit of the legacy snapshot and returns both; a second migrate gets 409 `Assistant is already versioned` (A11)."
       })
     )
   )

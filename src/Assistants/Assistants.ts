@@ -21,7 +21,7 @@ import type { Assistant, Snapshot, SnapshotInput } from "../Domain/Assistant.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { type AssistantAccessError, MAIN, makeAccess } from "./Access.ts"
-import type { CreateAssistantPayload, MigrateAnswer, RuntimeAnswer } from "./Api.ts"
+import type { CreateAssistantPayload, MigrateResponse, RuntimeResponse } from "./Api.ts"
 import { Branches } from "./Branches.ts"
 import { Drafts } from "./Drafts.ts"
 import { AssistantAlreadyVersioned, AssistantNotFound, type BranchNotFound, NoPublishedVersion } from "./Errors.ts"
@@ -58,7 +58,7 @@ export class Assistants extends Context.Service<
     readonly runtime: (
       organizationId: string,
       assistantId: string
-    ) => Effect.Effect<typeof RuntimeAnswer.Type, AssistantNotFound | BranchNotFound | NoPublishedVersion>
+    ) => Effect.Effect<typeof RuntimeResponse.Type, AssistantNotFound | BranchNotFound | NoPublishedVersion>
     /** That the organization has this versioned assistant: `AssistantNotFound`, `AssistantNotVersioned` (A1). */
     readonly checkVersioned: (organizationId: string, assistantId: string) => Effect.Effect<void, AssistantAccessError>
     /**
@@ -90,7 +90,7 @@ export class Assistants extends Context.Service<
     readonly migrate: (
       organizationId: string,
       assistantId: string
-    ) => Effect.Effect<typeof MigrateAnswer.Type, AssistantNotFound | AssistantAlreadyVersioned>
+    ) => Effect.Effect<typeof MigrateResponse.Type, AssistantNotFound | AssistantAlreadyVersioned>
   }
 >()("parley/Assistants") {
   /**
@@ -118,10 +118,10 @@ export class Assistants extends Context.Service<
 
 /**
  * What a session's run reads ({@link Assistants} `sessionRuntime`): the
- * runtime answer, and `branch_name`, the branch the commit was read through
+ * runtime response, and `branch_name`, the branch the commit was read through
  * (null for a legacy assistant).
  */
-export type SessionRuntime = typeof RuntimeAnswer.Type & { readonly branch_name: string | null }
+export type SessionRuntime = typeof RuntimeResponse.Type & { readonly branch_name: string | null }
 
 /** The files of a legacy assistant's snapshot, as stored (A11: never re-checked). */
 const legacyFiles = (assistant: AssistantRow) => filesFromSnapshot((assistant.legacy_snapshot ?? {}) as SnapshotInput)

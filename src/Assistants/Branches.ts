@@ -12,10 +12,10 @@ import { Ids } from "../Shared/Ids.ts"
 import { type BranchAccessError, MAIN, makeAccess } from "./Access.ts"
 import type {
   BranchNamePayload,
-  ChangesAnswer,
-  CommitAnswer,
+  ChangesResponse,
   CommitIdPayload,
-  DiffAnswer,
+  CommitResponse,
+  DiffResponse,
   MergePayload,
   PublishPayload
 } from "./Api.ts"
@@ -87,7 +87,7 @@ export class Branches extends Context.Service<
       assistantId: string,
       branchName: string,
       payload: typeof PublishPayload.Type
-    ) => Effect.Effect<typeof CommitAnswer.Type, BranchAccessError | NothingToPublish>
+    ) => Effect.Effect<typeof CommitResponse.Type, BranchAccessError | NothingToPublish>
     /**
      * POST /branches/{name}/rollback: HEAD moves to `commit_id` and the draft is
      * reset to it. `CommitNotFound` (A1); `CommitNotInHistory` unless the commit is
@@ -98,17 +98,17 @@ export class Branches extends Context.Service<
       assistantId: string,
       branchName: string,
       payload: typeof CommitIdPayload.Type
-    ) => Effect.Effect<typeof CommitAnswer.Type, BranchAccessError | CommitNotFound | CommitNotInHistory>
+    ) => Effect.Effect<typeof CommitResponse.Type, BranchAccessError | CommitNotFound | CommitNotInHistory>
     /**
      * POST /branches/{name}/merge (A6): applies the changes of the source's HEAD
      * since the merge base to the target's draft. Nothing to merge (no source
      * HEAD, or it is in the target's history): `null`. A target without changes
      * of its own since the base fast-forwards (with `commit`, HEAD moves to the
-     * source's HEAD and that commit is the answer). Otherwise a three-way merge:
+     * source's HEAD and that commit is the result). Otherwise a three-way merge:
      * `MergeConflict` with the sorted paths both sides changed differently
      * (nothing changes); `ValidationFailed` at `["body", "source_branch_name"]`
      * when the result breaks a reference (A10); with `commit`, a merge commit
-     * whose second parent is the source's HEAD is the answer, else `null`.
+     * whose second parent is the source's HEAD is the result, else `null`.
      * `BranchNotFound` names the target or the source.
      */
     readonly merge: (
@@ -122,13 +122,13 @@ export class Branches extends Context.Service<
       organizationId: string,
       assistantId: string,
       branchName: string
-    ) => Effect.Effect<typeof ChangesAnswer.Type, BranchAccessError>
+    ) => Effect.Effect<typeof ChangesResponse.Type, BranchAccessError>
     /** GET /branches/{name}/diff: the differences from HEAD to the draft, file by file (spec "Diff entry"). */
     readonly diff: (
       organizationId: string,
       assistantId: string,
       branchName: string
-    ) => Effect.Effect<typeof DiffAnswer.Type, BranchAccessError>
+    ) => Effect.Effect<typeof DiffResponse.Type, BranchAccessError>
   }
 >()("parley/Assistants/Branches") {
   /** The service, its repository left open (the domain's `Assistants.layer` provides it); requires `AssistantsRepo` and `Ids`. */

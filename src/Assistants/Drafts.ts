@@ -84,7 +84,7 @@ export class Drafts extends Context.Service<
      * PATCH {draft_base}: applies a changeset (assistants.md "Drafts"): RFC 7396
      * merge patches of `context` and `config`, then deletes and upserts of nodes,
      * tools and variables (items of one changeset may reference each other);
-     * answers what changed. `ValidationFailed`, nothing stored: when a patched
+     * returns what changed. `ValidationFailed`, nothing stored: when a patched
      * `context` or `config` breaks the schema its PUT checks (issue 37 item 3),
      * `loc` at the member under `["body", "context" | "config"]`; and (A10) when
      * the result names a missing item, `loc` at the offending member of the body
@@ -222,7 +222,7 @@ export class Drafts extends Context.Service<
 
 type Draft = Map<string, FileVersion>
 
-/** An edit of a draft: the next files, its answer, and where reference problems are reported (A10). */
+/** An edit of a draft: the next files, its result, and where reference problems are reported (A10). */
 interface Edit<A> {
   readonly next: Draft
   readonly result: A
@@ -287,7 +287,7 @@ const itemContent = (kind: ItemKind, id: string, value: unknown) =>
 const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   const access = makeAccess(repo)
 
-  /** Checks references (A10), stores new contents and writes the draft delta; answers the edit's result. */
+  /** Checks references (A10), stores new contents and writes the draft delta; returns the edit's result. */
   const commitEdit = <A>(assistantId: string, branchId: string, current: Draft, edit: Edit<A>) =>
     Effect.gen(function* () {
       const issues = referenceIssues(edit.next, edit.locate)

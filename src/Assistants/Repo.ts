@@ -86,7 +86,7 @@ export const Assignment = Schema.Struct({
 })
 export type Assignment = typeof Assignment.Type
 
-/** Which commits `listCommits` answers: all, or those reachable from `head` (A8; none for a null HEAD). */
+/** Which commits `listCommits` returns: all, or those reachable from `head` (A8; none for a null HEAD). */
 export interface CommitsPage {
   readonly head?: string | null | undefined
   readonly limit: number
@@ -99,7 +99,7 @@ export class AssistantsRepo extends Context.Service<
   {
     /** Runs `self` in one transaction (nested: a savepoint). */
     readonly withTransaction: WithTransaction
-    /** Inserts an assistant; answers it as the admin API does (O6). */
+    /** Inserts an assistant; returns it as the admin API does (O6). */
     readonly insertAssistant: (row: NewAssistant) => Effect.Effect<Assistant, SqlError.SqlError>
     /** The organization's assistant (A1); `forUpdate` locks its row. An id that is no UUID finds nothing. */
     readonly findAssistant: (
@@ -171,7 +171,7 @@ export class AssistantsRepo extends Context.Service<
      * Inserts a commit whose files are the branch's draft (one set-based copy).
      * A commit with the same id already there is the same commit (A5: the id
      * hashes its parent, files, message, author and time; two branches at one
-     * HEAD publishing the same change in the same millisecond): it is answered
+     * HEAD publishing the same change in the same millisecond): it is returned
      * as is, as Git shares one object.
      */
     readonly insertCommit: (row: NewCommit) => Effect.Effect<Commit, SqlError.SqlError>
@@ -202,10 +202,10 @@ export class AssistantsRepo extends Context.Service<
     /**
      * Sets the assistant's rollout (A12): of the same branch, its percent
      * changes and it keeps its id and start; else `rollout.id` replaces it.
-     * Answers it as {@link findRollout} does.
+     * Returns it as {@link findRollout} does.
      */
     readonly putRollout: (rollout: NewRollout) => Effect.Effect<RolloutRow, SqlError.SqlError>
-    /** Ends the assistant's rollout; answers whether there was one (A12). */
+    /** Ends the assistant's rollout; returns whether there was one (A12). */
     readonly deleteRollout: (assistantId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /** A session's assignment for the assistant, or undefined before its first run (A12, A13). */
     readonly findAssignment: (
@@ -213,7 +213,7 @@ export class AssistantsRepo extends Context.Service<
       assistantId: string
     ) => Effect.Effect<Assignment | undefined, SqlError.SqlError>
     /**
-     * Records a session's assignment unless it has one; answers the one
+     * Records a session's assignment unless it has one; returns the one
      * recorded (the first writer's when two runs of the session race).
      */
     readonly insertAssignment: (

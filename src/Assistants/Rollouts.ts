@@ -18,7 +18,7 @@ import { AssistantsRepo, type RolloutRow } from "./Repo.ts"
  * The split of A12: whether session `sessionId` takes a rollout of `percent`
  * (0-100). Its bucket is the first 32 bits of the SHA-256 of the session id,
  * modulo 100; the session takes the rollout when the bucket is below
- * `percent`. The same session always gets the same answer, in every process,
+ * `percent`. The same session always gets the same result, in every process,
  * and raising `percent` only adds sessions.
  */
 export const inRollout = (sessionId: string, percent: number): boolean =>
@@ -68,7 +68,7 @@ export class Rollouts extends Context.Service<
       organizationId: string,
       assistantId: string
     ) => Effect.Effect<RuntimeSettings, AssistantAccessError>
-    /** PUT /runtime-settings (A13): answers the settings now in force. */
+    /** PUT /runtime-settings (A13): returns the settings now in force. */
     readonly putSettings: (
       organizationId: string,
       assistantId: string,

@@ -6,11 +6,11 @@ import { Context, Effect, Layer } from "effect"
 import { type AssistantAccessError, type BranchAccessError, makeAccess } from "./Access.ts"
 import {
   DEFAULT_VERSIONS_LIMIT,
-  type DiffAnswer,
-  type VersionAnswer,
-  type VersionsAnswer,
+  type DiffResponse,
+  type VersionResponse,
   type VersionsDiffQuery,
-  type VersionsQuery
+  type VersionsQuery,
+  type VersionsResponse
 } from "./Api.ts"
 import { CommitNotFound } from "./Errors.ts"
 import { diffFiles } from "./Files.ts"
@@ -35,13 +35,13 @@ export class Versions extends Context.Service<
       organizationId: string,
       assistantId: string,
       query: typeof VersionsQuery.Type
-    ) => Effect.Effect<typeof VersionsAnswer.Type, BranchAccessError>
+    ) => Effect.Effect<typeof VersionsResponse.Type, BranchAccessError>
     /** GET /versions/{commit_id}: the commit and its files (spec "Files"), ordered by path. `CommitNotFound`. */
     readonly get: (
       organizationId: string,
       assistantId: string,
       commitId: string
-    ) => Effect.Effect<typeof VersionAnswer.Type, AssistantAccessError | CommitNotFound>
+    ) => Effect.Effect<typeof VersionResponse.Type, AssistantAccessError | CommitNotFound>
     /**
      * GET /versions/diff: the differences from `commit_a` to `commit_b`, file by
      * file (spec "Diff entry"). `CommitNotFound` names the first unknown one.
@@ -50,7 +50,7 @@ export class Versions extends Context.Service<
       organizationId: string,
       assistantId: string,
       query: typeof VersionsDiffQuery.Type
-    ) => Effect.Effect<typeof DiffAnswer.Type, AssistantAccessError | CommitNotFound>
+    ) => Effect.Effect<typeof DiffResponse.Type, AssistantAccessError | CommitNotFound>
   }
 >()("parley/Assistants/Versions") {
   /** The service, its repository left open (the domain's `Assistants.layer` provides it); requires `AssistantsRepo`. */

@@ -20,7 +20,7 @@ export const ItemId = Schema.String.pipe(
 export const ItemKind = Schema.Literals(["nodes", "tools", "variables"])
 export type ItemKind = typeof ItemKind.Type
 
-/** How answers name one item of each kind (`Node not found`, A9). */
+/** How responses name one item of each kind (`Node not found`, A9). */
 export const itemKindNames: Record<ItemKind, string> = { nodes: "Node", tools: "Tool", variables: "Variable" }
 
 /** A file of a draft that is one object rather than a collection (A9). */
@@ -225,7 +225,7 @@ export const DiffEntry = Schema.Struct({
 }).annotate({ identifier: "DiffEntry" })
 export type DiffEntry = typeof DiffEntry.Type
 
-/** An assistant as the admin API answers it (O6). */
+/** An assistant as the admin API returns it (O6). */
 export const Assistant = Schema.Struct({
   id: Schema.String,
   organization_id: Schema.String,

@@ -18,14 +18,14 @@ export const Identifier = Schema.String.pipe(Schema.check(Schema.isBetweenLength
 export const ShortText = Schema.String.pipe(Schema.check(Schema.isMaxLength(MAX_IDENTIFIER_LENGTH)))
 
 /**
- * An id Parley generates (a UUIDv7, lowercase), as answered: `format: uuid`
+ * An id Parley generates (a UUIDv7, lowercase), as returned: `format: uuid`
  * in the OpenAPI document. A plain string to the decoder (no check): ids in
  * paths are looked up as given, and one that is not a UUID is simply not
  * found (D1).
  */
 export const Uuid = Schema.String.annotate({ format: "uuid" })
 
-/** A JSON object of arbitrary key-value data, as stored and answered. */
+/** A JSON object of arbitrary key-value data, as stored and returned. */
 export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 export type JsonObject = typeof JsonObject.Type
 

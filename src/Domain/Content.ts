@@ -64,7 +64,7 @@ const decoders = Object.fromEntries(
  * `type`, nested at most 32 levels (D18). A client type's fields are checked
  * as part of the request (422 with every problem of the request, `loc` under
  * the member), and its unknown members are dropped; any other `type` passes
- * through so the service can answer 400 `Invalid content type`
+ * through so the service can respond 400 `Invalid content type`
  * ({@link isClientContentType}).
  */
 export const ContentInput = ContentObject.pipe(

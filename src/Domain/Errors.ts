@@ -88,10 +88,10 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()(
 }
 
 /**
- * The fixed `detail` of the answers the HTTP layer gives outside any endpoint
+ * The fixed `detail` of the responses the HTTP layer gives outside any endpoint
  * (DECISIONS.md "Errors", O9): 413 over `MAX_BODY_BYTES`, 415 for a body that
  * is not JSON, 503 while the database is unreachable or the server drains, 500
- * for an unexpected failure. `Http.ts` answers them; `OpenApi.ts` documents
+ * for an unexpected failure. `Http.ts` sends them; `OpenApi.ts` documents
  * them.
  */
 export const transportDetails = {

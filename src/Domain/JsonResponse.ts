@@ -11,7 +11,7 @@ export const jsonText = <A>(body: JsonText<A>, status = 200): HttpServerResponse
   HttpServerResponse.text(body, { status, contentType: "application/json" })
 
 /**
- * An error answer outside the handlers' encoded errors (DECISIONS.md
+ * An error response outside the handlers' encoded errors (DECISIONS.md
  * "Errors"): `{"detail": text}` with `status` and `headers`.
  */
 export const detailResponse = (

@@ -146,7 +146,7 @@ const LAST_MOMENT = new Date("9999-12-31T23:59:59.999Z").getTime()
 /**
  * Reads an ISO 8601 datetime with a time zone (`2026-11-22T08:02:07.123456Z`,
  * `...+01:00`): a real calendar date and time, between years 1 and 9999 in UTC
- * (D18). Answers the moment (ms since the epoch; digits past milliseconds are
+ * (D18). Returns the moment (ms since the epoch; digits past milliseconds are
  * kept by the caller's text only) or the reason it is refused.
  */
 export const readDateTime = (

@@ -13,13 +13,13 @@ export const Organization = Schema.Struct({
 }).annotate({ identifier: "Organization" })
 export type Organization = typeof Organization.Type
 
-/** A new API key: the token is shown only in this answer (O6). */
+/** A new API key: the token is shown only in this response (O6). */
 export const ApiKeyCreated = Schema.Struct({
   id: Uuid.annotate({ description: "The key's id, to revoke it." }),
   name: Schema.NullOr(Schema.String).annotate({ description: "The key's name, if given." }),
   token: Schema.String.annotate({
     description:
-      "The key itself (`prl_` and 43 base64url characters): shown in this answer only, Parley keeps its SHA-256."
+      "The key itself (`prl_` and 43 base64url characters): shown in this response only, Parley keeps its SHA-256."
   }),
   created_at: Timestamp.annotate({ description: "When the key was created (ISO 8601, UTC)." }),
   expires_at: Schema.NullOr(Timestamp).annotate({ description: "When the key stops working; null: never." })

@@ -36,7 +36,7 @@ export class Authorization extends HttpApiMiddleware.Service<Authorization, { pr
 export class AdminAuthorization extends HttpApiMiddleware.Service<AdminAuthorization>()("parley/AdminAuthorization", {
   security: {
     adminToken: bearerScheme(
-      "The server's `ADMIN_TOKEN`, for the admin API; every admin request answers 401 when the server has none.",
+      "The server's `ADMIN_TOKEN`, for the admin API; every admin request gets 401 when the server has none.",
       "ADMIN_TOKEN"
     )
   },

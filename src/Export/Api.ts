@@ -39,7 +39,7 @@ export class ExportApi extends HttpApiGroup.make("export")
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Export sessions",
-        description: `Sessions of the organization in pages of \`limit\` (1-3000, default ${DEFAULT_EXPORT_LIMIT}), for syncing into another store. Sorted by (\`created_at\`, \`id\`), or with \`sort_by=updated_at\` by (\`updated_at\`, or \`created_at\` when never updated, then \`id\`), so records never updated still sync. Pass the last \`id\` of a page as \`after_id\` for the next page (a keyset cursor; an unknown \`after_id\` answers 400 \`Invalid cursor\`). \`created_*\`/\`updated_*\` bound the range (D14).`
+        description: `Sessions of the organization in pages of \`limit\` (1-3000, default ${DEFAULT_EXPORT_LIMIT}), for syncing into another store. Sorted by (\`created_at\`, \`id\`), or with \`sort_by=updated_at\` by (\`updated_at\`, or \`created_at\` when never updated, then \`id\`), so records never updated still sync. Pass the last \`id\` of a page as \`after_id\` for the next page (a keyset cursor; an unknown \`after_id\` gets 400 \`Invalid cursor\`). \`created_*\`/\`updated_*\` bound the range (D14).`
       })
     ),
     HttpApiEndpoint.get("sessionsBatch", "/data/sessions/batch", {
@@ -53,7 +53,7 @@ export class ExportApi extends HttpApiGroup.make("export")
       OpenApi.annotations({
         summary: "Export sessions by id",
         description:
-          "The sessions of `session_ids` (1-1000 ids, repeated as `session_ids=a&session_ids=b`) that exist in the organization, in the order asked; a duplicate id is answered once, at its first position (D14)."
+          "The sessions of `session_ids` (1-1000 ids, repeated as `session_ids=a&session_ids=b`) that exist in the organization, in the order asked; a duplicate id is returned once, at its first position (D14)."
       })
     ),
     HttpApiEndpoint.get("messages", "/data/messages", {

@@ -100,11 +100,11 @@ export const IngestPayload = Schema.Struct({
 export type IngestPayload = typeof IngestPayload.Type
 
 /**
- * POST /ingest answer (spec "Unified ingest"): the conversation (created or
+ * POST /ingest response (spec "Unified ingest"): the conversation (created or
  * reused), the session the call acted on (null when there is none: `close`
  * without content and without an open session, D9), the message stored (null
  * without content), and whether this call created the conversation and the
- * session. A repeated `provider_message_id` answers the first call's ids with
+ * session. A repeated `provider_message_id` gets the first call's ids with
  * both flags false (D10).
  */
 export const IngestResponse = Schema.Struct({
@@ -129,7 +129,7 @@ export class IngestApi extends HttpApiGroup.make("ingest")
       OpenApi.annotations({
         summary: "Ingest a channel message",
         description:
-          "One call per message received or sent on a channel: finds or creates the contact (`from`), the conversation of (`channel_type`, `to`, `from`) and its open session, stores the message, and triggers the AI reply for `user` messages after the organization's `reply_debounce_seconds` (D8, D9, D11). `session`: `continue` (default) reuses the open session or creates one, `new` closes it and starts another, `close` stores the message then closes the session. Calls for one (organization, `channel_type`, `to`, `from`) are serialized across every process (D9). Idempotent on `provider_message_id` within the conversation: a repeat stores and emits nothing and answers the first call's ids with both `created_*` false (D10). `metadata` is an RFC 7396 merge patch on the session's metadata (at most 16 KiB after the patch, D17)."
+          "One call per message received or sent on a channel: finds or creates the contact (`from`), the conversation of (`channel_type`, `to`, `from`) and its open session, stores the message, and triggers the AI reply for `user` messages after the organization's `reply_debounce_seconds` (D8, D9, D11). `session`: `continue` (default) reuses the open session or creates one, `new` closes it and starts another, `close` stores the message then closes the session. Calls for one (organization, `channel_type`, `to`, `from`) are serialized across every process (D9). Idempotent on `provider_message_id` within the conversation: a repeat stores and emits nothing and returns the first call's ids with both `created_*` false (D10). `metadata` is an RFC 7396 merge patch on the session's metadata (at most 16 KiB after the patch, D17)."
       })
     )
   )

@@ -65,7 +65,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       OpenApi.annotations({
         summary: "Add a message to a session",
         description:
-          "Stores a message of role `user` or `assistant` in an open session (400 `Session is not open` otherwise, D5) with delivery status `pending`, and emits `message.created` (W1). `content.type` is `text`, `image`, `video`, `audio` or `file`, each with its fields (422 for bad fields); another type, the runtime's `function_call`, `function_result` and `thought` included, answers 400 `Invalid content type` (D12). Storing a message does not trigger a reply: call reply, or use ingest (D11)."
+          "Stores a message of role `user` or `assistant` in an open session (400 `Session is not open` otherwise, D5) with delivery status `pending`, and emits `message.created` (W1). `content.type` is `text`, `image`, `video`, `audio` or `file`, each with its fields (422 for bad fields); another type, the runtime's `function_call`, `function_result` and `thought` included, gets 400 `Invalid content type` (D12). Storing a message does not trigger a reply: call reply, or use ingest (D11)."
       })
     ),
     HttpApiEndpoint.post("search", "/sessions/:session_id/messages/search", {
@@ -100,7 +100,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       OpenApi.annotations({
         summary: "Record a message's delivery",
         description:
-          "Delivery tracking from the channel: `provider_message_id`, `replied_provider_message_id`, `delivery_status`, `delivery_error_code`, `delivery_error_message`, `delivered_at`. The status never goes back (`pending` < `sent` < `delivered` < `read`; `failed` and `rejected` are final): a PATCH that would move it backwards answers 200 and keeps the later status, its other members still applied; `delivered_at` is set when the status reaches `delivered` or `read` and none is given (D13). Works on closed sessions (D5). Emits `message.updated` when a delivery member changed (W1)."
+          "Delivery tracking from the channel: `provider_message_id`, `replied_provider_message_id`, `delivery_status`, `delivery_error_code`, `delivery_error_message`, `delivered_at`. The status never goes back (`pending` < `sent` < `delivered` < `read`; `failed` and `rejected` are final): a PATCH that would move it backwards gets 200 and keeps the later status, its other members still applied; `delivered_at` is set when the status reaches `delivered` or `read` and none is given (D13). Works on closed sessions (D5). Emits `message.updated` when a delivery member changed (W1)."
       })
     )
   )

@@ -1,7 +1,7 @@
 /**
  * Handlers of the messages group: call the service. POST message sends the
  * JSON PostgreSQL built (the measured hot path, `npm run bench`); the other
- * answers are decoded Messages that HttpApi encodes.
+ * responses are decoded Messages that HttpApi encodes.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"

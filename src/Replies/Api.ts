@@ -93,7 +93,7 @@ export class RepliesApi extends HttpApiGroup.make("replies")
       OpenApi.annotations({
         summary: "Ask the AI agent to reply",
         description:
-          "Queues an AI reply to the session after `debounce_time` seconds (0-60, default 3): every call within the window moves the due time, so a burst of messages gets one reply (trailing debounce, R1). The job is durable: a restart loses none and with several processes it runs once. Checks, in this order, each answering 400: the session is open, has an agent, the agent is an AI agent, the session has a thread (D7). The reply is written later as an assistant message (`message.created`); `starting_node_id` picks the node to start from and `metadata` is merged into the reply's metadata (R2)."
+          "Queues an AI reply to the session after `debounce_time` seconds (0-60, default 3): every call within the window moves the due time, so a burst of messages gets one reply (trailing debounce, R1). The job is durable: a restart loses none and with several processes it runs once. Checks, in this order, each failing with 400: the session is open, has an agent, the agent is an AI agent, the session has a thread (D7). The reply is written later as an assistant message (`message.created`); `starting_node_id` picks the node to start from and `metadata` is merged into the reply's metadata (R2)."
       })
     ),
     HttpApiEndpoint.post("schedule", "/sessions/:session_id/schedule", {
@@ -127,7 +127,7 @@ export class RepliesApi extends HttpApiGroup.make("replies")
       OpenApi.annotations({
         summary: "Cancel a schedule",
         description:
-          "Cancels a pending schedule: 204, and its status becomes `canceled`. A schedule that is not pending answers 409 `Schedule is not pending`, an unknown one 404 `Schedule not found` (D15)."
+          "Cancels a pending schedule: 204, and its status becomes `canceled`. A schedule that is not pending gets 409 `Schedule is not pending`, an unknown one 404 `Schedule not found` (D15)."
       })
     )
   )

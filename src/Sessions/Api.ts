@@ -87,7 +87,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
       OpenApi.annotations({
         summary: "Get a session",
         description:
-          "The session. A session that does not exist or belongs to another organization answers 404 `Session not found` on every `/sessions/{session_id}` operation (D1)."
+          "The session. A session that does not exist or belongs to another organization gets 404 `Session not found` on every `/sessions/{session_id}` operation (D1)."
       })
     ),
     HttpApiEndpoint.patch("update", "/sessions/:session_id", {
@@ -99,7 +99,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
       OpenApi.annotations({
         summary: "Update a session",
         description:
-          "Changes the members of `fields` that are present: `metadata` (replaced), `status` (`closed` closes the session exactly as finish does; `open` on a closed session answers 400 `Session is closed and cannot be reopened`) and `agent_id` (changes the agent exactly as transfer does; null removes it) (D4). Other changes on a closed session answer 400 `Session is not open` (D5)."
+          "Changes the members of `fields` that are present: `metadata` (replaced), `status` (`closed` closes the session exactly as finish does; `open` on a closed session gets 400 `Session is closed and cannot be reopened`) and `agent_id` (changes the agent exactly as transfer does; null removes it) (D4). Other changes on a closed session get 400 `Session is not open` (D5)."
       })
     ),
     HttpApiEndpoint.post("transfer", "/sessions/:session_id/transfer", {
@@ -111,7 +111,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
       OpenApi.annotations({
         summary: "Transfer a session to another agent",
         description:
-          "Gives the session the agent `agent_id`, or no agent when it is null, omitted or the body is empty. The agent must be one of the organization's (400 `Agent not found`, D6); a session's first AI agent gives it a `thread_id`, kept afterwards (D7). Emits `session.transferred` (W1). A closed session answers 400 `Session is not open` (D5)."
+          "Gives the session the agent `agent_id`, or no agent when it is null, omitted or the body is empty. The agent must be one of the organization's (400 `Agent not found`, D6); a session's first AI agent gives it a `thread_id`, kept afterwards (D7). Emits `session.transferred` (W1). A closed session gets 400 `Session is not open` (D5)."
       })
     ),
     HttpApiEndpoint.post("finish", "/sessions/:session_id/finish", {
@@ -123,7 +123,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
       OpenApi.annotations({
         summary: "Finish a session",
         description:
-          "Closes the session, recording `ending_survey_id` when given. Emits `session.finished` and `session.closed` with `action: null` (W1); the session's pending schedules are canceled and its pending reply dropped (D15, R1). A closed session answers 400 `Session is not open` (D5)."
+          "Closes the session, recording `ending_survey_id` when given. Emits `session.finished` and `session.closed` with `action: null` (W1); the session's pending schedules are canceled and its pending reply dropped (D15, R1). A closed session gets 400 `Session is not open` (D5)."
       })
     )
   )
@@ -133,6 +133,6 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
     OpenApi.annotations({
       title: "Sessions",
       description:
-        "A session is one stretch of a conversation between a contact and an agent: open until finished, closed by ingest, or expired. Requests use an organization's API key; a session of another organization answers 404 (D1)."
+        "A session is one stretch of a conversation between a contact and an agent: open until finished, closed by ingest, or expired. Requests use an organization's API key; a session of another organization gets 404 (D1)."
     })
   ) {}

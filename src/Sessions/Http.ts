@@ -1,6 +1,6 @@
 /**
  * Handlers of the sessions group: call the service; HttpApi encodes the
- * Session it answers with the group's success schemas.
+ * Session it returns with the group's success schemas.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"

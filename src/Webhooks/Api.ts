@@ -60,7 +60,7 @@ export const App = Schema.Struct({
 }).annotate({ identifier: "App" })
 export type App = typeof App.Type
 
-/** The answer of a secret rotation (W8). */
+/** The response of a secret rotation (W8). */
 export const SecretRotation = Schema.Struct({
   signing_secret: Schema.String.annotate({
     description: "The app's new `whsec_<base64>` secret: every request is signed with it from now on."
@@ -72,10 +72,10 @@ export const SecretRotation = Schema.Struct({
 }).annotate({ identifier: "SecretRotation" })
 export type SecretRotation = typeof SecretRotation.Type
 
-/** One attempt of a delivery (W5): its number (1-based), HTTP status (null without an answer), error, duration in ms, start (ISO 8601). */
+/** One attempt of a delivery (W5): its number (1-based), HTTP status (null without a response), error, duration in ms, start (ISO 8601). */
 export const DeliveryAttempt = Schema.Struct({
   attempt: Schema.Int.annotate({ description: "Its number, from 1." }),
-  status_code: Schema.NullOr(Schema.Int).annotate({ description: "The app's HTTP status; null without an answer." }),
+  status_code: Schema.NullOr(Schema.Int).annotate({ description: "The app's HTTP status; null without a response." }),
   error: Schema.NullOr(Schema.String).annotate({
     description: "Why it failed (timeout, refused address, connection error, non-2xx); null on success."
   }),
@@ -156,7 +156,7 @@ export const RecoverPayload = Schema.Struct({
 }).annotate({ examples: [{ since: "2026-11-22T00:00:00Z" }] })
 export type RecoverRange = typeof RecoverPayload.Type
 
-/** The answer of a recovery (W9): how many deliveries became pending. */
+/** The response of a recovery (W9): how many deliveries became pending. */
 export const Recovered = Schema.Struct({
   deliveries: Schema.Int.annotate({ description: "How many failed deliveries became pending and due now." })
 }).annotate({ identifier: "Recovered" })
@@ -237,7 +237,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       OpenApi.annotations({
         summary: "Rotate an app's signing secret",
         description:
-          "Gives the app a new signing secret and answers it. For 24 hours every request carries two signatures, the new secret's first (`webhook-signature: v1,<new> v1,<old>`), so a receiver can switch secrets at any moment of that day without losing a delivery; then only the new one (W8)."
+          "Gives the app a new signing secret and returns it. For 24 hours every request carries two signatures, the new secret's first (`webhook-signature: v1,<new> v1,<old>`), so a receiver can switch secrets at any moment of that day without losing a delivery; then only the new one (W8)."
       })
     ),
     HttpApiEndpoint.post("recover", "/organizations/:org_id/apps/:app_id/recover", {
@@ -249,7 +249,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       OpenApi.annotations({
         summary: "Recover an app's failed deliveries",
         description:
-          "After an outage of the app's endpoint: every `failed` delivery of the app created at or after `since` (and before `until`, when given) becomes pending and due now, and is sent again, each body byte for byte as before, one attempt each (W9, W5). Answers 202 with how many."
+          "After an outage of the app's endpoint: every `failed` delivery of the app created at or after `since` (and before `until`, when given) becomes pending and due now, and is sent again, each body byte for byte as before, one attempt each (W9, W5). Responds 202 with how many."
       })
     ),
     HttpApiEndpoint.post("retryDelivery", "/organizations/:org_id/apps/:app_id/deliveries/:delivery_id/retry", {
@@ -260,7 +260,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       OpenApi.annotations({
         summary: "Retry a delivery",
         description:
-          "Makes the delivery pending and due now; the same body is sent again, byte for byte (W3, W5). Answers 202."
+          "Makes the delivery pending and due now; the same body is sent again, byte for byte (W3, W5). Responds 202."
       })
     )
   )

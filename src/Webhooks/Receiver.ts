@@ -12,7 +12,7 @@
  *
  * With the app's `ordering: "conversation"` (W7) the events of one
  * conversation arrive one at a time in commit order, the next only after a 2xx
- * answer to the previous one: process an event before answering 2xx, and use
+ * response to the previous one: process an event before responding 2xx, and use
  * {@link conversationOf} to keep per-conversation state.
  */
 import { Schema } from "effect"
@@ -45,7 +45,7 @@ const signatureHeadersOf = (headers: WebhookHeaders): Record<string, string> => 
 }
 
 /**
- * Checks a webhook request and answers its event (W1, W3).
+ * Checks a webhook request and returns its event (W1, W3).
  *
  * - `secret`: the app's `signing_secret` (`whsec_<base64>`).
  * - `headers`: the request's headers; `webhook-id`, `webhook-timestamp` and

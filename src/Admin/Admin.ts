@@ -38,7 +38,7 @@ export class Admin extends Context.Service<
     getOrganization(organizationId: string): Effect.Effect<Organization, OrganizationNotFound>
     /**
      * POST /organizations/{id}/api-keys (O6): a new key; the token appears only
-     * in this answer. `expires_at` (ISO 8601, kept to the microsecond) null or
+     * in this response. `expires_at` (ISO 8601, kept to the microsecond) null or
      * absent = never. Fails with OrganizationNotFound.
      */
     createApiKey(

@@ -49,15 +49,15 @@ export class AdminRepo extends Context.Service<
     readonly insertOrganization: (id: string, name: string) => Effect.Effect<Organization, SqlError.SqlError>
     /** The organization, or undefined. */
     readonly findOrganization: (id: string) => Effect.Effect<Organization | undefined, SqlError.SqlError>
-    /** Inserts a key created now; answers its `created_at` and `expires_at` (ISO 8601, null = never). */
+    /** Inserts a key created now; returns its `created_at` and `expires_at` (ISO 8601, null = never). */
     readonly insertApiKey: (
       row: NewApiKey
     ) => Effect.Effect<{ readonly created_at: string; readonly expires_at: string | null }, SqlError.SqlError>
-    /** Marks a key revoked (the first revocation's moment is kept); answers whether the key exists in the organization. */
+    /** Marks a key revoked (the first revocation's moment is kept); returns whether the key exists in the organization. */
     readonly revokeApiKey: (organizationId: string, keyId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /** The organization of a live key (not revoked, not expired) with this token hash ({@link organizationOfTokenSql}). */
     readonly organizationOfToken: (tokenHash: Uint8Array) => Effect.Effect<string | undefined, SqlError.SqlError>
-    /** Inserts an agent created now; answers it in the spec's shape. */
+    /** Inserts an agent created now; returns it in the spec's shape. */
     readonly insertAgent: (row: NewAgent) => Effect.Effect<Agent, SqlError.SqlError>
     /** The organization's agents, oldest first (created_at, id). */
     readonly listAgents: (organizationId: string) => Effect.Effect<ReadonlyArray<Agent>, SqlError.SqlError>
@@ -65,7 +65,7 @@ export class AdminRepo extends Context.Service<
     readonly agentExists: (organizationId: string, agentId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /** The organization's settings; `defaultSettings` (O6) when none were stored. */
     readonly getSettings: (organizationId: string) => Effect.Effect<Settings, SqlError.SqlError>
-    /** Stores the organization's settings (all members); answers them. */
+    /** Stores the organization's settings (all members); returns them. */
     readonly upsertSettings: (organizationId: string, settings: Settings) => Effect.Effect<Settings, SqlError.SqlError>
   }
 >()("parley/Admin/AdminRepo") {

@@ -143,7 +143,7 @@ export const migrateLayer = Layer.effectDiscard(
  */
 export const migratedLayer = migrateLayer.pipe(Layer.provideMerge(layer))
 
-/** Whether the database answers and every migration in `migrations/` is applied (O4 `/readyz`). */
+/** Whether the database responds and every migration in `migrations/` is applied (O4 `/readyz`). */
 export const isReady = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ applied: number }>`SELECT count(*)::int AS applied FROM ${sql(migrationsTable)}`

@@ -110,7 +110,8 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-const portAnswers = (port: number, timeoutMs = 500): Promise<boolean> =>
+/** Whether a TCP connection to `port` on the loopback interface is accepted within `timeoutMs`. */
+const portAccepts = (port: number, timeoutMs = 500): Promise<boolean> =>
   new Promise((resolve) => {
     const socket = net.connect({ host: "127.0.0.1", port })
     const done = (ok: boolean) => {
@@ -510,7 +511,7 @@ const start = async (dataDir: string, database: string): Promise<Started> => {
     const knownAuth = readJson<AuthRecord>(authFile)
     if (record !== undefined) {
       const postgresAlive = isPidAlive(record.postgresPid) && postmasterPid(pgDir) === record.postgresPid
-      if (knownAuth !== undefined && postgresAlive && isPidAlive(record.ownerPid) && (await portAnswers(record.port))) {
+      if (knownAuth !== undefined && postgresAlive && isPidAlive(record.ownerPid) && (await portAccepts(record.port))) {
         return { kind: "attached", port: record.port, auth: knownAuth }
       }
       if (postgresAlive && !isPidAlive(record.ownerPid)) {

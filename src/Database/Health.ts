@@ -1,6 +1,6 @@
 /**
  * Database outages an operator can read (DECISIONS.md O9): while PostgreSQL
- * cannot be reached, API requests answer 503 `{"detail":"Service unavailable"}`
+ * cannot be reached, API requests get 503 `{"detail":"Service unavailable"}`
  * with `Retry-After: 1` (`src/Http.ts`), workers keep retrying quietly, and the
  * log carries one WARN when the outage starts and one INFO when it ends, not a
  * line per request or per retry.
@@ -110,7 +110,7 @@ export class DatabaseHealth extends Context.Service<
               Effect.flatMap((started) =>
                 started
                   ? Effect.logWarning(
-                      `Database unreachable: ${describe(cause)}; requests answer 503 until it is back`
+                      `Database unreachable: ${describe(cause)}; requests get 503 until it is back`
                     ).pipe(
                       Effect.andThen(Effect.logDebug("Database outage cause", cause)),
                       Effect.andThen(Effect.forkIn(probe, scope)),

@@ -43,7 +43,7 @@ export type StatementInput<P extends Record<string, ParameterType>> = { readonly
 export interface FixedStatement<P extends Record<string, ParameterType>> {
   readonly text: string
   readonly values: (input: StatementInput<P>) => ReadonlyArray<unknown>
-  /** Runs the statement with `input` on `sql`, answering its rows; fails with `SqlError`. */
+  /** Runs the statement with `input` on `sql`, returning its rows; fails with `SqlError`. */
   readonly run: <Row extends object>(
     sql: SqlClient.SqlClient,
     input: StatementInput<P>

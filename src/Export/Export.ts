@@ -44,7 +44,7 @@ const makeService = Effect.gen(function* () {
 
   /**
    * A page as a stream of rows, to be run once: keyset reads of at most
-   * `READ_ROWS` rows under one horizon, the first one before the answer starts
+   * `READ_ROWS` rows under one horizon, the first one before the response starts
    * (so a failure there is a 500), each next one while the previous is sent.
    * For `sort_by=updated_at` the key of the last row is recorded before the
    * last read is sent, so a client that has the whole page can resume from it

@@ -56,7 +56,7 @@ export interface PageQuery {
 /**
  * The export repository: SQL only, no rules. Every method may fail with
  * `SqlError`. Sort keys and the horizon are timestamptz texts, passed back
- * as they were answered.
+ * as they were returned.
  */
 export class ExportRepo extends Context.Service<
   ExportRepo,

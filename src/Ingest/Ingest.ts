@@ -10,7 +10,7 @@
  * concurrent calls never create duplicate contacts, conversations or open
  * sessions. A `provider_message_id` is claimed in `ingest_receipts` (primary
  * key (conversation, provider_message_id)) before anything changes; a repeated
- * one answers the first call's ids and does nothing else (D10).
+ * one gets the first call's ids and does nothing else (D10).
  *
  * The transaction is the repository's (`IngestRepo.withTransaction`), which the
  * sessions and replies services join.
@@ -38,7 +38,8 @@ interface Target {
   readonly threadId: string | null
 }
 
-const answer = (
+/** The response of POST /ingest ({@link IngestResponse}). */
+const responseOf = (
   conversationId: string,
   sessionId: string | null,
   messageId: string | null,
@@ -74,13 +75,13 @@ export class Ingest extends Context.Service<
   Ingest,
   {
     /**
-     * POST /ingest for the organization (spec "Unified ingest"): answers the
+     * POST /ingest for the organization (spec "Unified ingest"): returns the
      * five fields of {@link IngestResponse}. Session semantics: `continue`
      * reuses the open session or creates one (also without content, D9); `new`
      * closes the open session (session.closed, `action: "ingest"`, W1) and
      * creates one; `close` inserts the message (if any) into the open session
      * (or a new one) and closes it (session.closed, `action: "ingest"`);
-     * `close` without content and without an open session answers
+     * `close` without content and without an open session gets
      * `session_id: null` (D9). A new session gets `agent_id`, else the
      * organization's `default_agent_id` (D9), carried by session.created; on an
      * existing session a different `agent_id` (null removes) emits
@@ -91,7 +92,7 @@ export class Ingest extends Context.Service<
      * session.created, session.transferred, message.created, session.closed.
      * Calls for one (organization, channel_type, to, from) run one at a time
      * across processes (D9). A message whose `provider_message_id` this
-     * conversation already stored answers the first call's ids with both
+     * conversation already stored gets the first call's ids with both
      * `created_*` false and changes nothing (D10).
      *
      * Fails with InvalidContentType (400) or ValidationFailed (422) for bad
@@ -172,7 +173,7 @@ export class Ingest extends Context.Service<
         let messageId: string | null = null
         if (target === undefined) {
           if (mode === "close" && message === undefined) {
-            return answer(state.conversation_id, null, null, state.conversation_created, false)
+            return responseOf(state.conversation_id, null, null, state.conversation_created, false)
           }
           // D9: a new session without agent_id gets the organization's default agent.
           const agent: AgentRef | null =
@@ -227,7 +228,7 @@ export class Ingest extends Context.Service<
         }
         if (mode === "close") yield* close(organizationId, target.id)
         else if (message !== undefined) yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
-        return answer(state.conversation_id, target.id, messageId, state.conversation_created, createdSession)
+        return responseOf(state.conversation_id, target.id, messageId, state.conversation_created, createdSession)
       })
 
       const ingest = Effect.fn("Ingest.ingest")(
@@ -270,7 +271,7 @@ export class Ingest extends Context.Service<
               })
               if (state.duplicate_message_id !== null) {
                 // D10: the first call's ids; nothing was written.
-                return answer(
+                return responseOf(
                   state.conversation_id,
                   state.duplicate_session_id,
                   state.duplicate_message_id,
@@ -286,7 +287,7 @@ export class Ingest extends Context.Service<
                   threadId: state.thread_id
                 }
                 yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
-                return answer(state.conversation_id, state.session_id, state.message_id, false, false)
+                return responseOf(state.conversation_id, state.session_id, state.message_id, false, false)
               }
               return yield* control(organizationId, input, mode, message, newSessionId, state, traceContext)
             })

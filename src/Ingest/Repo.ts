@@ -85,13 +85,13 @@ const stepParameters = {
  * 3. with a `providerMessageId`, claims the (conversation, provider_message_id)
  *    receipt for the message id and its target session (the open session when
  *    it is reused, else the id the new session will get); when the pair was
- *    already claimed, answers the first call's ids and changes nothing else (D10);
+ *    already claimed, returns the first call's ids and changes nothing else (D10);
  * 4. creates the contact, or updates its name and phone when given and
  *    different (D8; the sessions domain's `upsertContactSql`);
  * 5. when `append` is set and an open session exists, inserts the message and
  *    its message.created event (W2, W3; the messages domain's
  *    `insertMessageCtes`);
- * 6. answers one row ({@link IngestState}): the conversation, the open
+ * 6. returns one row ({@link IngestState}): the conversation, the open
  *    session with its agent, the inserted or duplicate message, and what a new
  *    session needs (the organization's default agent and reply debounce, the
  *    requested agent).
@@ -269,7 +269,7 @@ SELECT (SELECT id FROM j) AS message_id`
 /** The agent kinds (spec "Agent"). */
 type AgentType = "ai" | "human"
 
-/** The row {@link ingestStepStatement} answers. Ids are UUID text. */
+/** The row {@link ingestStepStatement} returns. Ids are UUID text. */
 export interface IngestState {
   readonly conversation_id: string
   readonly conversation_created: boolean
@@ -347,7 +347,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
   const lock = (organizationId: string, channelType: string, channelTo: string, contactId: string) =>
     ingestLockStatement.run(sql, { organizationId, channelType, channelTo, contactId }).pipe(Effect.asVoid)
 
-  /** Runs the step ({@link ingestStepStatement}, or its `FOR UPDATE` form when not appending); answers its row. */
+  /** Runs the step ({@link ingestStepStatement}, or its `FOR UPDATE` form when not appending); returns its row. */
   const step = (input: IngestStep) => {
     const message = input.message
     return (input.append ? ingestStepStatement : ingestControlStatement)
@@ -374,7 +374,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
       .pipe(Effect.map((rows) => rows[0]!))
   }
 
-  /** Runs {@link ingestOpenStatement}; answers the message id when one was inserted. */
+  /** Runs {@link ingestOpenStatement}; returns the message id when one was inserted. */
   const open = (input: IngestOpen) => {
     const message = input.message
     return ingestOpenStatement
@@ -400,7 +400,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
 
   /**
    * Runs {@link ingestMessageStatement}: the message with its id into the open
-   * session. Answers whether it was inserted (false when the session is not open).
+   * session. Returns whether it was inserted (false when the session is not open).
    */
   const insertMessage = (
     organizationId: string,
@@ -447,13 +447,13 @@ export class IngestRepo extends Context.Service<
       channelTo: string,
       contactId: string
     ) => Effect.Effect<void, SqlError.SqlError>
-    /** Runs the step ({@link ingestStepStatement}, or its `FOR UPDATE` form when not appending); answers its row. */
+    /** Runs the step ({@link ingestStepStatement}, or its `FOR UPDATE` form when not appending); returns its row. */
     readonly step: (input: IngestStep) => Effect.Effect<IngestState, SqlError.SqlError>
-    /** Runs {@link ingestOpenStatement}; answers the message id when one was inserted, else null. */
+    /** Runs {@link ingestOpenStatement}; returns the message id when one was inserted, else null. */
     readonly open: (input: IngestOpen) => Effect.Effect<string | null, SqlError.SqlError>
     /**
      * Runs {@link ingestMessageStatement}: the message with its id, and its
-     * message.created event with id `eventId`, into the open session. Answers
+     * message.created event with id `eventId`, into the open session. Returns
      * whether it was inserted (false when the session is not open).
      */
     readonly insertMessage: (

@@ -18,7 +18,7 @@ import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage }
 /** What the runtime reads of a session's history and gives to `append` (R2). */
 export type { HistoryEntry, NewMessage }
 
-/** Messages a search answers when the body gives no `limit` (D3). */
+/** Messages a search returns when the body gives no `limit` (D3). */
 const DEFAULT_SEARCH_LIMIT = 100
 
 /** Body of POST /sessions/{id}/messages, as its schema decodes it (`Api.ts`); a null id is none. */

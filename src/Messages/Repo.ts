@@ -192,7 +192,7 @@ FROM (SELECT 1) AS one LEFT JOIN s ON true`
  * POST message in one statement (the hot path: `npm run bench`, messages;
  * fixed text prepared once): lock the session for share, insert the message if
  * the session is open, with its message.created event ({@link
- * insertMessageCtes}), answer the session's status (no row: no such session)
+ * insertMessageCtes}), return the session's status (no row: no such session)
  * and the message's wire JSON (null: the session is not open). The benchmark's
  * baseline executes this same text.
  */
@@ -243,7 +243,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /**
    * Inserts a message into an open session of the organization and writes its
-   * message.created event, in one statement ({@link insertMessageStatement}). Answers
+   * message.created event, in one statement ({@link insertMessageStatement}). Returns
    * the session's status (undefined when the session does not exist) and, when
    * inserted, the message's wire JSON. With `idempotency` (D19), the statement
    * is {@link insertMessageStoredStatement}: when it did not run the operation it
@@ -303,7 +303,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   /**
    * Looks a message up for the session path (D1): whether the session is in the
    * organization, and the message (decoded) when it exists, in any organization
-   * (the caller answers 403 for another's).
+   * (the caller responds 403 for another's).
    */
   const find = (
     organizationId: string,
@@ -336,7 +336,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /**
    * Updates delivery columns, stamps `updated_at`, writes message.updated
-   * (W1) when a delivery field changed, and answers the message (decoded).
+   * (W1) when a delivery field changed, and returns the message (decoded).
    */
   const updateDelivery = Effect.fnUntraced(function* (messageId: string, fields: DeliveryFields) {
     const set: Record<string, unknown> = { ...fields }
@@ -398,7 +398,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 })
 
 /**
- * What {@link MessagesRepo} `insert` answers: the session's status (undefined
+ * What {@link MessagesRepo} `insert` returns: the session's status (undefined
  * when the session is not in the organization) and, when the message was
  * inserted, its wire JSON (undefined when the session is not open).
  */
@@ -460,7 +460,7 @@ export class MessagesRepo extends Context.Service<
     /**
      * Looks a message up for the session path (D1): whether the session is in
      * the organization, and the message (decoded) when it exists, in any
-     * organization (the caller answers 403 for another's).
+     * organization (the caller responds 403 for another's).
      */
     readonly find: (
       organizationId: string,
@@ -474,7 +474,7 @@ export class MessagesRepo extends Context.Service<
     readonly lockDelivery: (messageId: string) => Effect.Effect<DeliveryState, SqlError.SqlError>
     /**
      * Updates delivery columns, stamps `updated_at`, writes message.updated
-     * (W1) when a delivery field changed, and answers the message (decoded).
+     * (W1) when a delivery field changed, and returns the message (decoded).
      */
     readonly updateDelivery: (
       messageId: string,

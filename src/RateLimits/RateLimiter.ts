@@ -21,14 +21,14 @@ import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Deferred, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 
-/** The names of the headers of an answer to a limited organization (D20), lower case. */
+/** The names of the headers of a response to a limited organization (D20), lower case. */
 export const rateLimitHeaderNames = {
   limit: "ratelimit-limit",
   remaining: "ratelimit-remaining",
   reset: "ratelimit-reset"
 } as const
 
-/** How long leased tokens, and an answer "unlimited", are used by a process (ms). */
+/** How long leased tokens, and a lease's result "unlimited", are used by a process (ms). */
 const LEASE_MS = 1_000
 
 /**
@@ -47,7 +47,7 @@ const chunkOf = (rate: number) => Math.max(1, Math.ceil(rate / 50))
  * (full for a new bucket), then up to $2 whole tokens taken. Concurrent leases
  * of one organization serialize on the bucket's row; a lease that waited may
  * see a later `updated_at` than its own clock, and refills nothing then.
- * Answers the tokens granted and left, the rate and the burst.
+ * Returns the tokens granted and left, the rate and the burst.
  */
 const available = `least(EXCLUDED.burst, b.tokens + EXCLUDED.rate * greatest(0, extract(epoch FROM EXCLUDED.updated_at - b.updated_at)))`
 const leaseSql = `INSERT INTO rate_limit_buckets AS b (organization_id, rate, burst, tokens, granted, updated_at)
@@ -63,7 +63,7 @@ RETURNING granted, tokens, rate, burst`
 
 /**
  * A request's verdict (D20) for a limited organization: whether it may run,
- * and the `RateLimit-*` headers of its answer (`limit`: the burst, the most
+ * and the `RateLimit-*` headers of its response (`limit`: the burst, the most
  * requests allowed at once; `remaining`: whole tokens left as this process last
  * saw the bucket; `reset`: seconds until the bucket is full again), plus
  * `retryAfter` (whole seconds, at least 1) when it may not.
@@ -162,14 +162,14 @@ export class RateLimiter extends Context.Service<
           }
           const current = entry
           // One lease at a time per organization and process: the requests arriving meanwhile take from its
-          // answer (unlimited, or tokens left), and lease themselves only when it left them nothing.
+          // result (unlimited, or tokens left), and lease themselves only when it left them nothing.
           if (current.leasing !== undefined) {
             return Deferred.await(current.leasing).pipe(Effect.andThen(takeAfterLease(current, organizationId)))
           }
           return lease(current, organizationId, now)
         })
 
-      /** After another request's lease: its answer if it covers this request, else a lease of this request's own. */
+      /** After another request's lease: its result if it covers this request, else a lease of this request's own. */
       const takeAfterLease = (entry: Entry, organizationId: string) =>
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Verdict | undefined, SqlError.SqlError> => {
           if (entry.unlimitedUntil > now) return Effect.succeed(undefined)

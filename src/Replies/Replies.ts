@@ -46,7 +46,7 @@ export class Replies extends Context.Service<
      * SessionNotFound 404, SessionNotOpen, SessionHasNoAgent,
      * SessionAgentNotAi, SessionHasNoThread 400), else triggers the session's
      * reply job due in `debounce_time` seconds (R1 trailing debounce: a job
-     * still pending is moved to the new due time). Answers the session's wire
+     * still pending is moved to the new due time). Returns the session's wire
      * JSON. One statement (`RepliesRepo.reply`).
      */
     reply(
@@ -58,7 +58,7 @@ export class Replies extends Context.Service<
      * D11: ingest's automatic reply. Triggers the reply job of `session` due in
      * `trigger.debounceSeconds` (R1) when D7 would answer it
      * (`Rules.replyRefusal` accepts its state: open, an AI agent, a thread),
-     * in the caller's transaction; else does nothing. Answers whether it
+     * in the caller's transaction; else does nothing. Returns whether it
      * triggered.
      */
     trigger(
@@ -68,7 +68,7 @@ export class Replies extends Context.Service<
     ): Effect.Effect<boolean>
     /**
      * POST /sessions/{id}/schedule (D15): a pending schedule at `scheduledFor`
-     * (ISO 8601 text, kept to the microsecond; a past moment runs at once); answers its wire JSON. A `message` config
+     * (ISO 8601 text, kept to the microsecond; a past moment runs at once); returns its wire JSON. A `message` config
      * must be client content (D12). Fails with SessionNotFound, SessionNotOpen
      * (D5), InvalidContentType, ValidationFailed.
      */

@@ -110,7 +110,7 @@ const makeRepo = Effect.gen(function* () {
    * replies`): locks the session for share, reads what D7 checks, triggers the
    * job only when `Rules.replyAcceptedSql` holds (the SQL form of
    * `Rules.replyRefusal`, written from the same checks: open, an AI agent, a
-   * thread), and answers the checked state with the session's wire JSON
+   * thread), and returns the checked state with the session's wire JSON
    * (`body`); undefined when the session is not in the organization.
    */
   const reply = (job: NewJob) =>
@@ -181,7 +181,7 @@ const makeRepo = Effect.gen(function* () {
   /**
    * Completes a claimed job: deletes it if this worker still holds it. Run in
    * the transaction that writes the reply, so a reply is written only by the
-   * job's holder (exactly once, R1). Answers whether the job was held.
+   * job's holder (exactly once, R1). Returns whether the job was held.
    */
   const completeJob = (jobId: string, workerId: string) =>
     sql<{ id: string }>`DELETE FROM reply_jobs WHERE id = ${jobId} AND leased_by = ${workerId} AND status = 'running'
@@ -193,7 +193,7 @@ const makeRepo = Effect.gen(function* () {
    * pending, its attempts counted when `counted` (a database outage is not the
    * job's fault), the defect kept in `last_error`; dropped instead when the
    * session already has a newer pending job, which will answer the same
-   * history. Answers whether the job was held.
+   * history. Returns whether the job was held.
    */
   const retryJob = (options: {
     readonly jobId: string
@@ -239,7 +239,7 @@ const makeRepo = Effect.gen(function* () {
         (SELECT min(coalesce(retry_at, scheduled_for)) FROM session_schedules WHERE status = 'pending')
       ) AS due`.pipe(Effect.map((rows) => rows[0]?.due ?? null))
 
-  /** Inserts a pending schedule (D15) and notifies workers; answers its wire JSON. */
+  /** Inserts a pending schedule (D15) and notifies workers; returns its wire JSON. */
   const insertSchedule = (schedule: {
     readonly organizationId: string
     readonly sessionId: string
@@ -276,7 +276,7 @@ const makeRepo = Effect.gen(function* () {
       Effect.map((rows) => rows[0]?.status)
     )
 
-  /** Cancels a pending schedule; answers whether it was pending (D15). */
+  /** Cancels a pending schedule; returns whether it was pending (D15). */
   const cancelSchedule = (sessionId: string, scheduleId: string) =>
     sql<{ id: string }>`UPDATE session_schedules SET status = 'canceled'
       WHERE id = ${scheduleId} AND session_id = ${sessionId} AND status = 'pending' RETURNING id`.pipe(
@@ -306,7 +306,7 @@ const makeRepo = Effect.gen(function* () {
 
   /**
    * Records a claimed schedule's outcome if this worker still holds it;
-   * answers whether it did. Joins the caller's transaction.
+   * returns whether it did. Joins the caller's transaction.
    */
   const finishSchedule = (
     scheduleId: string,
@@ -323,7 +323,7 @@ const makeRepo = Effect.gen(function* () {
   /**
    * Gives a claimed schedule back for another attempt at `retryAt` after its
    * run died (issue 12 "Poison jobs"), if this worker still holds it;
-   * `scheduled_for` keeps the moment the client asked for. Answers whether it
+   * `scheduled_for` keeps the moment the client asked for. Returns whether it
    * was held.
    */
   const retrySchedule = (options: {

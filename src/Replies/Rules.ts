@@ -43,7 +43,7 @@ const D7_CHECKS: ReadonlyArray<{
  * D7: whether a session can be answered, checked in this order: not in the
  * organization (`state` undefined; SessionNotFound 404), not open
  * (SessionNotOpen 400), no agent (SessionHasNoAgent 400), an agent that is not
- * AI (SessionAgentNotAi 400), no thread (SessionHasNoThread 400). Answers the
+ * AI (SessionAgentNotAi 400), no thread (SessionHasNoThread 400). Returns the
  * first refusal, or undefined when the reply may go ahead.
  */
 export const replyRefusal = (state: ReplyState | undefined): ReplyRefusal | undefined => {

@@ -67,7 +67,7 @@ export interface RunRequest {
   /** Merged into the reply message's metadata. */
   readonly metadata: JsonObject
   /**
-   * Runs inside the transaction that writes the outcome; answers false when
+   * Runs inside the transaction that writes the outcome; returns false when
    * the caller no longer holds the work (its lease was lost), and then nothing
    * is written. Reply jobs delete themselves here; schedules record their
    * status (`canceled` for the reason `SessionNotOpen`, D15).

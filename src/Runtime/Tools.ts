@@ -1,7 +1,7 @@
 /**
  * Tool calls of the AI runtime (R2): an assistant tool is an HTTP endpoint
  * (`request.url`, `request.method`). The model's arguments go as a JSON body
- * (as the query string for GET and DELETE); the answer (JSON when it parses,
+ * (as the query string for GET and DELETE); the response body (JSON when it parses,
  * else text) is the result given back to the model. The URL passes the SSRF
  * guard of W6 (on the resolved address) unless
  * `ALLOW_PRIVATE_NETWORK_TARGETS=true`, and each call is bounded by
@@ -15,7 +15,7 @@ import { describeOutboundFailure, guardedHttpClient, guardedTarget } from "../Sh
 
 /** Time limit of one tool call, in ms. */
 const TOOL_TIMEOUT_MS = 10_000
-/** Most characters of a tool's answer kept (stored and sent to the model). */
+/** Most characters of a tool's response body kept (stored and sent to the model). */
 const TOOL_RESULT_MAX_CHARS = 16_384
 
 /** An assistant tool as the runtime calls it (assistants.md "Tool"). */
@@ -46,20 +46,20 @@ export class ToolCaller extends Context.Service<
     /**
      * Calls `target` with the model's `args` (an object's members; anything
      * else sends `{}`). Never fails: a refusal (W6), a timeout
-     * ({@link TOOL_TIMEOUT_MS}), a transport error or a non-2xx answer is an
+     * ({@link TOOL_TIMEOUT_MS}), a transport error or a non-2xx response is an
      * `isError` outcome, with `{error}` or `{status, body}` as its result.
      */
     call(target: ToolTarget, args: unknown): Effect.Effect<ToolOutcome>
   }
 >()("parley/Runtime/ToolCaller") {
   /**
-   * Tool calls for tests, with no network: each call is answered by
-   * `answer(target, args)` (default: the result `{ok: true}`).
+   * Tool calls for tests, with no network: each call's outcome is
+   * `outcomeOf(target, args)` (default: the result `{ok: true}`).
    */
   static readonly layerTest = (
-    answer: (target: ToolTarget, args: unknown) => ToolOutcome = () => ({ result: { ok: true }, isError: false })
+    outcomeOf: (target: ToolTarget, args: unknown) => ToolOutcome = () => ({ result: { ok: true }, isError: false })
   ): Layer.Layer<ToolCaller> =>
-    Layer.succeed(ToolCaller, ToolCaller.of({ call: (target, args) => Effect.sync(() => answer(target, args)) }))
+    Layer.succeed(ToolCaller, ToolCaller.of({ call: (target, args) => Effect.sync(() => outcomeOf(target, args)) }))
 
   /** Node's HTTP client with the W6 lookup unless private targets are allowed. Requires `AppConfig`. */
   static readonly layer = Layer.effect(

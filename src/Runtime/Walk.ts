@@ -272,7 +272,7 @@ const llmNode = Effect.fnUntraced(function* (
   return yield* RunFailure.fail(new RunFailure.ToolLoop({ nodeId: node.id, rounds: MAX_TOOL_ROUNDS }))
 })
 
-/** Asks the model to pick a category of a classifier node; answers the next node. */
+/** Asks the model to pick a category of a classifier node; returns the next node. */
 const classifierNode = Effect.fnUntraced(function* (node: GraphNode, history: ReadonlyArray<HistoryEntry>, turn: Turn) {
   const models = yield* Models
   const nodeConfig = node.config ?? {}
@@ -310,7 +310,7 @@ const classifierNode = Effect.fnUntraced(function* (node: GraphNode, history: Re
  * Walks `snapshot`'s graph from `startNodeId` (see {@link startNode}) until an
  * llm node answers (see module docs), at most {@link MAX_NODE_STEPS} nodes;
  * `history` is the session's text history, oldest first; `metadata` goes on
- * the reply message. Answers the {@link Turn}, written by the caller. Fails
+ * the reply message. Returns the {@link Turn}, written by the caller. Fails
  * with `RunFailed` of `NoStartNode`, `NodeMissing`, `NodeUnsupported`,
  * `NoNextNode`, `StepLimit`, `ToolMissing`, `EmptyAnswer`, `ToolLoop`,
  * `NoCategories`, `NoCategoryMatch` or `ModelFailed`. Tool failures are

@@ -100,7 +100,7 @@ export const conversationCtes = (p: {
   WHERE organization_id = ${p.organizationId} AND contact_id = ${p.contactId} AND channel_type = ${p.channelType}
     AND channel_to = ${p.channelTo}
 ), c1 AS (
-  -- A concurrent call that created it first (POST /sessions takes no lock): its row is answered, not created.
+  -- A concurrent call that created it first (POST /sessions takes no lock): its row is returned, not created.
   INSERT INTO conversations (id, organization_id, contact_id, channel_type, channel_to, created_at)
   SELECT ${p.id}, ${p.organizationId}, ${p.contactId}, ${p.channelType}, ${p.channelTo}, statement_timestamp()
   WHERE NOT EXISTS (SELECT 1 FROM c0)
@@ -249,7 +249,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
 
   /**
    * POST /sessions in one statement ({@link createStatement}): contact,
-   * conversation and session with their events. Answers nothing; the caller
+   * conversation and session with their events. Returns nothing; the caller
    * reads the session.
    */
   const create = (row: NewSession) =>
@@ -426,7 +426,7 @@ export class SessionsRepo extends Context.Service<
     /**
      * POST /sessions: the contact (D8), the contact's channel-less conversation
      * (conversation.created when new) and the session with session.created
-     * (W1), in one statement. Answers nothing; the caller reads the session.
+     * (W1), in one statement. Returns nothing; the caller reads the session.
      */
     readonly create: (row: NewSession) => Effect.Effect<void, SqlError.SqlError>
     /** The session, decoded, if it exists in the organization (D1). */

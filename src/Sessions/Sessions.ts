@@ -23,7 +23,7 @@ import type { CreateSessionPayload, SearchSessionsPayload, UpdateSessionPayload 
 import { SessionNotFound, SessionNotOpen } from "./Errors.ts"
 import { type RunState, type SessionEvent, type SessionState, SessionsRepo } from "./Repo.ts"
 
-/** Sessions a search answers when the body gives no `limit` (D2). */
+/** Sessions a search returns when the body gives no `limit` (D2). */
 const DEFAULT_SEARCH_LIMIT = 10
 
 /** Body of POST /sessions, as its schema decodes it (`Api.ts`). */
@@ -100,7 +100,7 @@ export class Sessions extends Context.Service<
     ): Effect.Effect<Session, SessionNotFound | SessionNotOpen>
     /**
      * Closes an open session for `reason` with its events (W1), inside the
-     * caller's transaction when there is one (the row is locked). Answers
+     * caller's transaction when there is one (the row is locked). Returns
      * false when the session is missing or already closed. Side effect (the
      * trigger `sessions_closed`, see module docs): the session's pending
      * schedules end `canceled` and its pending reply job is dropped (D15, R1).
@@ -109,7 +109,7 @@ export class Sessions extends Context.Service<
     /**
      * Gives the session `agent` (null: none) with the D7 thread and emits
      * session.transferred, inside the caller's transaction, on a session it
-     * has locked; answers the session's agent and thread after the change.
+     * has locked; returns the session's agent and thread after the change.
      */
     assignAgent(
       session: { readonly id: string; readonly threadId: string | null },
@@ -124,7 +124,7 @@ export class Sessions extends Context.Service<
     /**
      * One sweep of automatic closing (D16): closes at most `limit` open sessions
      * idle past their organization's `session_idle_timeout_seconds`
-     * ({@link CloseReason} `expiry`). Answers how many were closed.
+     * ({@link CloseReason} `expiry`). Returns how many were closed.
      */
     expireIdle(limit: number): Effect.Effect<number>
   }
@@ -172,7 +172,7 @@ export class Sessions extends Context.Service<
 
       /**
        * Runs `change` on the locked session inside a transaction (it writes
-       * and emits through the owner's helpers) and answers the session as
+       * and emits through the owner's helpers) and returns the session as
        * committed.
        */
       const change = <E>(

@@ -20,7 +20,7 @@ import { v7 } from "uuid"
 const POOL_BYTES = 4096
 
 /**
- * A new UUIDv7 generator (`0190a1b2-...-7...`): each call answers an id greater
+ * A new UUIDv7 generator (`0190a1b2-...-7...`): each call returns an id greater
  * than the last, time-ordered to the millisecond (`Date.now()`).
  */
 export const makeIdGenerator = (): (() => string) => {
@@ -50,8 +50,8 @@ export const makeIdGenerator = (): (() => string) => {
 }
 
 /**
- * The application's id generator (O2): `newId()` answers a new UUIDv7,
- * greater than every id it answered before. Provided once per application
+ * The application's id generator (O2): `newId()` returns a new UUIDv7,
+ * greater than every id it returned before. Provided once per application
  * (`Server.ts`), so the ids of all its services share one order; a test layer
  * gets one of its own.
  */

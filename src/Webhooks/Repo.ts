@@ -236,7 +236,7 @@ FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`
  * after the delete took the app's deliveries. The app ids of `deliveries` are
  * walked one index probe each (a loose index scan of `deliveries_app_idx`), so
  * the sweep costs one probe per app that has deliveries, whatever their number.
- * Answers how many deliveries it deleted.
+ * Returns how many deliveries it deleted.
  */
 const sweepStatement = fixedStatement(
   {},
@@ -309,21 +309,21 @@ export interface ClaimOptions {
 
 /**
  * The webhooks repository: SQL only, no rules. Every method but `listen` may
- * fail with `SqlError`; ids that are not UUIDs find nothing. Timestamps in
- * answers are ISO 8601 with microseconds (`Database/Json.ts` `isoTimestamp`).
+ * fail with `SqlError`; ids that are not UUIDs find nothing. Timestamps it
+ * returns are ISO 8601 with microseconds (`Database/Json.ts` `isoTimestamp`).
  */
 export class WebhooksRepo extends Context.Service<
   WebhooksRepo,
   {
     /** Whether the organization exists. */
     readonly organizationExists: (organizationId: string) => Effect.Effect<boolean, SqlError.SqlError>
-    /** Inserts an app created now; answers it (O6). */
+    /** Inserts an app created now; returns it (O6). */
     readonly insertApp: (app: NewApp) => Effect.Effect<App, SqlError.SqlError>
     /** The organization's apps, oldest first (created_at, id). */
     readonly listApps: (organizationId: string) => Effect.Effect<ReadonlyArray<App>, SqlError.SqlError>
     /** The organization's app, or undefined. */
     readonly findApp: (organizationId: string, appId: string) => Effect.Effect<App | undefined, SqlError.SqlError>
-    /** Changes the members present in `changes`; answers the app, or undefined when the organization has none such. */
+    /** Changes the members present in `changes`; returns the app, or undefined when the organization has none such. */
     readonly updateApp: (
       organizationId: string,
       appId: string,
@@ -332,7 +332,7 @@ export class WebhooksRepo extends Context.Service<
     /**
      * Rotates the app's signing secret to `secret` (W8): the current one
      * becomes the previous one, signing too until `previousHours` from now.
-     * Answers the new secret and that moment (ISO 8601), or undefined when the
+     * Returns the new secret and that moment (ISO 8601), or undefined when the
      * organization has no such app.
      */
     readonly rotateSecret: (
@@ -343,7 +343,7 @@ export class WebhooksRepo extends Context.Service<
     ) => Effect.Effect<SecretRotation | undefined, SqlError.SqlError>
     /**
      * Deletes the app; its deliveries go with it by the `apps_deleted` trigger
-     * (migrations/0017). Answers whether it existed in the organization.
+     * (migrations/0017). Returns whether it existed in the organization.
      */
     readonly deleteApp: (organizationId: string, appId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /**
@@ -358,7 +358,7 @@ export class WebhooksRepo extends Context.Service<
     ) => Effect.Effect<JsonText<ReadonlyArray<Delivery>>, SqlError.SqlError>
     /**
      * Admin retry (W5): the delivery becomes pending and due now (its lease, if
-     * an attempt is in flight, is kept) and the workers are notified. Answers
+     * an attempt is in flight, is kept) and the workers are notified. Returns
      * whether the delivery exists for the app.
      */
     readonly retryDelivery: (
@@ -369,7 +369,7 @@ export class WebhooksRepo extends Context.Service<
     /**
      * Recovery (W9): every `failed` delivery of the app created in
      * [`since`, `until`) (`until` null: no end) becomes pending and due now, and
-     * the workers are notified. Answers how many.
+     * the workers are notified. Returns how many.
      */
     readonly recover: (
       organizationId: string,
@@ -386,7 +386,7 @@ export class WebhooksRepo extends Context.Service<
     ) => Effect.Effect<void, SqlError.SqlError>
     /** Clears `workerId`'s leases on pending deliveries (O5). */
     readonly release: (workerId: string) => Effect.Effect<void, SqlError.SqlError>
-    /** Deletes the deliveries of apps that no longer exist ({@link sweepStatement}); answers how many. */
+    /** Deletes the deliveries of apps that no longer exist ({@link sweepStatement}); returns how many. */
     readonly sweep: Effect.Effect<number, SqlError.SqlError>
     /**
      * Calls `onNotification` for every notification on {@link deliveriesChannel}
@@ -501,7 +501,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   /**
    * Makes the deliveries matching `conditions` pending and due now (a lease of
    * an attempt in flight is kept) and notifies the workers when there are any
-   * (W5 admin retry, W9 recovery). Answers how many.
+   * (W5 admin retry, W9 recovery). Returns how many.
    */
   const requeue = (conditions: Array<Statement.Fragment>) =>
     sql<{ n: number }>`WITH d AS (

@@ -75,7 +75,7 @@ export class Webhooks extends Context.Service<
     ): Effect.Effect<JsonText<ReadonlyArray<Delivery>>, OrganizationNotFound | AppNotFound>
     /**
      * A new signing secret for the app (W8); the previous one signs too for
-     * {@link PREVIOUS_SECRET_HOURS} hours. Answers the secret and that moment.
+     * {@link PREVIOUS_SECRET_HOURS} hours. Returns the secret and that moment.
      */
     rotateSecret(
       organizationId: string,
@@ -83,7 +83,7 @@ export class Webhooks extends Context.Service<
     ): Effect.Effect<SecretRotation, OrganizationNotFound | AppNotFound>
     /**
      * Recovery (W9): the app's `failed` deliveries created in [`since`,
-     * `until`) become pending and due now. Answers how many.
+     * `until`) become pending and due now. Returns how many.
      */
     recover(
       organizationId: string,

@@ -109,12 +109,12 @@ export const retryDelayMs = (
   return Math.round(ms + ms * 0.2 * random)
 }
 
-/** What an attempt got: the HTTP status of an answer, or why there was none (`describeOutboundFailure`). */
-export type AttemptAnswer = { readonly statusCode: number } | { readonly failure: string }
+/** What an attempt got: the HTTP status of a response, or why there was none (`describeOutboundFailure`). */
+export type AttemptResponse = { readonly statusCode: number } | { readonly failure: string }
 
 /** What an attempt makes of its delivery (W5), as recorded. */
 export interface AttemptVerdict {
-  /** The answer's HTTP status; null without an answer. */
+  /** The response's HTTP status; null without a response. */
   readonly statusCode: number | null
   /** null on success; else `HTTP status <code>` or the failure. */
   readonly error: string | null
@@ -126,22 +126,22 @@ export interface AttemptVerdict {
 
 /**
  * The verdict of attempt number `attempt` (1-based) of a delivery (W5): a 2xx
- * answer is success; anything else (another status, a time-out, a refused
+ * response is success; anything else (another status, a time-out, a refused
  * address, a network error) is retried after the schedule's next delay with
  * jitter, and after the last delay the delivery is `failed`.
  */
 export const attemptVerdict = (
-  answer: AttemptAnswer,
+  response: AttemptResponse,
   attempt: number,
   schedule: ReadonlyArray<Duration.Duration>,
   random = Math.random()
 ): AttemptVerdict => {
-  const statusCode = "statusCode" in answer ? answer.statusCode : null
+  const statusCode = "statusCode" in response ? response.statusCode : null
   const error =
-    "failure" in answer
-      ? answer.failure
-      : answer.statusCode < 200 || answer.statusCode > 299
-        ? `HTTP status ${answer.statusCode}`
+    "failure" in response
+      ? response.failure
+      : response.statusCode < 200 || response.statusCode > 299
+        ? `HTTP status ${response.statusCode}`
         : null
   if (error === null) return { statusCode, error, status: "succeeded", delayMs: 0 }
   const delayMs = retryDelayMs(schedule, attempt, random)
@@ -172,14 +172,14 @@ const attemptHeaders = (delivery: ClaimedDelivery, at: Date, traceparent: string
 
 /**
  * How an attempt's request is sent: a POST of `body` with `headers` to `url`
- * (already checked by the W6 guard), answering the response's HTTP status once
+ * (already checked by the W6 guard), returning the response's HTTP status once
  * its body was read, failing with why there was none. Interrupting it (the
  * attempt's time-out) aborts the request.
  */
 export type SendWebhook = (url: URL, headers: Record<string, string>, body: string) => Effect.Effect<number, unknown>
 
-/** Most bytes of an answer's body read (and dropped) before its connection is closed instead, as `undici`'s `dump`. */
-const ANSWER_BODY_LIMIT = 128 * 1024
+/** Most bytes of a response's body read (and dropped) before its connection is closed instead, as `undici`'s `dump`. */
+const RESPONSE_BODY_LIMIT = 128 * 1024
 
 /** Why an attempt's request is aborted when the attempt is interrupted (its time-out). */
 const interrupted = () => new Error("Attempt interrupted")
@@ -187,12 +187,12 @@ const interrupted = () => new Error("Attempt interrupted")
 /**
  * {@link SendWebhook} over an `undici` `dispatcher` (keep-alive and the W6
  * lookup: `Shared/Ssrf.ts` `guardedDispatcher`), through its `dispatch` API
- * with a handler that keeps only the answer's status: the body is read and
- * dropped (past {@link ANSWER_BODY_LIMIT}, 128 KiB, the connection is closed
+ * with a handler that keeps only the response's status: the body is read and
+ * dropped (past {@link RESPONSE_BODY_LIMIT}, 128 KiB, the connection is closed
  * instead), and the effect's interruption (the attempt's time-out) aborts the
- * request, queued or sent. Fails with `undici`'s error when there is no answer.
+ * request, queued or sent. Fails with `undici`'s error when there is no response.
  *
- * `dispatch` rather than `undici`'s `request`, which wraps every answer in a
+ * `dispatch` rather than `undici`'s `request`, which wraps every response in a
  * body stream and a promise: a scratch loop of 30,000 POSTs of a 400-byte body
  * to a local receiver, 128 at a time, took 75-93 us of client CPU per request
  * with `request` and `body.dump()`, and 52-59 us with `dispatch` (bench/README.md,
@@ -226,9 +226,9 @@ export const undiciSendWebhook =
         },
         onResponseData: (reading, chunk) => {
           read += chunk.length
-          if (read <= ANSWER_BODY_LIMIT) return
+          if (read <= RESPONSE_BODY_LIMIT) return
           settle(Effect.succeed(statusCode))
-          reading.abort(new Error(`Answer body over ${ANSWER_BODY_LIMIT} bytes: connection closed`))
+          reading.abort(new Error(`Response body over ${RESPONSE_BODY_LIMIT} bytes: connection closed`))
         },
         onResponseEnd: () => settle(Effect.succeed(statusCode)),
         onResponseError: (_, error) => settle(Effect.fail(error))
@@ -249,7 +249,7 @@ export const undiciSendWebhook =
 
 /** How attempts are made: `WEBHOOK_TIMEOUT_MS`, `WEBHOOK_RETRY_SCHEDULE`, `ALLOW_PRIVATE_NETWORK_TARGETS` (O3). */
 export interface AttemptOptions {
-  /** Time allowed for the answer, in ms (W5). */
+  /** Time allowed for the response, in ms (W5). */
   readonly timeoutMs: number
   /** Delays after the first attempt (W5). */
   readonly schedule: ReadonlyArray<Duration.Duration>
@@ -262,8 +262,8 @@ export interface AttemptOptions {
  * never fails: the URL is checked first (W6: a non-public IP literal is
  * refused and nothing is sent; host names are checked by the agents' lookup,
  * `Shared/Ssrf.ts`), the request ({@link attemptHeaders}, the envelope text)
- * gets `timeoutMs` for its answer, under a `Webhooks.attempt` span that is a
- * child of the event's trace and whose context the request carries. Answers
+ * gets `timeoutMs` for its response, under a `Webhooks.attempt` span that is a
+ * child of the event's trace and whose context the request carries. Returns
  * the {@link AttemptResult} to record (start from the effect's `Clock`,
  * duration in ms) and counts it in the webhook metrics.
  */
@@ -277,7 +277,7 @@ export const makeAttempt = (send: SendWebhook, options: AttemptOptions) => {
     failed: attemptsOf("failed")
   }
 
-  /** POSTs the envelope with the `traceparent` of the attempt's span; answers the HTTP status. */
+  /** POSTs the envelope with the `traceparent` of the attempt's span; returns the HTTP status. */
   const post = (delivery: ClaimedDelivery, at: Date) =>
     Effect.flatMap(guardedTarget(delivery.webhook_url, allowPrivate), (url) =>
       Effect.flatMap(currentTraceparent, (traceparent) =>

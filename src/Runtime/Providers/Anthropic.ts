@@ -9,7 +9,7 @@ import { FetchHttpClient, HttpClient } from "effect/http"
 import {
   annotate,
   DEFAULT_TIMEOUT,
-  decodeAnswer,
+  decodeResponse,
   fail,
   functionTools,
   type ProviderOptions,
@@ -115,7 +115,7 @@ const anthropicToolChoice = (choice: LanguageModel.ToolChoice<string>) => {
   return { type: choice.mode === "required" ? "any" : "auto" }
 }
 
-const AnthropicAnswer = Schema.Struct({
+const AnthropicResponse = Schema.Struct({
   id: Schema.optional(Schema.NullOr(Schema.String)),
   model: Schema.optional(Schema.NullOr(Schema.String)),
   content: Schema.Array(
@@ -174,7 +174,7 @@ const makeAnthropic = Effect.fnUntraced(function* (options: AnthropicOptions) {
   const model = options.model ?? DEFAULT_ANTHROPIC_MODEL
   const url = `${trimUrl(options.apiUrl ?? DEFAULT_ANTHROPIC_API_URL)}/v1/messages`
   const timeout = options.timeout ?? DEFAULT_TIMEOUT
-  const decode = decodeAnswer(module, AnthropicAnswer)
+  const decode = decodeResponse(module, AnthropicResponse)
   const apiKey = options.apiKey
 
   const generate = Effect.fnUntraced(function* (providerOptions: LanguageModel.ProviderOptions) {
@@ -205,18 +205,18 @@ const makeAnthropic = Effect.fnUntraced(function* (options: AnthropicOptions) {
       stream: false
     }
     const headers = { "x-api-key": Redacted.value(apiKey), "anthropic-version": ANTHROPIC_VERSION }
-    const answer = yield* decode(
+    const response = yield* decode(
       yield* postJson(client, { provider: "Anthropic", module, url, headers, body, timeout })
     )
     const idGenerator = yield* IdGenerator.IdGenerator
     const parts: Array<OutputPart> = [
       {
         type: "response-metadata",
-        ...(answer.id == null ? {} : { id: answer.id }),
-        ...(answer.model == null ? {} : { modelId: answer.model })
+        ...(response.id == null ? {} : { id: response.id }),
+        ...(response.model == null ? {} : { modelId: response.model })
       }
     ]
-    for (const block of answer.content) {
+    for (const block of response.content) {
       if (block.type === "text" && block.text !== undefined && block.text !== "")
         parts.push({ type: "text", text: block.text })
       else if (block.type === "tool_use" && block.name !== undefined)
@@ -227,13 +227,13 @@ const makeAnthropic = Effect.fnUntraced(function* (options: AnthropicOptions) {
           params: block.input ?? {}
         })
     }
-    const uncached = answer.usage?.input_tokens ?? undefined
-    const cacheRead = answer.usage?.cache_read_input_tokens ?? undefined
-    const cacheWrite = answer.usage?.cache_creation_input_tokens ?? undefined
-    const output = answer.usage?.output_tokens ?? undefined
+    const uncached = response.usage?.input_tokens ?? undefined
+    const cacheRead = response.usage?.cache_read_input_tokens ?? undefined
+    const cacheWrite = response.usage?.cache_creation_input_tokens ?? undefined
+    const output = response.usage?.output_tokens ?? undefined
     parts.push({
       type: "finish",
-      reason: anthropicFinishReason(answer.stop_reason),
+      reason: anthropicFinishReason(response.stop_reason),
       usage: {
         inputTokens: {
           ...(uncached === undefined ? {} : { uncached, total: uncached + (cacheRead ?? 0) + (cacheWrite ?? 0) }),

@@ -1,14 +1,14 @@
 /**
  * The HTTP plumbing shared by the two HTTP providers of the AI runtime
  * (`OpenAi.ts`, `Anthropic.ts`; DECISIONS.md R3): one JSON POST per call with
- * a timeout, provider answers decoded with a schema, and every failure mapped
+ * a timeout, provider responses decoded with a schema, and every failure mapped
  * to an `AiError` (`effect/ai`) whose `reason` is:
  *
  * - `AuthenticationError` (401/403; a missing key is checked by each provider),
  * - `RateLimitError` (429, with `retryAfter` from a `retry-after` in seconds),
  * - `InvalidRequestError` (400), `InternalProviderError` (5xx),
  *   `UnknownError` (other statuses),
- * - `NetworkError` (transport failure, or no answer within the timeout,
+ * - `NetworkError` (transport failure, or no response within the timeout,
  *   {@link DEFAULT_TIMEOUT} unless the provider's options say otherwise),
  * - `InvalidResponseError` (a body that is not the expected JSON),
  * - `InvalidUserInputError` (prompt parts a provider cannot send: files,
@@ -21,7 +21,7 @@ import { AiError, type LanguageModel, type Prompt, type Response, Telemetry, Too
 import { type HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import type { OutputPart } from "./Model.ts"
 
-/** How long an HTTP provider waits for an answer by default: 2 minutes. */
+/** How long an HTTP provider waits for a response by default: 2 minutes. */
 export const DEFAULT_TIMEOUT = Duration.minutes(2)
 
 /** Options of the HTTP providers (apart from the URL and key, which differ per provider). */
@@ -32,7 +32,7 @@ export interface ProviderOptions {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** The model id sent with every request. */
   readonly model?: string | undefined
-  /** How long to wait for an answer before failing with `NetworkError` (default 2 minutes). */
+  /** How long to wait for a response before failing with `NetworkError` (default 2 minutes). */
   readonly timeout?: Duration.Input | undefined
 }
 
@@ -90,7 +90,7 @@ const retryAfter = (header: string | undefined): Duration.Duration | undefined =
 }
 
 /**
- * POSTs `options.body` as JSON and answers the parsed JSON of a 2xx answer;
+ * POSTs `options.body` as JSON and returns the parsed JSON of a 2xx response;
  * any other outcome fails with an `AiError` (see the module docs).
  */
 export const postJson = Effect.fnUntraced(function* (client: HttpClient.HttpClient, options: PostJson) {
@@ -144,8 +144,8 @@ export const postJson = Effect.fnUntraced(function* (client: HttpClient.HttpClie
   })
 })
 
-/** Decodes a provider answer with `schema`, failing with `InvalidResponseError`. */
-export const decodeAnswer = <S extends Schema.Constraint & { readonly DecodingServices: never }>(
+/** Decodes a provider's response body with `schema`, failing with `InvalidResponseError`. */
+export const decodeResponse = <S extends Schema.Constraint & { readonly DecodingServices: never }>(
   module: string,
   schema: S
 ) => {

@@ -11,7 +11,7 @@ import { FetchHttpClient, HttpClient } from "effect/http"
 import {
   annotate,
   DEFAULT_TIMEOUT,
-  decodeAnswer,
+  decodeResponse,
   fail,
   functionTools,
   type ProviderOptions,
@@ -102,7 +102,7 @@ const openAiToolChoice = (choice: LanguageModel.ToolChoice<string>) => {
   return choice.mode ?? "auto"
 }
 
-const OpenAiAnswer = Schema.Struct({
+const OpenAiResponse = Schema.Struct({
   id: Schema.optional(Schema.NullOr(Schema.String)),
   model: Schema.optional(Schema.NullOr(Schema.String)),
   created: Schema.optional(Schema.NullOr(Schema.Number)),
@@ -181,7 +181,7 @@ const makeOpenAi = Effect.fnUntraced(function* (options: ProviderOptions) {
   const apiUrl = trimUrl(options.apiUrl ?? DEFAULT_OPENAI_API_URL)
   const url = `${apiUrl}/chat/completions`
   const timeout = options.timeout ?? DEFAULT_TIMEOUT
-  const decode = decodeAnswer(module, OpenAiAnswer)
+  const decode = decodeResponse(module, OpenAiResponse)
   const headers: Record<string, string> =
     options.apiKey === undefined ? {} : { authorization: `Bearer ${Redacted.value(options.apiKey)}` }
 
@@ -213,17 +213,17 @@ const makeOpenAi = Effect.fnUntraced(function* (options: ProviderOptions) {
           }),
       stream: false
     }
-    const answer = yield* decode(yield* postJson(client, { provider: "OpenAI", module, url, headers, body, timeout }))
-    const choice = answer.choices[0]
+    const response = yield* decode(yield* postJson(client, { provider: "OpenAI", module, url, headers, body, timeout }))
+    const choice = response.choices[0]
     if (choice === undefined)
       return yield* fail(module, new AiError.InvalidResponseError({ description: "The answer has no choices" }))
     const idGenerator = yield* IdGenerator.IdGenerator
     const parts: Array<OutputPart> = [
       {
         type: "response-metadata",
-        ...(answer.id == null ? {} : { id: answer.id }),
-        ...(answer.model == null ? {} : { modelId: answer.model }),
-        ...(answer.created == null ? {} : { timestamp: new Date(answer.created * 1000).toISOString() })
+        ...(response.id == null ? {} : { id: response.id }),
+        ...(response.model == null ? {} : { modelId: response.model }),
+        ...(response.created == null ? {} : { timestamp: new Date(response.created * 1000).toISOString() })
       }
     ]
     const content = choice.message.content
@@ -236,7 +236,7 @@ const makeOpenAi = Effect.fnUntraced(function* (options: ProviderOptions) {
         params: yield* parseArguments(module, call.function.name, call.function.arguments)
       })
     }
-    const usage = answer.usage
+    const usage = response.usage
     const cached = usage?.prompt_tokens_details?.cached_tokens ?? undefined
     const input = usage?.prompt_tokens ?? undefined
     const output = usage?.completion_tokens ?? undefined

@@ -110,7 +110,7 @@ export class DatabaseHealth extends Context.Service<
               Effect.flatMap((started) =>
                 started
                   ? Effect.logWarning(
-                      `Database unreachable: ${describe(cause)}; requests get 503 until it is back`
+                      `Database unreachable: ${describe(cause)}; requests answer 503 until it is back`
                     ).pipe(
                       Effect.andThen(Effect.logDebug("Database outage cause", cause)),
                       Effect.andThen(Effect.forkIn(probe, scope)),

@@ -3,7 +3,7 @@
  * offline and fast"): headless Chromium (Debian's `chromium`, which .ci/run
  * installs when missing) driven by `playwright-core` opens `/docs`, enters an
  * API key, sends "Test Request" for `GET /sessions/{session_id}` and sees
- * 200; no request leaves the machine. A screenshot of the answer is saved as
+ * 200; no request leaves the machine. A screenshot of the response is saved as
  * `test/artifacts/docs-test-request.png` (not committed).
  *
  * Without Chromium (a laptop without the package) the test is skipped with
@@ -38,7 +38,7 @@ const CHROMIUM_ARGS = [
 
 withApp()("the reference page in Chromium", (it) => {
   it.effect.skipIf(!available)(
-    "issue 14: /docs loads with no request off the machine; an API key and Test Request on GET /sessions/{session_id} answer 200",
+    "issue 14: /docs loads with no request off the machine; an API key and Test Request on GET /sessions/{session_id} get 200",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi
@@ -83,14 +83,14 @@ withApp()("the reference page in Chromium", (it) => {
             // The typed value is taken when the editor loses focus.
             await dialog.getByPlaceholder("Token").click()
             await page.waitForTimeout(500)
-            const answered = page.waitForResponse((response) => new URL(response.url()).pathname.includes("/sessions/"))
+            const responded = page.waitForResponse((response) =>
+              new URL(response.url()).pathname.includes("/sessions/")
+            )
             await dialog.getByRole("button", { name: /Send/ }).first().click()
-            const response = await answered
+            const response = await responded
             if (response.status() !== 200) {
               await page.screenshot({ path: path.join(root, "test/artifacts/docs-test-request-failed.png") })
-              throw new Error(
-                `Test Request answered ${response.status()} for ${response.url()} (session ${session.id})`
-              )
+              throw new Error(`Test Request got ${response.status()} for ${response.url()} (session ${session.id})`)
             }
             await dialog
               .getByText(/200 OK/)

@@ -2,7 +2,7 @@
  * The typed clients of the contract (issue 14 "Typed clients"): `parley/client`
  * (an `HttpApiClient` of `ParleyApi` with the API key and the admin token
  * each sent where they belong) and `parley/webhooks` (a Standard Webhooks
- * verifier answering the typed event of W1/W3). Both import no server code,
+ * verifier returning the typed event of W1/W3). Both import no server code,
  * and resolve by the package's name from a plain Node process.
  */
 import * as fs from "node:fs"
@@ -44,7 +44,7 @@ withApp()("parley/client", (test) => {
       }).pipe(Effect.provide(FetchHttpClient.layer))
   )
 
-  test.effect("issue 15 (D19): withIdempotencyKey sends the key, so a retried create answers the first result", () =>
+  test.effect("issue 15 (D19): withIdempotencyKey sends the key, so a retried create returns the first result", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()

@@ -1,6 +1,6 @@
 /**
  * CORS for browser integrations (issue 15 item 3): `CORS_ORIGINS` (a comma
- * list; unset: no CORS headers), preflight `OPTIONS` answered for the API
+ * list; unset: no CORS headers), preflight `OPTIONS` responded to for the API
  * routes, and the headers a browser may read exposed: `X-Request-Id`,
  * `Retry-After`, `RateLimit-*` and `Idempotent-Replayed`.
  */
@@ -31,7 +31,7 @@ withApp({ corsOrigins: [ALLOWED, "http://localhost:3000"] })("CORS_ORIGINS set",
   )
 
   it.effect(
-    "answers to an allowed origin, errors included, allow it and expose the documented headers; others are not allowed",
+    "responses to an allowed origin, errors included, allow it and expose the documented headers; others are not allowed",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi
@@ -70,7 +70,7 @@ withApp({ corsOrigins: [ALLOWED, "http://localhost:3000"] })("CORS_ORIGINS set",
 })
 
 withApp()("CORS_ORIGINS unset", (it) => {
-  it.effect("no CORS header on any answer, and OPTIONS is not a preflight", () =>
+  it.effect("no CORS header on any response, and OPTIONS is not a preflight", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()

@@ -200,7 +200,7 @@ withApp({ maxBodyBytes: 4096 })("errors", (it) => {
 })
 
 withApp({}, brokenSessions("secret internal failure"))("defects", (it) => {
-  it.effect("a defect answers 500 Internal server error and never leaks the cause", () =>
+  it.effect("a defect gets 500 Internal server error and never leaks the cause", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()

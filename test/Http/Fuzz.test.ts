@@ -10,7 +10,7 @@
  * but of the right type (NUL characters, lone surrogates, int32/int64 limits,
  * nesting up to 100,000 levels, impossible datetimes, private-network URLs) or
  * of the wrong type; sometimes an unknown member, a body that is not JSON, not
- * UTF-8 or of another content type. The answer must never be 5xx, every 4xx
+ * UTF-8 or of another content type. The response must never be 5xx, every 4xx
  * must be a JSON `{"detail": ...}`, and under the default configuration no app
  * may be created or moved to a private-network webhook URL (W6).
  *
@@ -25,7 +25,7 @@
  * first application frame) with a `curl` reproduction. The app's log is
  * captured per request (`x-fuzz-id` header) to name the cause.
  * `FUZZ_REPORT=<file>` also writes every failure, and per operation the
- * statuses answered, as JSON.
+ * statuses responded with, as JSON.
  *
  * The file runs in its own vitest worker with its own organization (the
  * database is shared with the other test files) and starts no background
@@ -45,7 +45,7 @@ const EXPECTED_MIN_OPERATIONS = 75
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8000)
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31)
 const CONCURRENCY = 8
-/** A request unanswered this long counts as a failure. */
+/** A request without a response this long counts as a failure. */
 const REQUEST_TIMEOUT_MS = 30_000
 /** A public address literal: accepted by the W6 guard without DNS (the test machine may be offline). */
 const PUBLIC_URL = "https://93.184.215.14/hooks/parley"
@@ -439,7 +439,7 @@ interface Fixtures {
   readonly deletable: Readonly<Record<string, ReadonlyArray<string>>>
   /** Real values for operations that finish a session, likewise. */
   readonly finishable: Readonly<Record<string, ReadonlyArray<string>>>
-  /** Puts back what requests may have changed and makes new used-up fixtures; answers the references' values. */
+  /** Puts back what requests may have changed and makes new used-up fixtures; returns the references' values. */
   readonly renew: Effect.Effect<Current>
   /**
    * Leaves the organization quiet for the other test files sharing the
@@ -1138,7 +1138,7 @@ const CaptureLogger = Logger.layer([
 // ---------------------------------------------------------------------------
 // Sending and judging
 
-interface Answer {
+interface FuzzResponse {
   readonly status: number
   readonly text: string
 }
@@ -1146,13 +1146,13 @@ interface Answer {
 interface Failure {
   readonly request: FuzzRequest
   readonly sent: Sent
-  readonly answer: Answer
+  readonly response: FuzzResponse
   readonly problem: string
   readonly cause: string
 }
 
 const send = (baseUrl: string, method: string, sent: Sent, id: string) =>
-  Effect.promise(async (): Promise<Answer> => {
+  Effect.promise(async (): Promise<FuzzResponse> => {
     try {
       const response = await fetch(`${baseUrl}${sent.url}`, {
         method,
@@ -1167,23 +1167,23 @@ const send = (baseUrl: string, method: string, sent: Sent, id: string) =>
     }
   })
 
-/** What is wrong with an answer (D18, "Errors", W6), or undefined. */
-const problemOf = (request: FuzzRequest, answer: Answer): string | undefined => {
-  if (answer.status === 0) return "no answer"
-  if (answer.status >= 500) return `${answer.status}`
-  if (answer.status >= 400) {
+/** What is wrong with a response (D18, "Errors", W6), or undefined. */
+const problemOf = (request: FuzzRequest, response: FuzzResponse): string | undefined => {
+  if (response.status === 0) return "no response"
+  if (response.status >= 500) return `${response.status}`
+  if (response.status >= 400) {
     let parsed: unknown
     try {
-      parsed = JSON.parse(answer.text)
+      parsed = JSON.parse(response.text)
     } catch {}
     if (typeof parsed !== "object" || parsed === null || !("detail" in parsed))
-      return `${answer.status} without {detail}`
+      return `${response.status} without {detail}`
   }
-  if (answer.status >= 200 && answer.status < 300 && request.body._tag === "json") {
+  if (response.status >= 200 && response.status < 300 && request.body._tag === "json") {
     const { value } = request.body
     const webhookUrl = value instanceof Obj ? value.entries.find(([k]) => k === "webhook_url")?.[1] : undefined
     if (typeof webhookUrl === "string" && privateUrl.has(webhookUrl)) {
-      return `${answer.status}: private webhook URL accepted (W6)`
+      return `${response.status}: private webhook URL accepted (W6)`
     }
   }
   return undefined
@@ -1242,7 +1242,7 @@ const report = (failures: ReadonlyArray<Failure>, fixtures: Fixtures): string =>
       return [
         `### ${key} (${list.length}x)`,
         `  ${curlOf(example.request.method, example.sent, fixtures)}`,
-        `  answer: ${example.answer.status} ${example.answer.text.slice(0, 300)}`,
+        `  response: ${example.response.status} ${example.response.text.slice(0, 300)}`,
         `  server: ${causeLines(example.cause)}`
       ].join("\n")
     })
@@ -1256,7 +1256,7 @@ const CHUNK = 250
 
 withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, CaptureLogger))("fuzz", (it) => {
   it.effect(
-    "no malformed request to any operation answers 5xx; every 4xx is a JSON {detail} (D18, Errors, W6)",
+    "no malformed request to any operation gets 5xx; every 4xx is a JSON {detail} (D18, Errors, W6)",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi
@@ -1293,24 +1293,24 @@ withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, Capture
           string,
           { requests: number; ok: number; statuses: Record<string, number>; examples: Record<string, Array<string>> }
         >()
-        const record = (request: FuzzRequest, sent: Sent, id: string, answer: Answer): void => {
-          const klass = answer.status === 0 ? "none" : `${Math.floor(answer.status / 100)}xx`
+        const record = (request: FuzzRequest, sent: Sent, id: string, response: FuzzResponse): void => {
+          const klass = response.status === 0 ? "none" : `${Math.floor(response.status / 100)}xx`
           statuses.set(klass, (statuses.get(klass) ?? 0) + 1)
           const key = `${request.method} ${request.operation.path}`
           const counts = perOperation.get(key) ?? { requests: 0, ok: 0, statuses: {}, examples: {} }
           counts.requests += 1
-          if (answer.status >= 200 && answer.status < 300) counts.ok += 1
-          counts.statuses[answer.status] = (counts.statuses[answer.status] ?? 0) + 1
-          // A few answers of each status, for the report: how far requests get.
-          const examples = counts.examples[answer.status] ?? []
+          if (response.status >= 200 && response.status < 300) counts.ok += 1
+          counts.statuses[response.status] = (counts.statuses[response.status] ?? 0) + 1
+          // A few responses of each status, for the report: how far requests get.
+          const examples = counts.examples[response.status] ?? []
           if (examples.length < 4) {
-            examples.push(`${answer.text.slice(0, 240)} <- ${sent.url.slice(0, 160)} ${sent.summary.slice(0, 240)}`)
+            examples.push(`${response.text.slice(0, 240)} <- ${sent.url.slice(0, 160)} ${sent.summary.slice(0, 240)}`)
           }
-          counts.examples[answer.status] = examples
+          counts.examples[response.status] = examples
           perOperation.set(key, counts)
-          const problem = problemOf(request, answer)
+          const problem = problemOf(request, response)
           if (problem !== undefined) {
-            failures.push({ request, sent, answer, problem, cause: (serverLog.get(id) ?? []).join("\n") })
+            failures.push({ request, sent, response, problem, cause: (serverLog.get(id) ?? []).join("\n") })
           }
           serverLog.delete(id)
         }
@@ -1323,7 +1323,7 @@ withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, Capture
                 const id = String(start + offset)
                 const sent = sentOf(request, current)
                 return send(api.baseUrl, request.method, sent, id).pipe(
-                  Effect.map((answer) => record(request, sent, id, answer))
+                  Effect.map((response) => record(request, sent, id, response))
                 )
               },
               { concurrency: CONCURRENCY, discard: true }
@@ -1332,12 +1332,12 @@ withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, Capture
         })
         yield* chunks.pipe(Effect.ensuring(fixtures.settle))
         const seconds = (performance.now() - started) / 1000
-        const answered = [...perOperation.values()].filter((c) => c.ok > 0).length
+        const succeeded = [...perOperation.values()].filter((c) => c.ok > 0).length
         process.stderr.write(
           `[fuzz] ${requests.length} requests in ${seconds.toFixed(1)} s: ${[...statuses.entries()]
             .sort()
             .map(([k, n]) => `${k} ${n}`)
-            .join(", ")}; operations answered 2xx at least once: ${answered}/${operations.length}\n`
+            .join(", ")}; operations responding 2xx at least once: ${succeeded}/${operations.length}\n`
         )
         if (process.env.FUZZ_REPORT !== undefined) {
           const entries = failures.map((f) => ({
@@ -1346,8 +1346,8 @@ withApp({ allowPrivateNetworkTargets: false }, Layer.merge(ServicesLive, Capture
             url: f.sent.url,
             headers: f.sent.headers,
             body: f.sent.summary.slice(0, 2000),
-            status: f.answer.status,
-            answer: f.answer.text.slice(0, 1000),
+            status: f.response.status,
+            response: f.response.text.slice(0, 1000),
             cause: f.cause.slice(0, 4000)
           }))
           const content = {

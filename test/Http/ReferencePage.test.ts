@@ -2,7 +2,7 @@
  * The reference page as a browser loads it (issue 14 "A reference page that
  * works offline and fast"): `/docs` is a small page naming a versioned,
  * immutable Scalar bundle, served compressed with an ETag; nothing on the
- * page points off the machine; the icon answers at `/favicon.ico`.
+ * page points off the machine; the icon is served at `/favicon.ico`.
  */
 import * as http from "node:http"
 import * as zlib from "node:zlib"
@@ -77,7 +77,7 @@ withApp()("the reference page", (it) => {
       })
   )
 
-  it.effect("issue 14: the icon answers at /favicon.ico and /favicon.svg", () =>
+  it.effect("issue 14: the icon is served at /favicon.ico and /favicon.svg", () =>
     Effect.gen(function* () {
       const { baseUrl } = yield* TestApi
       for (const path of ["/favicon.ico", "/favicon.svg"]) {

@@ -24,18 +24,18 @@ const capture = Logger.layer([
 layer(TestApp({}, brokenSessions("boom")).pipe(Layer.provide(capture)), {
   excludeTestServices: true
 })("request ids (O8)", (it) => {
-  it.effect("O8: a valid X-Request-Id is echoed on every kind of answer; others get a new UUIDv7", () =>
+  it.effect("O8: a valid X-Request-Id is echoed on every kind of response; others get a new UUIDv7", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()
-      const answers = [
+      const requests = [
         ["GET", "/healthz", undefined],
         ["GET", `${C}/sessions/${"0".repeat(8)}-0000-7000-8000-${"0".repeat(12)}`, org.token],
         ["POST", `${C}/sessions`, org.token],
         ["GET", `${C}/sessions`, undefined],
         ["GET", "/nowhere", undefined]
       ] as const
-      for (const [method, path, token] of answers) {
+      for (const [method, path, token] of requests) {
         const given = "req-~!#$%&'*+.^_`|-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
         const echoed = yield* api.request(method, path, {
           ...(token !== undefined ? { token } : {}),

@@ -70,7 +70,7 @@ interface Fixture {
 
 /**
  * One call of each operation, in this order (a message before the listings
- * that show it), answering its response; the fixture's session has an AI
+ * that show it), returning its response; the fixture's session has an AI
  * agent and a thread, and the app is subscribed to message.created.
  */
 const calls: Record<string, (fx: Fixture) => Effect.Effect<TestResponse>> = {

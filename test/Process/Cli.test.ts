@@ -18,7 +18,7 @@ const parse = (stdout: string): Record<string, string> =>
 const databaseUrl = ownDatabase("parley_cli")
 
 /**
- * A test body with `cli` (`src/cli.ts` on this file's database, answering its
+ * A test body with `cli` (`src/cli.ts` on this file's database, returning its
  * exit code and output) and `db` (a client of that database, closed after).
  */
 const withCli = (
@@ -220,7 +220,7 @@ describe("parley CLI", () => {
   )
 
   it.live(
-    "serve runs the server as npm start does: ready, the API answering, exit 0 on SIGTERM (O5)",
+    "serve runs the server as npm start does: ready, the API responding, exit 0 on SIGTERM (O5)",
     () =>
       Effect.promise(async () => {
         const server = await startServer({ DATABASE_URL: databaseUrl() }, 60_000, ["src/cli.ts", "serve"])

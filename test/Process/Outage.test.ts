@@ -1,7 +1,7 @@
 /**
  * A database outage an operator can read (DECISIONS.md O9): a server process
  * reaches PostgreSQL through a TCP proxy the test cuts and restores. While the
- * database cannot be reached, API requests answer 503
+ * database cannot be reached, API requests get 503
  * `{"detail":"Service unavailable"}` with `Retry-After: 1` and `/readyz` 503;
  * the log has one WARN when the outage starts and one INFO when it ends, not a
  * line per request or per worker retry; afterwards requests succeed again.

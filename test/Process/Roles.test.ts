@@ -1,6 +1,6 @@
 /**
  * PARLEY_ROLE (DECISIONS.md O1): an `api` process serves the API and runs no
- * worker (a due reply job stays pending); a `worker` process answers only the
+ * worker (a due reply job stays pending); a `worker` process serves only the
  * health routes and runs the job.
  */
 import { assert, describe, it } from "@effect/vitest"

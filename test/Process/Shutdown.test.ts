@@ -1,10 +1,11 @@
 /**
  * Graceful shutdown under load (DECISIONS.md O5, issue 8 item 5): SIGTERM while
- * POST message runs at full speed exits 0 within 15 s, answers no 5xx (a
- * request after the stop is refused at the connection, never answered with an
- * error status), loses no answered message and keeps one message.created per
- * message (W2); SIGTERM while reply jobs run loses no job: the next process
- * answers every session exactly once and leaves `reply_jobs` empty (R1).
+ * POST message runs at full speed exits 0 within 15 s, responds no 5xx (a
+ * request after the stop is refused at the connection, never given a response
+ * with an error status), loses no message it responded 201 to and keeps one
+ * message.created per message (W2); SIGTERM while reply jobs run loses no
+ * job: the next process answers every session exactly once and leaves
+ * `reply_jobs` empty (R1).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -54,7 +55,7 @@ const codeOf = (error: unknown): string => {
   return String((error as any)?.message ?? error)
 }
 
-/** One POST of the load: an HTTP answer, or a failure at the connection; times in ms of `performance.now()`. */
+/** One POST of the load: an HTTP response, or a failure at the connection; times in ms of `performance.now()`. */
 type Outcome =
   | {
       readonly kind: "response"
@@ -62,14 +63,14 @@ type Outcome =
       readonly id: string | undefined
       readonly startedAt: number
       readonly endedAt: number
-      /** Whether the answer said `Connection: close` (the server ends the kept-alive connection). */
+      /** Whether the response said `Connection: close` (the server ends the kept-alive connection). */
       readonly closes: boolean
     }
   | { readonly kind: "error"; readonly code: string; readonly startedAt: number; readonly endedAt: number }
 
 describe("graceful shutdown (O5)", () => {
   it.live(
-    "O5/W2: SIGTERM under a steady POST message load exits 0, answers no 5xx and loses no answered message",
+    "O5/W2: SIGTERM under a steady POST message load exits 0, responds no 5xx and loses no message it responded 201 to",
     () =>
       Effect.promise(async () => {
         const server = await startServer(env())
@@ -118,12 +119,12 @@ describe("graceful shutdown (O5)", () => {
           }
           const loops = Array.from({ length: 20 }, loop)
           await sleep(1_000)
-          const answeredBeforeStop = outcomes.length
+          const respondedBeforeStop = outcomes.length
           const stoppedAt = performance.now()
           server.child.kill("SIGTERM")
           const exit = await exitWithin(server, 15_000)
           const exitedAfterMs = performance.now() - stoppedAt
-          // Keep knocking a little after the exit: those requests must be refused, not answered.
+          // Keep knocking a little after the exit: those requests must be refused, not responded to.
           await sleep(300)
           stop = true
           await Promise.all(loops)
@@ -134,7 +135,7 @@ describe("graceful shutdown (O5)", () => {
           for (const r of responses) statuses[r.status] = (statuses[r.status] ?? 0) + 1
           const errorCodes: Record<string, number> = {}
           for (const e of errors) errorCodes[e.code] = (errorCodes[e.code] ?? 0) + 1
-          const answeredAfterStop = responses.filter((r) => r.startedAt >= stoppedAt).length
+          const respondedAfterStop = responses.filter((r) => r.startedAt >= stoppedAt).length
           const errorsOfEarlierRequests = errors.filter((e) => e.startedAt < stoppedAt)
           const created = responses.filter((r) => r.status === 201).map((r) => r.id!)
           const [stored] = await db`
@@ -152,26 +153,26 @@ describe("graceful shutdown (O5)", () => {
           const eventIdSet = new Set(eventIds)
           const withoutEvent = [...storedIds].filter((id) => !eventIdSet.has(id))
           console.log(
-            `[shutdown under load] exit ${exit} after ${exitedAfterMs.toFixed(0)} ms; ${answeredBeforeStop} answered before SIGTERM; ` +
-              `statuses ${JSON.stringify(statuses)} (${answeredAfterStop} answered to requests sent after SIGTERM); ` +
+            `[shutdown under load] exit ${exit} after ${exitedAfterMs.toFixed(0)} ms; ${respondedBeforeStop} responded before SIGTERM; ` +
+              `statuses ${JSON.stringify(statuses)} (${respondedAfterStop} responses to requests sent after SIGTERM); ` +
               `connection errors ${JSON.stringify(errorCodes)} (${errorsOfEarlierRequests.length} of requests sent before SIGTERM); ` +
               `messages stored ${stored!.n} (${stored!.n - created.length} without a 201), message.created events ${events!.n}`
           )
-          // Diagnosis: when, relative to the SIGTERM, the last 201, the other answers and the resets came.
+          // Diagnosis: when, relative to the SIGTERM, the last 201, the other responses and the resets came.
           const at = (ms: number) => `${(ms - stoppedAt).toFixed(0)}`
           const last201 = Math.max(...responses.filter((r) => r.status === 201).map((r) => r.endedAt))
           const timeline = (list: ReadonlyArray<Outcome>) =>
             list.map((o) => `${at(o.startedAt)}->${at(o.endedAt)}`).join(" ")
           console.log(
-            `[shutdown under load] ms after SIGTERM: last 201 answered at ${at(last201)}; ` +
-              `answers with Connection: close ${responses.filter((r) => r.closes).length}; ` +
-              `other answers (sent->answered): ${timeline(responses.filter((r) => r.status !== 201))}; ` +
+            `[shutdown under load] ms after SIGTERM: last 201 at ${at(last201)}; ` +
+              `responses with Connection: close ${responses.filter((r) => r.closes).length}; ` +
+              `other responses (sent->responded): ${timeline(responses.filter((r) => r.status !== 201))}; ` +
               `resets (sent->failed): ${timeline(errors.filter((e) => e.code !== "ECONNREFUSED"))}`
           )
 
           assert.strictEqual(exit, 0, `exit code (or timeout) after SIGTERM:\n${server.output().slice(-4_000)}`)
-          assert.isAbove(answeredBeforeStop, 20, "the load ran before the stop")
-          assert.deepStrictEqual(Object.keys(statuses), ["201"], "every HTTP answer is 201, none 5xx")
+          assert.isAbove(respondedBeforeStop, 20, "the load ran before the stop")
+          assert.deepStrictEqual(Object.keys(statuses), ["201"], "every HTTP response is 201, none 5xx")
           assert.isAbove(errors.length, 0, "requests after the stop are refused at the connection")
           assert.strictEqual(
             errors.filter((e) => e.code === "TimeoutError").length,
@@ -180,7 +181,7 @@ describe("graceful shutdown (O5)", () => {
           )
           assert.strictEqual(new Set(created).size, created.length, "every 201 has its own message id")
           const missing = created.filter((id) => !storedIds.has(id))
-          assert.deepStrictEqual(missing, [], "every answered message is stored")
+          assert.deepStrictEqual(missing, [], "every message responded 201 to is stored")
           assert.strictEqual(events!.n, stored!.n, "one message.created event per stored message (W2)")
           assert.deepStrictEqual(withoutEvent, [], "every stored message has its message.created event (W2)")
         } finally {

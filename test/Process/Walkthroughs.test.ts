@@ -67,7 +67,7 @@ const bash = (script: string, env: Record<string, string>, timeoutMs: number, cw
     })
   })
 
-/** Runs a section: its server as its first block says, then its other blocks; answers their output. */
+/** Runs a section: its server as its first block says, then its other blocks; returns their output. */
 const runSection = async (heading: string) => {
   const blocks = shellBlocks(heading)
   const startBlock = blocks.find((block) => /\bnpm start\b/.test(block) && block.split("\n").length <= 4)
@@ -130,7 +130,7 @@ describe("The walkthroughs (README.md, docs/walkthroughs.md), as written", () =>
     expect(run.code, run.output).toBe(0)
     expect(run.output).toMatch(/"token":"prl_[A-Za-z0-9_-]{43}"/)
     expect(run.output).toContain('"session_idle_timeout_seconds":3600')
-    // The last command prints the session's agent name (curl's answers before it end without a newline).
+    // The last command prints the session's agent name (curl's responses before it end without a newline).
     expect(run.output.trim()).toMatch(/Grace$/)
   })
 

@@ -2,7 +2,7 @@
  * Zero-setup everywhere (DECISIONS.md O10, issue 12 item 1): on a clean clone,
  * the README's `npm start` and `npm test` work on the embedded PostgreSQL for
  * an ordinary user in their home and for root in a folder other users cannot
- * enter (`mktemp -d`, 0700). Each run: `npm start` answers `/readyz`, the CLI
+ * enter (`mktemp -d`, 0700). Each run: `npm start` serves `/readyz`, the CLI
  * (`npm run -s parley -- bootstrap`) attaches and prints only its exports on
  * stdout, a session and a message are created, SIGTERM exits 0, a second
  * `npm start` reads the session back and stops on a terminal's Ctrl-C (SIGINT
@@ -162,7 +162,7 @@ const killLeftovers = async (groups: ReadonlyArray<number>, folder: string, uid?
   await waitUntil(() => ours().length === 0, 10_000)
 }
 
-/** `npm start` as `account` in `clone`, waited for until /readyz answers 200. */
+/** `npm start` as `account` in `clone`, waited for until /readyz responds 200. */
 const npmStart = async (account: Account, clone: string, groups: Array<number>) => {
   const port = await freePort()
   const child = spawnAs(account, clone, "npm", ["start"], { PORT: String(port) })
@@ -177,7 +177,7 @@ const npmStart = async (account: Account, clone: string, groups: Array<number>) 
     try {
       if ((await fetch(`${base}/readyz`)).status === 200) break
     } catch {}
-    if (Date.now() > deadline) assert.fail("npm start: /readyz did not answer 200 within 60 s")
+    if (Date.now() > deadline) assert.fail("npm start: /readyz did not respond 200 within 60 s")
     await sleep(100)
   }
   const node = nodeIn(child.pid!, "src/main.ts")

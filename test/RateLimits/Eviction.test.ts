@@ -18,7 +18,7 @@ layer(RateLimiter.layer.pipe(Layer.provide(fileDatabaseClient(1)), Layer.provide
   it.effect("organizations with no request for a minute are forgotten; one still served is kept", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      // Organizations without settings are unlimited: each take answers undefined and is remembered for a lease.
+      // Organizations without settings are unlimited: each take returns undefined and is remembered for a lease.
       const served = newId()
       const others = Array.from({ length: 50 }, () => newId())
       for (const organizationId of [served, ...others]) {

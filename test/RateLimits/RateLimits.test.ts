@@ -1,7 +1,7 @@
 /**
  * Rate limits per organization (DECISIONS.md D20, issue 15 item 2) on one
  * server: the settings, the token bucket's bound, 429 with `Retry-After`, the
- * `RateLimit-*` headers on every answer to a limited organization, admin and
+ * `RateLimit-*` headers on every response to a limited organization, admin and
  * health routes never limited, a changed limit applied within a lease (1 s).
  * Two processes: test/Process/RateLimits.test.ts.
  */
@@ -19,15 +19,15 @@ withApp()("rate limits (D20)", (it) => {
     Effect.gen(function* () {
       const org = yield* (yield* TestApi).organization()
       for (let i = 0; i < 30; i++) {
-        const answer = yield* org.call("POST", "/sessions/search", { limit: 1 })
-        assert.strictEqual(answer.status, 200)
-        assert.isNull(answer.headers.get("ratelimit-limit"))
+        const response = yield* org.call("POST", "/sessions/search", { limit: 1 })
+        assert.strictEqual(response.status, 200)
+        assert.isNull(response.headers.get("ratelimit-limit"))
       }
     })
   )
 
   it.effect(
-    "D20: a bucket of the burst refilled at the rate: 429 with Retry-After past it, headers on every answer",
+    "D20: a bucket of the burst refilled at the rate: 429 with Retry-After past it, headers on every response",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi
@@ -35,23 +35,23 @@ withApp()("rate limits (D20)", (it) => {
         const set = yield* settings(org, { rate_limit_per_second: 5, rate_limit_burst: 10 })
         assert.deepStrictEqual([set.body.rate_limit_per_second, set.body.rate_limit_burst], [5, 10])
         const started = Date.now()
-        const answers = []
-        for (let i = 0; i < 40; i++) answers.push(yield* org.call("POST", "/sessions/search", { limit: 1 }))
+        const responses = []
+        for (let i = 0; i < 40; i++) responses.push(yield* org.call("POST", "/sessions/search", { limit: 1 }))
         const seconds = (Date.now() - started) / 1000
-        const allowed = answers.filter((answer) => answer.status === 200).length
+        const allowed = responses.filter((response) => response.status === 200).length
         // The bucket's bound: the burst, and the rate over the time taken.
         assert.isAtMost(allowed, 10 + Math.ceil(5 * seconds))
         assert.isAtLeast(allowed, 10)
-        const limited = answers.filter((answer) => answer.status === 429)
+        const limited = responses.filter((response) => response.status === 429)
         assert.isAbove(limited.length, 0)
-        for (const answer of limited) {
-          assert.deepStrictEqual(answer.body, { detail: "Rate limit exceeded" })
-          assert.match(answer.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/)
+        for (const response of limited) {
+          assert.deepStrictEqual(response.body, { detail: "Rate limit exceeded" })
+          assert.match(response.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/)
         }
-        for (const answer of answers) {
-          assert.strictEqual(answer.headers.get("ratelimit-limit"), "10")
-          assert.match(answer.headers.get("ratelimit-remaining") ?? "", /^\d+$/)
-          assert.match(answer.headers.get("ratelimit-reset") ?? "", /^\d+$/)
+        for (const response of responses) {
+          assert.strictEqual(response.headers.get("ratelimit-limit"), "10")
+          assert.match(response.headers.get("ratelimit-remaining") ?? "", /^\d+$/)
+          assert.match(response.headers.get("ratelimit-reset") ?? "", /^\d+$/)
         }
         // Errors of a limited organization carry the headers too.
         const missing = yield* org.call("GET", "/sessions/00000000-0000-7000-8000-000000000000")
@@ -63,9 +63,9 @@ withApp()("rate limits (D20)", (it) => {
           ["/healthz", undefined],
           ["/openapi.json", undefined]
         ] as const) {
-          const answer = yield* api.request("GET", path, token === undefined ? {} : { token })
-          assert.strictEqual(answer.status, 200, path)
-          assert.isNull(answer.headers.get("ratelimit-limit"), path)
+          const response = yield* api.request("GET", path, token === undefined ? {} : { token })
+          assert.strictEqual(response.status, 200, path)
+          assert.isNull(response.headers.get("ratelimit-limit"), path)
         }
         // After Retry-After, requests go through again.
         yield* Effect.sleep(`${Number(limited.at(-1)!.headers.get("retry-after"))} seconds`)
@@ -89,9 +89,9 @@ withApp()("rate limits (D20)", (it) => {
         yield* settings(limited, { rate_limit_per_second: null })
         yield* Effect.sleep("1100 millis")
         for (let i = 0; i < 10; i++) {
-          const answer = yield* limited.call("POST", "/sessions/search", { limit: 1 })
-          assert.strictEqual(answer.status, 200)
-          assert.isNull(answer.headers.get("ratelimit-limit"))
+          const response = yield* limited.call("POST", "/sessions/search", { limit: 1 })
+          assert.strictEqual(response.status, 200)
+          assert.isNull(response.headers.get("ratelimit-limit"))
         }
       })
   )

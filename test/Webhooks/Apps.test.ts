@@ -147,7 +147,7 @@ withWorkers({
       const limit = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=5000`)
       assert.strictEqual(limit.status, 422)
       assert.deepStrictEqual(limit.body.detail[0].loc, ["query", "limit"])
-      // Not a number: one issue saying so, as every other page size in the API answers (O6).
+      // Not a number: one issue saying so, as every other page size in the API reports (O6).
       const word = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=abc`)
       assert.strictEqual(word.status, 422)
       assert.deepStrictEqual(
@@ -162,10 +162,10 @@ withWorkers({
         ["-5.5", "greater_than_equal"],
         ["1.5", "int_from_float"]
       ]) {
-        const answer = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=${query}`)
-        assert.strictEqual(answer.status, 422)
+        const response = yield* admin(api, "GET", `/organizations/${org.id}/apps/${uuidv7()}/deliveries?limit=${query}`)
+        assert.strictEqual(response.status, 422)
         assert.deepStrictEqual(
-          answer.body.detail.map((issue: any) => [issue.loc.join("."), issue.type]),
+          response.body.detail.map((issue: any) => [issue.loc.join("."), issue.type]),
           [["query.limit", type]],
           query
         )

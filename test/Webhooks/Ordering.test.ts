@@ -4,8 +4,8 @@
  * conversation` while a receiver fails the first attempt of some events and
  * one process is killed with SIGKILL and started again. For each of 50
  * conversations (1,000 events), no request of an event reaches the receiver
- * before every earlier event of its conversation was answered 2xx, and the
- * first 2xx receipts are in commit order.
+ * before every earlier event of its conversation was acknowledged with a 2xx,
+ * and the first 2xx receipts are in commit order.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -26,11 +26,11 @@ const env = () => ({
   LOG_LEVEL: "info"
 })
 
-/** A request expected to answer 2xx; answers the parsed body. */
+/** A request expected to get 2xx; returns the parsed body. */
 const call = async (server: ServerProcess, method: string, path: string, token: string, body?: unknown) => {
-  const answer = await callJson(server.baseUrl, method, path, token, body)
-  if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`)
-  return answer.body
+  const response = await callJson(server.baseUrl, method, path, token, body)
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`)
+  return response.body
 }
 
 const waitFor = async (condition: () => boolean, timeoutMs: number, what: string) =>
@@ -47,24 +47,24 @@ describe("ordered delivery across processes (W7)", () => {
     "1,000 events over 50 conversations, first attempts failing, a worker killed with SIGKILL: each conversation in commit order",
     () =>
       Effect.promise(async () => {
-        /** Per event id: the answers given, in order (true = 2xx). */
-        const answers = new Map<string, Array<boolean>>()
-        /** Requests in arrival order: the event, and the events of its conversation answered 2xx before it arrived. */
+        /** Per event id: the responses given, in order (true = 2xx). */
+        const responses = new Map<string, Array<boolean>>()
+        /** Requests in arrival order: the event, and the events of its conversation acknowledged (2xx) before it arrived. */
         const arrivals: Array<{ readonly event: any; readonly before: ReadonlySet<string> }> = []
-        /** Per conversation: resource ids in commit order (filled as the API answers, so checked at the end). */
+        /** Per conversation: resource ids in commit order (filled as the API responds, so checked at the end). */
         const commitOrder = new Map<string, Array<string>>()
-        /** Per conversation: the resource ids of its events answered 2xx so far. */
+        /** Per conversation: the resource ids of its events acknowledged with a 2xx so far. */
         const acknowledged = new Map<string, Set<string>>()
         const receiver = await startReceiver((_n, body) => {
           const event = JSON.parse(body)
           const place = placeOf(event)
           const done = acknowledged.get(place.conversation) ?? new Set<string>()
           arrivals.push({ event, before: new Set(done) })
-          const given = answers.get(event.id) ?? []
+          const given = responses.get(event.id) ?? []
           // About one event in six fails its first attempt (503), whichever process sends it.
           const fail = given.length === 0 && Number.parseInt(event.id.slice(-4), 16) % 6 === 0
           given.push(!fail)
-          answers.set(event.id, given)
+          responses.set(event.id, given)
           if (!fail) {
             done.add(place.id)
             acknowledged.set(place.conversation, done)
@@ -112,13 +112,13 @@ describe("ordered delivery across processes (W7)", () => {
           for (const order of commitOrder.values()) assert.strictEqual(order.length, 20)
           const delivered = () =>
             [...commitOrder.entries()].every(([c, order]) => order.every((id) => acknowledged.get(c)?.has(id)))
-          await waitFor(delivered, 90_000, "every event answered 2xx")
+          await waitFor(delivered, 90_000, "every event acknowledged with a 2xx")
 
           const events = new Set(arrivals.map((arrival) => arrival.event.id))
           assert.strictEqual(events.size, 1000)
-          const retried = [...answers.values()].filter((given) => given[0] === false).length
+          const retried = [...responses.values()].filter((given) => given[0] === false).length
           assert.isAbove(retried, 50, "first attempts failed")
-          // Every event committed before this one in its conversation had been answered 2xx when it arrived.
+          // Every event committed before this one in its conversation had been acknowledged with a 2xx when it arrived.
           const outOfOrder = arrivals.filter(({ event, before }) => {
             const place = placeOf(event)
             const order = commitOrder.get(place.conversation)!
@@ -127,7 +127,7 @@ describe("ordered delivery across processes (W7)", () => {
           assert.deepStrictEqual(
             outOfOrder.map((arrival) => `${arrival.event.type} ${placeOf(arrival.event).id}`),
             [],
-            "no request before every earlier event of its conversation was answered 2xx"
+            "no request before every earlier event of its conversation was acknowledged with a 2xx"
           )
           // The first 2xx receipt of each event, per conversation, is the commit order.
           const firstAcknowledged = new Map<string, Array<string>>()
@@ -136,7 +136,7 @@ describe("ordered delivery across processes (W7)", () => {
           for (const { event } of arrivals) {
             const n = counts.get(event.id) ?? 0
             counts.set(event.id, n + 1)
-            if (answers.get(event.id)![n] !== true || seen.has(event.id)) continue
+            if (responses.get(event.id)![n] !== true || seen.has(event.id)) continue
             seen.add(event.id)
             const place = placeOf(event)
             firstAcknowledged.set(place.conversation, [...(firstAcknowledged.get(place.conversation) ?? []), place.id])

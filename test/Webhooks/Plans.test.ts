@@ -35,7 +35,7 @@ const claimGenericPlans = Effect.flatMap(
     }>`SELECT generic_plans::int AS n FROM pg_prepared_statements WHERE statement = ${claimStatement.text}`
 ).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
-/** One turn of the worker ({@link deliverDue}, successes); answers how many deliveries it took. */
+/** One turn of the worker ({@link deliverDue}, successes); returns how many deliveries it took. */
 const deliverRound = Effect.map(deliverDue(), (claimed) => claimed.length)
 
 /**

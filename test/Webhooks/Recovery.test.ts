@@ -2,7 +2,7 @@
  * Recovery (DECISIONS.md W9, issue 16 item 3): after an outage of an app's
  * endpoint, one call makes every `failed` delivery of the app created in a
  * range pending and due now; they are sent again (bodies byte for byte) and
- * the answer is 202 with how many. The CLI does the same
+ * the response is 202 with how many. The CLI does the same
  * (test/Process/Cli.test.ts).
  */
 import { assert } from "@effect/vitest"
@@ -15,7 +15,7 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
   "recovery (W9)",
   (test) => {
     test.effect(
-      "W9: recover sends the failed deliveries of the range again and answers 202 {deliveries}; others and other ranges are left",
+      "W9: recover sends the failed deliveries of the range again and responds 202 {deliveries}; others and other ranges are left",
       () =>
         Effect.gen(function* () {
           const api = yield* TestApi

@@ -1,5 +1,5 @@
 /**
- * Secret rotation (DECISIONS.md W8, issue 16 item 2): the endpoint answers the
+ * Secret rotation (DECISIONS.md W8, issue 16 item 2): the endpoint returns the
  * new secret and until when the previous one still signs; for those 24 hours
  * every request carries two signatures, the new secret's first, each
  * verifiable with the `standardwebhooks` library; then only the new one.
@@ -18,7 +18,7 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
   "secret rotation (W8)",
   (test) => {
     test.effect(
-      "W8: rotate-secret answers the new secret; for 24 hours requests carry both signatures, new first; then only the new one",
+      "W8: rotate-secret returns the new secret; for 24 hours requests carry both signatures, new first; then only the new one",
       () =>
         Effect.gen(function* () {
           const api = yield* TestApi

@@ -125,22 +125,22 @@ interface Sent {
 }
 
 /**
- * A stub `SendWebhook` that records every request and answers the `n`-th
- * (0-based) with the status `answer` gives, or fails with the error `answer`
- * fails with (as Node's client fails: no answer).
+ * A stub `SendWebhook` that records every request and responds to the `n`-th
+ * (0-based) with the status `respond` gives, or fails with the error `respond`
+ * fails with (as Node's client fails: no response).
  */
-const stubSender = (answer: (n: number) => Effect.Effect<number, unknown> = () => Effect.succeed(200)) => {
+const stubSender = (respond: (n: number) => Effect.Effect<number, unknown> = () => Effect.succeed(200)) => {
   const sent: Array<Sent> = []
   const send: SendWebhook = (url, headers, body) =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
       sent.push({ method: "POST", url: url.toString(), headers: { ...headers }, body, at })
-      return yield* answer(sent.length - 1)
+      return yield* respond(sent.length - 1)
     })
   return { send, sent }
 }
 
-/** A claimed delivery of a new event, as the claim answers it. */
+/** A claimed delivery of a new event, as the claim returns it. */
 const claimed = (fields: Partial<ClaimedDelivery> = {}): ClaimedDelivery => {
   const event = envelope(newId(), "message.created")
   return {
@@ -549,7 +549,7 @@ describe("attempt rules (W4, W5)", () => {
     }
   })
 
-  it("W5: a 2xx answer succeeds; any other answer or none is retried on the schedule, then failed", () => {
+  it("W5: a 2xx response succeeds; any other response or none is retried on the schedule, then failed", () => {
     const verdicts = [200, 201, 204, 299, 199, 300, 302, 404, 410, 500, 503].map(
       (statusCode) => attemptVerdict({ statusCode }, 1, schedule, 0).status
     )
@@ -636,7 +636,7 @@ describe("attempt rules (W4, W5)", () => {
       })
   )
 
-  it.effect("W5: no answer within WEBHOOK_TIMEOUT_MS is a failed attempt, retried on the schedule", () =>
+  it.effect("W5: no response within WEBHOOK_TIMEOUT_MS is a failed attempt, retried on the schedule", () =>
     Effect.gen(function* () {
       const stub = stubSender(() => Effect.never)
       const fiber = yield* Effect.forkChild(makeAttempt(stub.send, options)(claimed({ attempts: 1 })))
@@ -1005,7 +1005,7 @@ onDatabase(WebhooksServices)("the delivery worker on PostgreSQL (W3, W5, W6, O6)
       Effect.gen(function* () {
         const { organizationId } = yield* orgWithApp()
         const [first, second, third] = [1, 2, 3].map(() => ({ id: newId() }))
-        // The second event's attempt is answered 3 ms after it starts, the others at once.
+        // The second event's attempt gets its response 3 ms after it starts, the others at once.
         const stub = stubSender((n) =>
           stub.sent[n]!.headers["webhook-id"] === second!.id ? Effect.as(Effect.sleep(3), 200) : Effect.succeed(200)
         )

@@ -1,10 +1,10 @@
 /**
  * The delivery worker's sender over `undici` (`Worker.ts`
  * `undiciSendWebhook` with `Shared/Ssrf.ts` `guardedDispatcher`, DECISIONS.md W3-W6) against real sockets: the envelope
- * and headers arrive as sent, the answer's status is read, a receiver that
- * does not answer is timed out and its request aborted, a closed port and a
- * refused address are recorded as such, an https URL speaks TLS, and an
- * answer's body past 128 KiB is not read: its connection is closed instead.
+ * and headers arrive as sent, the response's status is read, a receiver that
+ * does not respond is timed out and its request aborted, a closed port and a
+ * refused address are recorded as such, an https URL speaks TLS, and a
+ * response's body past 128 KiB is not read: its connection is closed instead.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -20,13 +20,13 @@ import { makeAttempt, undiciSendWebhook } from "../../src/Webhooks/Worker.ts"
 const newId = makeIdGenerator()
 
 /**
- * A local server answering each request with `answer` (or never, when it
- * answers undefined) and the body `answerBody`; it counts the connections
- * it saw closed.
+ * A local server responding to each request with the status `statusOf` gives
+ * (or never, when it gives undefined) and the body `responseBody`; it counts
+ * the connections it saw closed.
  */
 const serve = (
-  answer: (request: IncomingMessage, body: string) => number | undefined,
-  answerBody: string | Buffer = "a body the worker reads and drops"
+  statusOf: (request: IncomingMessage, body: string) => number | undefined,
+  responseBody: string | Buffer = "a body the worker reads and drops"
 ) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
@@ -39,13 +39,13 @@ const serve = (
         request.on("end", () => {
           const body = Buffer.concat(chunks).toString("utf8")
           requests.push({ url: request.url, headers: request.headers, body })
-          const status = answer(request, body)
+          const status = statusOf(request, body)
           if (status === undefined) {
             response.on("close", () => closed.push(true))
             return
           }
           response.statusCode = status
-          response.end(answerBody)
+          response.end(responseBody)
         })
       })
       server.on("connection", (socket) => socket.on("close", () => connections.closed++))
@@ -83,7 +83,7 @@ const sender = (allowPrivate: boolean) => Effect.map(guardedDispatcher(allowPriv
 const options = { timeoutMs: 300, schedule: [Duration.seconds(1)], allowPrivate: true }
 
 describe("the worker's sender over undici (W3-W6)", () => {
-  it.live("W3, W4: the envelope arrives byte for byte with its headers; the status is the answer's", () =>
+  it.live("W3, W4: the envelope arrives byte for byte with its headers; the status is the response's", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const receiver = yield* serve(() => 202)
@@ -104,7 +104,7 @@ describe("the worker's sender over undici (W3-W6)", () => {
     )
   )
 
-  it.live("W5: a receiver that does not answer is timed out and its request aborted", () =>
+  it.live("W5: a receiver that does not respond is timed out and its request aborted", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const receiver = yield* serve(() => undefined)
@@ -140,7 +140,7 @@ describe("the worker's sender over undici (W3-W6)", () => {
     )
   )
 
-  it.live("W5: an answer's body past 128 KiB is not read: the status counts and its connection is closed", () =>
+  it.live("W5: a response's body past 128 KiB is not read: the status counts and its connection is closed", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const receiver = yield* serve(() => 200, Buffer.alloc(4 * 1024 * 1024, 0x61))

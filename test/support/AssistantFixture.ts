@@ -42,11 +42,11 @@ export const newAssistant = (payload: Partial<typeof CreateAssistantPayload.Type
         drafts.patchItem(orgId, id, branch, "nodes", nodeId, { name }),
       /** Node `nodeId` of `branch`'s draft. */
       node: (branch: string, nodeId: string) => drafts.getItem(orgId, id, branch, "nodes", nodeId),
-      /** Publishes `branch` a second after the last commit (commit ids include the time, A5); answers the commit. */
+      /** Publishes `branch` a second after the last commit (commit ids include the time, A5); returns the commit. */
       publish: (branch = "main", payload: typeof PublishPayload.Type = { message: "publish" }) =>
         TestClock.adjust("1 second").pipe(
           Effect.andThen(branches.publish(orgId, id, branch, payload)),
-          Effect.map((answer) => answer.commit)
+          Effect.map((published) => published.commit)
         ),
       /** A branch `name` from `main`'s HEAD. */
       branch: (name: string) => branches.create(orgId, id, { name }),

@@ -1,6 +1,6 @@
 /**
  * A service layer whose session GET dies with a defect, for tests of how
- * failures are answered (500 without the cause, "Errors") and logged (O8).
+ * failures get their responses (500 without the cause, "Errors") and are logged (O8).
  */
 import { Effect, Layer } from "effect"
 import { ServicesLive } from "../../src/Server.ts"

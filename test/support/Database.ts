@@ -44,7 +44,7 @@ const databaseName = (prefix: string) => `${prefix}_${process.pid}_${Date.now()}
 
 /**
  * A new database cloned from the migrated template, named after `prefix`;
- * answers its URL and how to drop it.
+ * returns its URL and how to drop it.
  */
 export const cloneDatabase = async (prefix: string) => {
   const name = databaseName(prefix)
@@ -69,7 +69,7 @@ const ownedDatabase = (name: string) => ({
 
 /**
  * A new empty database (no migration applied), named after `prefix`, for
- * tests that migrate it themselves; answers its URL and how to drop it.
+ * tests that migrate it themselves; returns its URL and how to drop it.
  */
 export const emptyDatabase = async (prefix: string) => {
   const name = databaseName(prefix)
@@ -98,7 +98,7 @@ export const fileDatabaseClient = (connections: number) =>
 /**
  * A database of the calling test file's own for `beforeAll`/`afterAll` style
  * tests (server processes, the CLI): created before its tests, dropped after.
- * Answers a getter of its URL (set once `beforeAll` ran).
+ * Returns a getter of its URL (set once `beforeAll` ran).
  */
 export const ownDatabase = (prefix: string): (() => string) => {
   let database: Awaited<ReturnType<typeof cloneDatabase>> | undefined

@@ -13,11 +13,11 @@ const testWorkerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
 /**
  * What one turn of the delivery worker does, with the repository alone
  * (`WebhooksRepo` required): claims what is due (up to 32, 32 per app) and
- * records for each the answer `statusCode` (W5 verdict), `durationMs` and
- * `startedAt`. Answers the claimed deliveries.
+ * records for each the response `statusCode` (W5 verdict), `durationMs` and
+ * `startedAt`. Returns the claimed deliveries.
  */
 export const deliverDue = (
-  answer: { statusCode: number; durationMs?: number; startedAt?: Date } = { statusCode: 200 }
+  outcome: { statusCode: number; durationMs?: number; startedAt?: Date } = { statusCode: 200 }
 ) =>
   Effect.gen(function* () {
     const repo = yield* WebhooksRepo
@@ -35,9 +35,9 @@ export const deliverDue = (
         testWorkerId,
         claimed.map((delivery) => ({
           id: delivery.id,
-          durationMs: answer.durationMs ?? 1,
-          startedAt: answer.startedAt ?? new Date(),
-          ...attemptVerdict({ statusCode: answer.statusCode }, delivery.attempts + 1, [])
+          durationMs: outcome.durationMs ?? 1,
+          startedAt: outcome.startedAt ?? new Date(),
+          ...attemptVerdict({ statusCode: outcome.statusCode }, delivery.attempts + 1, [])
         }))
       )
     }

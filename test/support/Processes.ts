@@ -49,7 +49,7 @@ export interface ServerProcess {
 
 /**
  * Starts `node src/main.ts` (or `node` with `args`, e.g. `src/cli.ts serve`) with `env` on a free port and waits
- * until /readyz answers 200.
+ * until /readyz responds 200.
  */
 export const startServer = async (
   env: Record<string, string | undefined>,
@@ -87,7 +87,7 @@ export { ownDatabase } from "./Database.ts"
 
 /**
  * A JSON request to a server process: `base` + `path` with a bearer `token`
- * and `body` as JSON; answers the status and the parsed body (undefined when
+ * and `body` as JSON; returns the status and the parsed body (undefined when
  * empty).
  */
 export const callJson = async (base: string, method: string, path: string, token: string, body?: unknown) => {

@@ -1,6 +1,6 @@
 /**
  * A local webhook receiver for tests: a node:http server on 127.0.0.1 only
- * (loopback, never another address) that records every request and answers
+ * (loopback, never another address) that records every request and responds
  * with a status (and after a delay) chosen per request.
  */
 import { createServer, type IncomingHttpHeaders } from "node:http"
@@ -15,7 +15,7 @@ export interface Received {
   readonly at: number
 }
 
-/** How to answer the `n`-th request (0-based) carrying `body`: status and delay in ms. */
+/** How to respond to the `n`-th request (0-based) carrying `body`: status and delay in ms. */
 export type Responder = (n: number, body: string) => { readonly status: number; readonly delayMs?: number }
 
 /** A running receiver. */
@@ -40,13 +40,13 @@ export const startReceiver = async (responder: Responder = () => ({ status: 200 
     request.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8")
       received.push({ headers: request.headers, body, at: Date.now() })
-      const answer = respond(n++, body)
+      const chosen = respond(n++, body)
       const send = () => {
-        response.statusCode = answer.status
+        response.statusCode = chosen.status
         response.end("ok")
       }
-      if (answer.delayMs === undefined || answer.delayMs <= 0) send()
-      else setTimeout(send, answer.delayMs)
+      if (chosen.delayMs === undefined || chosen.delayMs <= 0) send()
+      else setTimeout(send, chosen.delayMs)
     })
   })
   server.keepAliveTimeout = 60_000

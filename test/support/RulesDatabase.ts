@@ -75,7 +75,7 @@ const withOwnClock = <It extends { readonly effect: (...args: Array<any>) => voi
 const run = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
   Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) => Effect.orDie(statement(sql)))
 
-/** A new organization named `name` (`SqlClient` required); answers its id. */
+/** A new organization named `name` (`SqlClient` required); returns its id. */
 export const organization = (name = "Rules organization") =>
   Effect.gen(function* () {
     const id = newId()
@@ -96,7 +96,7 @@ export interface AgentRow {
 /**
  * Adds an agent of `type` to the organization (O6), an AI one answering from
  * `assistantId` (default: a new id, an assistant that does not exist);
- * answers it (`SqlClient` required).
+ * returns it (`SqlClient` required).
  */
 export const addAgent = (
   organizationId: string,

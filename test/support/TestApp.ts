@@ -41,9 +41,9 @@ export interface TestOrganization {
   readonly token: string
   /** A request with this organization's API key. */
   readonly call: (method: string, path: string, body?: unknown) => Effect.Effect<TestResponse>
-  /** Creates an agent of the organization through the admin API; answers its id. */
+  /** Creates an agent of the organization through the admin API; returns its id. */
   readonly agent: (type: "ai" | "human", name?: string) => Effect.Effect<string>
-  /** Creates a session for `contactId` (POST /sessions) and answers it. */
+  /** Creates a session for `contactId` (POST /sessions) and returns it. */
   readonly session: (fields?: Record<string, unknown>) => Effect.Effect<any>
 }
 

@@ -51,7 +51,7 @@ export interface AppRow {
  * An app of the organization written straight into `apps`, as the admin API
  * would (O6) but with no W6 check of its URL (an app whose URL was checked
  * when it pointed elsewhere): subscribed to `events` (default
- * message.created), enabled, with `ordering` (W7, default none). Answers it
+ * message.created), enabled, with `ordering` (W7, default none). Returns it
  * (`SqlClient` required).
  */
 export const webhookApp = (
@@ -120,7 +120,7 @@ export interface EventFixture {
  * Writes an event of the organization as the outbox does, in a transaction of
  * its own, so the fan-out trigger makes one pending delivery, due now, per
  * enabled app subscribed to its type and notifies the workers at commit (W2,
- * W7). Answers the deliveries made (`SqlClient` required).
+ * W7). Returns the deliveries made (`SqlClient` required).
  */
 export const publishEvent = (organizationId: string, event: EventFixture = {}) =>
   Effect.gen(function* () {
@@ -234,7 +234,7 @@ const workerListeners = run(
  * (default 0: each at once, so a test need not move the clock for them; the
  * live worker's is 5), time on the effect's `Clock`, its wakeups (the real
  * `DeliveryWakeup`) watched so that a test can tell when its claim loop
- * waits ({@link RunningWebhookWorker.idle}). Answers once the worker
+ * waits ({@link RunningWebhookWorker.idle}). Returns once the worker
  * listens for notifications (on `TestClock` its polls never fire unless the
  * clock moves, so a notification sent before it listens would be lost). When
  * the scope closes the worker stops (O5) and the organization's apps are

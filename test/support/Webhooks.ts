@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { ADMIN_TOKEN, type TestApi, type TestOrganization } from "./TestApp.ts"
 
-/** Creates an app of `org` (`name` defaults to "integration") with `body`; answers the App, or throws unless 201. */
+/** Creates an app of `org` (`name` defaults to "integration") with `body`; returns the App, or throws unless 201. */
 export const createApp = (api: TestApi["Service"], org: TestOrganization, body: Record<string, unknown>) =>
   api
     .request("POST", `/admin/v1/organizations/${org.id}/apps`, {

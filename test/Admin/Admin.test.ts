@@ -208,7 +208,7 @@ withApp()("admin API", (it) => {
 })
 
 withApp({ adminToken: undefined })("admin API without ADMIN_TOKEN", (it) => {
-  it.effect("answers 401 to everything (O6)", () =>
+  it.effect("responds 401 to everything (O6)", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       for (const token of [undefined, "", ADMIN_TOKEN]) {

@@ -95,7 +95,7 @@ onDatabase()("Admin on PostgreSQL", (it) => {
 
   describe("API keys (O6, Errors 401)", () => {
     it.effect(
-      "O6: the token (prl_ + 32 random bytes) is in the creation answer only; the store keeps its SHA-256",
+      "O6: the token (prl_ + 32 random bytes) is in the creation response only; the store keeps its SHA-256",
       () =>
         withAdmin((admin) =>
           Effect.gen(function* () {
@@ -177,12 +177,12 @@ onDatabase()("Admin on PostgreSQL", (it) => {
         Effect.gen(function* () {
           const org = yield* admin.createOrganization("Long")
           const store512 = `prl_${"a".repeat(508)}`
-          const answers: Array<string | undefined> = []
+          const results: Array<string | undefined> = []
           for (const token of [store512, `${store512}a`, ""]) {
             yield* storeKey(org.id, token)
-            answers.push(yield* admin.authenticate(token))
+            results.push(yield* admin.authenticate(token))
           }
-          assert.deepStrictEqual(answers, [org.id, undefined, undefined])
+          assert.deepStrictEqual(results, [org.id, undefined, undefined])
         })
       )
     )

@@ -164,7 +164,7 @@ withApp()("assistants", (it) => {
     })
   )
 
-  it.effect("A10: a dangling reference changes nothing and answers 422 with loc", () =>
+  it.effect("A10: a dangling reference changes nothing and responds 422 with loc", () =>
     Effect.gen(function* () {
       const fx = yield* assistantFixture()
       yield* fx.call("PATCH", fx.draft("main"), {

@@ -16,7 +16,7 @@ const notString = (loc: ReadonlyArray<string>) => ({ loc, msg: "Input should be 
 
 withApp()("changesets and their PUTs", (it) => {
   it.effect(
-    "issue 37 item 3 (assistants.md 'Drafts', A10): a changeset's context patch is checked by the PUT's schema: 422 at the member, nothing stored, GET context answers 200",
+    "issue 37 item 3 (assistants.md 'Drafts', A10): a changeset's context patch is checked by the PUT's schema: 422 at the member, nothing stored, GET context gets 200",
     () =>
       Effect.gen(function* () {
         const fx = yield* assistantFixture({ snapshot: { context: { assistant_name: "Ada" } } })

@@ -60,7 +60,7 @@ describe("assistants errors", () => {
     }
   })
 
-  it("carry their status (httpApiStatus) as the endpoints answer it", () => {
+  it("carry their status (httpApiStatus) as the endpoints respond with it", () => {
     for (const [, error, status] of cases) {
       const annotations = (error.constructor as unknown as Schema.Top).ast.annotations as
         | { readonly httpApiStatus?: number }

@@ -51,7 +51,7 @@ withApp()("merge", (it) => {
     })
   )
 
-  it.effect("modify/modify and modify/delete conflicts answer 409 with the sorted paths and change nothing", () =>
+  it.effect("modify/modify and modify/delete conflicts get 409 with the sorted paths and change nothing", () =>
     Effect.gen(function* () {
       const fx = yield* withFeature
       yield* fx.rename("feature", "b", "B feature")
@@ -67,7 +67,7 @@ withApp()("merge", (it) => {
     })
   )
 
-  it.effect("identical changes on both sides are not conflicts; nothing to merge answers null", () =>
+  it.effect("identical changes on both sides are not conflicts; nothing to merge returns null", () =>
     Effect.gen(function* () {
       const fx = yield* withFeature
       yield* fx.rename("feature", "a", "Same")

@@ -34,15 +34,15 @@ layer(Assistants.layer.pipe(Layer.provide(Ids.layer), Layer.provideMerge(TestDat
         yield* fx.changeset(name, { nodes: { upsert: [llm("same")] } })
       }
       // The TestClock stands still: same parent, files, message, author and time, so the same id.
-      const answers = yield* Effect.all(
+      const published = yield* Effect.all(
         branches.map((name) => fx.branches.publish(fx.organizationId, fx.id, name, { message: "same" })),
         { concurrency: "unbounded" }
       )
-      const ids = new Set(answers.map((answer) => answer.commit.id))
+      const ids = new Set(published.map((result) => result.commit.id))
       assert.strictEqual(ids.size, 1)
-      for (const answer of answers) assert.deepStrictEqual(answer.commit, answers[0]!.commit)
-      for (const name of branches) assert.strictEqual(yield* fx.head(name), answers[0]!.commit.id)
-      const version = yield* fx.versions.get(fx.organizationId, fx.id, answers[0]!.commit.id)
+      for (const result of published) assert.deepStrictEqual(result.commit, published[0]!.commit)
+      for (const name of branches) assert.strictEqual(yield* fx.head(name), published[0]!.commit.id)
+      const version = yield* fx.versions.get(fx.organizationId, fx.id, published[0]!.commit.id)
       assert.deepStrictEqual(
         version.files.map((file) => file.path),
         ["context", "nodes/a", "nodes/same"]

@@ -32,7 +32,7 @@ const sessionIds = (n: number, series = 0) =>
 /**
  * Open sessions of the organization with ids `ids` (one conversation), written
  * straight into the tables (no events): a session's assignment references its
- * row (A12). Answers `ids` (`SqlClient` required).
+ * row (A12). Returns `ids` (`SqlClient` required).
  */
 const openSessions = (organizationId: string, ids: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -77,14 +77,14 @@ describe("A12 the split", () => {
     }
   })
 
-  it("gives a session the same answer every time", () => {
+  it("gives a session the same result every time", () => {
     for (const id of sessionIds(200)) assert.strictEqual(inRollout(id, 37), inRollout(id, 37))
   })
 })
 
 onDatabase()("rollouts on PostgreSQL", (it) => {
   describe("A12 rollouts", () => {
-    it.effect("PUT answers the rollout; GET reads it; the same branch keeps its start; DELETE ends it", () =>
+    it.effect("PUT returns the rollout; GET reads it; the same branch keeps its start; DELETE ends it", () =>
       Effect.gen(function* () {
         const fx = yield* withFeature
         assert.strictEqual((yield* Effect.flip(fx.rollouts.get(fx.organizationId, fx.id)))._tag, "NoRollout")

@@ -1,6 +1,6 @@
 /**
  * Rollouts, runtime settings and run statistics over HTTP and PostgreSQL
- * (DECISIONS.md A12-A14; issue 17): the endpoints' answers and errors, runs
+ * (DECISIONS.md A12-A14; issue 17): the endpoints' responses and errors, runs
  * of the AI runtime (echo model) recording their branch and commit, and
  * statistics counting what the runs recorded.
  */
@@ -244,11 +244,11 @@ withWorkers()("rollouts, runtime settings and run statistics", (it) => {
         for (const [since, until] of ranges) {
           const from = new Date(since).toISOString()
           const to = new Date(until).toISOString()
-          const answer = yield* fx.call(
+          const response = yield* fx.call(
             "GET",
             `/runs/stats?since=${encodeURIComponent(from)}&until=${encodeURIComponent(to)}`
           )
-          assert.strictEqual(answer.status, 200, answer.text)
+          assert.strictEqual(response.status, 200, response.text)
           const expected = yield* sql<{
             commit_id: string
             branch_name: string | null
@@ -280,7 +280,7 @@ withWorkers()("rollouts, runtime settings and run statistics", (it) => {
                 output_tokens: e.output_tokens
               }))
               .sort((a, b) => `${a.commit_id}/${a.branch_name}`.localeCompare(`${b.commit_id}/${b.branch_name}`))
-          assert.deepStrictEqual(sorted(answer.body.commits), sorted(expected), `${from} .. ${to}`)
+          assert.deepStrictEqual(sorted(response.body.commits), sorted(expected), `${from} .. ${to}`)
         }
       })
   )

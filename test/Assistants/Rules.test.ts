@@ -159,7 +159,7 @@ onDatabase()("assistants' rules on PostgreSQL", (it) => {
       })
     )
 
-    it.effect("A6: nothing to merge answers null: a source never published, or already in the target's history", () =>
+    it.effect("A6: nothing to merge returns null: a source never published, or already in the target's history", () =>
       Effect.gen(function* () {
         const fx = yield* newAssistant()
         yield* fx.branch("empty")
@@ -398,13 +398,13 @@ onDatabase()("assistants' rules on PostgreSQL", (it) => {
         const commit = yield* fx.publish("main")
         const loads = yield* CommitLoads
         const before = yield* Ref.get(loads)
-        const answers = yield* Effect.forEach(
+        const runtimes = yield* Effect.forEach(
           Array.from({ length: 8 }, () => fx.assistants.runtime(fx.organizationId, fx.id)),
           (read) => read,
           { concurrency: "unbounded" }
         )
-        assert.isTrue(answers.every((answer) => answer.commit_id === commit.id))
-        assert.strictEqual(answers[0]!.snapshot.graph.initial_node_id, "a")
+        assert.isTrue(runtimes.every((runtime) => runtime.commit_id === commit.id))
+        assert.strictEqual(runtimes[0]!.snapshot.graph.initial_node_id, "a")
         assert.strictEqual((yield* Ref.get(loads)) - before, 1)
       }).pipe(Effect.provide(countingDomain))
     )

@@ -29,7 +29,7 @@ const eventually = <A>(effect: Effect.Effect<A>, check: (value: A) => void) =>
     }
   })
 
-/** Follows `after_id` from `after` until a page is empty, answering the items. */
+/** Follows `after_id` from `after` until a page is empty, returning the items. */
 const drain = (org: TestOrganization, path: string, params: Record<string, string>, after: string | undefined) =>
   Effect.gen(function* () {
     const items: Array<any> = []
@@ -43,7 +43,7 @@ const drain = (org: TestOrganization, path: string, params: Record<string, strin
     }
   })
 
-/** Walks an export to its end (`[]`) at `limit`, answering every item in order. */
+/** Walks an export to its end (`[]`) at `limit`, returning every item in order. */
 const walk = (org: TestOrganization, path: string, params: Record<string, string>, limit: number) =>
   Effect.gen(function* () {
     const items: Array<any> = []

@@ -4,7 +4,7 @@
  * over the production services on the file's database
  * (test/support/RulesDatabase.ts), its records real sessions and messages rows
  * of the test's organization (test/support/ExportFixtures.ts), so the export's
- * SQL (keyset reads, the horizon, the remembered keys of cursors) answers.
+ * SQL (keyset reads, the horizon, the remembered keys of cursors) returns them.
  * How a page was read is seen in the statements it sent. The horizon under
  * concurrent writers and the page statement's plan are checked by the HTTP
  * suite (Export.test.ts) and the export benchmark. Each test has an
@@ -65,7 +65,7 @@ const sorted = (records: ReadonlyArray<ExportRecord>, sortBy: "created_at" | "up
     })
     .map((r) => r.id)
 
-/** Walks `kind` to its end (an empty page) at `limit`, following `after_id`, answering every row and the page sizes. */
+/** Walks `kind` to its end (an empty page) at `limit`, following `after_id`, returning every row and the page sizes. */
 const walk = (
   exports: Export["Service"],
   ORG: string,

@@ -21,7 +21,7 @@ const text = (value: string) => ({ type: "text", text: value })
 const ingest = (org: TestOrganization, body: Record<string, unknown>) =>
   org.call("POST", "/ingest", body).pipe(
     Effect.map((response) => {
-      if (response.status !== 200) throw new Error(`ingest answered ${response.status}: ${response.text}`)
+      if (response.status !== 200) throw new Error(`ingest responded ${response.status}: ${response.text}`)
       assert.deepStrictEqual(Object.keys(response.body), FIELDS)
       return response.body as {
         conversation_id: string
@@ -56,7 +56,7 @@ const settings = (org: TestOrganization, body: Record<string, unknown>) =>
 const issueLocs = (response: TestResponse) => response.body.detail.map((issue: any) => issue.loc.join("."))
 
 withApp()("ingest", (it) => {
-  it.effect("a first message creates contact, conversation and session; the answer has exactly five fields", () =>
+  it.effect("a first message creates contact, conversation and session; the response has exactly five fields", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const sql = yield* SqlClient.SqlClient
@@ -302,7 +302,7 @@ withApp()("ingest", (it) => {
     })
   )
 
-  it.effect("close without content and without an open session answers session_id null (D9)", () =>
+  it.effect("close without content and without an open session returns session_id null (D9)", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()
@@ -604,15 +604,15 @@ withApp()("ingest", (it) => {
       const sql = yield* SqlClient.SqlClient
       const org = yield* api.organization()
       const body = { to: "t", from: "f", content: text("once"), provider_message_id: "wamid.dup" }
-      const answers = yield* Effect.all(
+      const responses = yield* Effect.all(
         Array.from({ length: 10 }, () => ingest(org, body)),
         { concurrency: "unbounded" }
       )
-      const ids = new Set(answers.map((a) => `${a.conversation_id}/${a.session_id}/${a.message_id}`))
+      const ids = new Set(responses.map((a) => `${a.conversation_id}/${a.session_id}/${a.message_id}`))
       assert.strictEqual(ids.size, 1)
-      // Exactly one call created; the nine others answered the first call's ids with created_* false.
-      assert.strictEqual(answers.filter((a) => a.created_session).length, 1)
-      assert.strictEqual(answers.filter((a) => !a.created_conversation && !a.created_session).length, 9)
+      // Exactly one call created; the nine others returned the first call's ids with created_* false.
+      assert.strictEqual(responses.filter((a) => a.created_session).length, 1)
+      assert.strictEqual(responses.filter((a) => !a.created_conversation && !a.created_session).length, 9)
       const messages = yield* sql<{ count: number }>`SELECT count(*)::int AS count FROM messages
         WHERE organization_id = ${org.id}`
       assert.strictEqual(messages[0]!.count, 1)
@@ -628,22 +628,22 @@ withApp()("ingest", (it) => {
         { concurrency: "unbounded" }
       )
       assert.strictEqual(new Set(repeated.map((a) => a.message_id)).size, 1)
-      assert.isTrue(repeated.every((a) => a.session_id === answers[0]!.session_id && !a.created_session))
+      assert.isTrue(repeated.every((a) => a.session_id === responses[0]!.session_id && !a.created_session))
       const afterSecond = yield* sql<{ count: number }>`SELECT count(*)::int AS count FROM messages
         WHERE organization_id = ${org.id}`
       assert.strictEqual(afterSecond[0]!.count, 2)
       assert.strictEqual(types(yield* api.events(org.id)).filter((type) => type === "message.created").length, 2)
-      // Later repeats answer the same ids even after the session was replaced, and change nothing:
+      // Later repeats return the same ids even after the session was replaced, and change nothing:
       // not the session (new), not the agent, not the metadata.
       const agent = yield* org.agent("ai")
       yield* ingest(org, { to: "t", from: "f", session: "new" })
       const eventsBefore = (yield* api.events(org.id)).length
       const repeat = yield* ingest(org, { ...body, session: "new", agent_id: agent, metadata: { k: 1 } })
-      assert.deepStrictEqual(repeat, { ...answers[0]!, created_conversation: false, created_session: false })
+      assert.deepStrictEqual(repeat, { ...responses[0]!, created_conversation: false, created_session: false })
       assert.strictEqual((yield* api.events(org.id)).length, eventsBefore)
       // The id is scoped to the conversation: another pair stores its own message.
       const elsewhere = yield* ingest(org, { ...body, from: "g" })
-      assert.notStrictEqual(elsewhere.message_id, answers[0]!.message_id)
+      assert.notStrictEqual(elsewhere.message_id, responses[0]!.message_id)
       assert.strictEqual(elsewhere.created_conversation, true)
       // Without content provider_message_id claims nothing.
       const control = yield* ingest(org, { to: "t", from: "h", provider_message_id: "wamid.ctl" })
@@ -663,14 +663,14 @@ withApp()("ingest", (it) => {
       const api = yield* TestApi
       const sql = yield* SqlClient.SqlClient
       const org = yield* api.organization()
-      const answers = yield* Effect.all(
+      const responses = yield* Effect.all(
         Array.from({ length: 20 }, (_, i) => ingest(org, { to: "t", from: "f", content: text(`m${i}`) })),
         { concurrency: "unbounded" }
       )
-      assert.strictEqual(new Set(answers.map((a) => a.conversation_id)).size, 1)
-      assert.strictEqual(new Set(answers.map((a) => a.session_id)).size, 1)
-      assert.strictEqual(answers.filter((a) => a.created_conversation).length, 1)
-      assert.strictEqual(answers.filter((a) => a.created_session).length, 1)
+      assert.strictEqual(new Set(responses.map((a) => a.conversation_id)).size, 1)
+      assert.strictEqual(new Set(responses.map((a) => a.session_id)).size, 1)
+      assert.strictEqual(responses.filter((a) => a.created_conversation).length, 1)
+      assert.strictEqual(responses.filter((a) => a.created_session).length, 1)
       const counts = yield* sql<{ conversations: number; sessions: number; messages: number; contacts: number }>`
         SELECT (SELECT count(*)::int FROM conversations WHERE organization_id = ${org.id}) AS conversations,
           (SELECT count(*)::int FROM sessions WHERE organization_id = ${org.id}) AS sessions,

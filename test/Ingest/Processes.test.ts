@@ -34,12 +34,12 @@ describe("ingest on two server processes", () => {
               content: { type: "text", text: `m${i}` },
               provider_message_id: `wamid.${i}`
             })
-          const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => call(i)))
+          const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => call(i)))
           assert.deepStrictEqual(
-            answers.map((answer) => answer.status),
+            responses.map((response) => response.status),
             Array(50).fill(200)
           )
-          const bodies = answers.map((answer) => answer.body)
+          const bodies = responses.map((response) => response.body)
           assert.strictEqual(new Set(bodies.map((body) => body.conversation_id)).size, 1)
           assert.strictEqual(new Set(bodies.map((body) => body.session_id)).size, 1)
           assert.strictEqual(new Set(bodies.map((body) => body.message_id)).size, 50)
@@ -58,12 +58,12 @@ describe("ingest on two server processes", () => {
             limit: 1000
           })
           assert.strictEqual(stored.body.length, 50)
-          // D10 across processes: the same 50 calls again, concurrently, store nothing and answer the first ids.
+          // D10 across processes: the same 50 calls again, concurrently, store nothing and return the first ids.
           const replayed = await Promise.all(Array.from({ length: 50 }, (_, i) => call(49 - i)))
-          for (const [index, answer] of replayed.entries()) {
+          for (const [index, response] of replayed.entries()) {
             const first = bodies[49 - index]
-            assert.strictEqual(answer.status, 200)
-            assert.deepStrictEqual(answer.body, { ...first, created_conversation: false, created_session: false })
+            assert.strictEqual(response.status, 200)
+            assert.deepStrictEqual(response.body, { ...first, created_conversation: false, created_session: false })
           }
           const again = await json(two.baseUrl, "POST", `${C}/sessions/${sessionId}/messages/search`, key.token, {
             session_id: sessionId,

@@ -152,7 +152,7 @@ onDatabase()("Ingest on PostgreSQL", (it) => {
   )
 
   it.effect(
-    "D9, W1: close stores the message first, then closes (action ingest); with content and no open session it opens, stores and closes; with neither it answers session_id null",
+    "D9, W1: close stores the message first, then closes (action ingest); with content and no open session it opens, stores and closes; with neither it returns session_id null",
     () =>
       withIngest((ingest, ORG) =>
         Effect.gen(function* () {
@@ -299,7 +299,7 @@ onDatabase()("Ingest on PostgreSQL", (it) => {
   )
 
   it.effect(
-    "D10: a repeated provider_message_id answers the first call's ids with created_* false and writes nothing: no message, event, reply, session, agent, metadata or contact change",
+    "D10: a repeated provider_message_id returns the first call's ids with created_* false and writes nothing: no message, event, reply, session, agent, metadata or contact change",
     () =>
       withIngest((ingest, ORG) =>
         Effect.gen(function* () {
@@ -323,13 +323,13 @@ onDatabase()("Ingest on PostgreSQL", (it) => {
           )
           assert.deepStrictEqual(yield* ingest({ ...body, session: "close" }), duplicate)
           assert.deepStrictEqual(yield* snapshotTables, before)
-          // The plain-message path (a message to the open session) answers repeats the same way.
+          // The plain-message path (a message to the open session) responds to repeats the same way.
           const appended = yield* ingest({ content: text("second"), provider_message_id: "wamid.2" })
           assert.isFalse(appended.created_session)
           const afterAppend = yield* snapshotTables
           assert.deepStrictEqual(yield* ingest({ content: text("second"), provider_message_id: "wamid.2" }), appended)
           assert.deepStrictEqual(yield* snapshotTables, afterAppend)
-          // Even after its session was replaced, a repeat answers the first ids and changes nothing.
+          // Even after its session was replaced, a repeat returns the first ids and changes nothing.
           yield* ingest({ session: "new" })
           const afterNew = yield* snapshotTables
           assert.deepStrictEqual(yield* ingest(body), duplicate)
@@ -366,8 +366,8 @@ onDatabase()("Ingest on PostgreSQL", (it) => {
           const noAgent = yield* ingest({ from: "n", content: text("help") })
           yield* ingest({ from: "a" })
           yield* ingest({ from: "a", agent_id: ai, metadata: { k: 1 } })
-          for (const answer of [assistant, withHuman, noAgent])
-            assert.deepStrictEqual(yield* jobsOf(answer.session_id), [])
+          for (const result of [assistant, withHuman, noAgent])
+            assert.deepStrictEqual(yield* jobsOf(result.session_id), [])
           // A session transferred to the AI agent by the call answers its message; so does a new session's default agent.
           const transferred = yield* ingest({ from: "n", agent_id: ai, content: text("now?") })
           assert.deepStrictEqual(yield* jobsOf(transferred.session_id), [[9_000, 1]])

@@ -30,13 +30,13 @@ const withMessages = <A, E, R>(
     return yield* f(yield* Messages, yield* Sessions, yield* organization())
   })
 
-/** An open session of `organizationId`; answers its id. */
+/** An open session of `organizationId`; returns its id. */
 const openSession = (sessions: Sessions["Service"], organizationId: string) =>
   Effect.map(sessions.create(organizationId, { contact_id: "c", contact_name: "Ada" }), (session) => session.id)
 
 const text = (value: string) => ({ type: "text", text: value })
 
-/** POST a user text message; answers the message's id. */
+/** POST a user text message; returns the message's id. */
 const post = (messages: Messages["Service"], organizationId: string, sessionId: string, value = "hi") =>
   Effect.map(
     messages.create(organizationId, sessionId, { role: "user", content: text(value) }),
@@ -197,7 +197,7 @@ onDatabase()("Messages on PostgreSQL", (it) => {
   )
 
   it.effect(
-    "D3: search needs the body's session_id to be the path's (422 at body.session_id, before the session is looked up); answers oldest first; limit at most 1000",
+    "D3: search needs the body's session_id to be the path's (422 at body.session_id, before the session is looked up); returns oldest first; limit at most 1000",
     () =>
       withMessages((messages, sessions, ORG) =>
         Effect.gen(function* () {

@@ -22,7 +22,7 @@ const script = makeScript()
  * Moves TestClock on one second at a time, with a moment of real time between
  * (the worker re-arms its timers between real database round trips), until
  * `done` holds for the value of `effect`, at most `maxSeconds`; then waits for
- * it in real time ({@link waitFor}). Answers the value and the seconds stepped.
+ * it in real time ({@link waitFor}). Returns the value and the seconds stepped.
  * Stepping on until the outcome rather than a fixed number of seconds: on a
  * busy machine (CI) a backoff timer can be armed a step or two late, so it
  * falls due after a fixed count would have stopped.

@@ -18,8 +18,8 @@ import { aiFixture, messagesOf, realSleep, runsOf, snapshotOf, waitFor } from ".
 
 const script = makeScript()
 
-/** A tool server on loopback answering JSON; records each request. */
-const toolServer = (answer: (body: any) => { status: number; json: unknown }) =>
+/** A tool server on loopback responding with JSON; records each request. */
+const toolServer = (respond: (body: any) => { status: number; json: unknown }) =>
   Effect.acquireRelease(
     Effect.promise(
       () =>
@@ -35,9 +35,9 @@ const toolServer = (answer: (body: any) => { status: number; json: unknown }) =>
             req.on("end", () => {
               const body = text === "" ? undefined : JSON.parse(text)
               requests.push({ method: req.method!, url: req.url!, headers: req.headers, body })
-              const reply = answer(body)
-              res.writeHead(reply.status, { "content-type": "application/json" })
-              res.end(JSON.stringify(reply.json))
+              const response = respond(body)
+              res.writeHead(response.status, { "content-type": "application/json" })
+              res.end(JSON.stringify(response.json))
             })
           })
           server.listen(0, "127.0.0.1", () => {
@@ -93,13 +93,13 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
       const t = yield* reply(org, threadless.id)
       assert.deepStrictEqual([t.status, t.body], [400, { detail: "Session has no thread" }])
 
-      // A closed session with no agent answers "not open" first (D7's order).
+      // A closed session with no agent gets "not open" first (D7's order).
       const closedNoAgent = yield* org.session({ status: "closed" })
       assert.strictEqual((yield* reply(org, closedNoAgent.id)).body.detail, "Session is not open")
     })
   )
 
-  it.effect("debounce_time is an integer 0-60 (422 outside), and the answer is the session", () =>
+  it.effect("debounce_time is an integer 0-60 (422 outside), and the response is the session", () =>
     Effect.gen(function* () {
       const fx = yield* aiFixture(snapshotOf([llm("start")]))
       const session = yield* fx.session()

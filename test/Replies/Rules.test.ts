@@ -49,7 +49,7 @@ interface SessionFields {
 
 /**
  * A session of `organizationId` made by the `Sessions` service: open, with an
- * AI agent and so a thread (D7), unless `fields` say otherwise; answers its
+ * AI agent and so a thread (D7), unless `fields` say otherwise; returns its
  * state as stored.
  */
 const addSession = (organizationId: string, fields: SessionFields = {}) =>
@@ -103,7 +103,7 @@ const jobsOf = (...organizationIds: ReadonlyArray<string>) =>
   })
 
 /**
- * Listens on the replies workers' channel from now on (scoped); answers an
+ * Listens on the replies workers' channel from now on (scoped); returns an
  * effect telling whether the workers were woken since (R1: a trigger due
  * within NOTIFY_WITHIN_MS NOTIFYs them at commit). It NOTIFYs a marker and
  * reads up to it: PostgreSQL delivers notifications in commit order, so every

@@ -1,7 +1,7 @@
 /**
  * Schedules (DECISIONS.md D15) and automatic closing (D16), run by the
  * in-process replies worker: a future schedule runs at its moment, a past one
- * at once, `node` runs the AI from that node, cancel answers 204/409/404, a
+ * at once, `node` runs the AI from that node, cancel responds 204/409/404, a
  * closed session cancels its schedules; idle sessions expire with
  * session.finished/session.closed `action: "expired"`.
  */

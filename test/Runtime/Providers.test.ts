@@ -30,9 +30,9 @@ interface Recorded {
   readonly body: any
 }
 
-/** A fake provider API on 127.0.0.1 answering the n-th request with `answers[n]` (JSON, status 200 unless given). */
+/** A fake provider API on 127.0.0.1 responding to the n-th request with `responses[n]` (JSON, status 200 unless given). */
 const fakeApi = (
-  answers: ReadonlyArray<{ readonly status?: number; readonly body: unknown; readonly delayMs?: number }>
+  responses: ReadonlyArray<{ readonly status?: number; readonly body: unknown; readonly delayMs?: number }>
 ) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
@@ -48,14 +48,14 @@ const fakeApi = (
             headers: request.headers,
             body: text === "" ? undefined : JSON.parse(text)
           })
-          const answer = answers[requests.length - 1] ?? { status: 500, body: { error: { message: "unexpected" } } }
+          const scripted = responses[requests.length - 1] ?? { status: 500, body: { error: { message: "unexpected" } } }
           const send = () => {
-            response.statusCode = answer.status ?? 200
+            response.statusCode = scripted.status ?? 200
             response.setHeader("content-type", "application/json")
-            response.end(JSON.stringify(answer.body))
+            response.end(JSON.stringify(scripted.body))
           }
-          if (answer.delayMs === undefined) send()
-          else setTimeout(send, answer.delayMs)
+          if (scripted.delayMs === undefined) send()
+          else setTimeout(send, scripted.delayMs)
         })
       })
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -292,7 +292,7 @@ describe("openai (R3): Chat Completions", () => {
     })
   )
 
-  it.live("no answer within the timeout is a retryable NetworkError", () =>
+  it.live("no response within the timeout is a retryable NetworkError", () =>
     Effect.gen(function* () {
       const api = yield* fakeApi([{ body: { choices: [] }, delayMs: 2_000 }])
       const model = openAiLanguageModel({ apiUrl: api.url, apiKey: Redacted.make("k"), timeout: "100 millis" })

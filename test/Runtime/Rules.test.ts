@@ -1,7 +1,7 @@
 /**
  * The rules of the AI runtime's service (DECISIONS.md R2, A13, D15; issue 13
  * item 8, issue 37 item 1): the `Runtime` service (`Runtime.layerNoDeps` over
- * the PostgreSQL `RuntimeRepo.layer`) with a scripted model and tools answered
+ * the PostgreSQL `RuntimeRepo.layer`) with a scripted model and tools stubbed
  * in the test, over the production services (sessions, messages, replies, the
  * assistants domain) on the file's database (test/support/RulesDatabase.ts),
  * on the TestClock. What a run checks before it walks, what it writes in one
@@ -87,14 +87,14 @@ interface Fixture {
   readonly agentId: string
   /** Every completion a run passed to `complete`, in order. */
   readonly completions: Array<RunCompletion>
-  /** A new open session of the AI agent with one user message `Hello`; answers its id. */
+  /** A new open session of the AI agent with one user message `Hello`; returns its id. */
   readonly session: (agentId?: string | null) => Effect.Effect<string, unknown, Sessions | Messages>
-  /** A reply request for `sessionId`; `held` is what `complete` answers (false: the lease was lost). */
+  /** A reply request for `sessionId`; `held` is what `complete` returns (false: the lease was lost). */
   readonly request: (sessionId: string, fields?: Partial<RunRequest> & { held?: boolean }) => RunRequest
 }
 
-/** A tool's answer in a test: may read and write the database, as a tool's endpoint may while it runs. */
-type ToolAnswer = (
+/** A tool's outcome in a test: may read and write the database, as a tool's endpoint may while it runs. */
+type ToolStub = (
   organizationId: string,
   target: ToolTarget,
   args: unknown
@@ -103,13 +103,13 @@ type ToolAnswer = (
 /**
  * Runs `f` in a new organization with an assistant holding `snapshot`
  * published on main, an AI agent for it, and the runtime over the file's
- * services with a script of its own and tool calls answered by `answer`
+ * services with a script of its own and tool calls whose outcomes `toolStub` gives
  * (default `ToolCaller.layerTest()`: `{ok: true}`).
  */
 const withRuntime = <A, E, R>(
   snapshot: ReturnType<typeof snapshotOf>,
   f: (fx: Fixture) => Effect.Effect<A, E, R>,
-  answer?: ToolAnswer,
+  toolStub?: ToolStub,
   /** The run records' repository (default `RuntimeRepo.layer`, on the file's database). */
   runs: Layer.Layer<RuntimeRepo, never, PgClient.PgClient> = RuntimeRepo.layer
 ) =>
@@ -117,14 +117,14 @@ const withRuntime = <A, E, R>(
     const ORG = yield* organization()
     const script = makeScript()
     const tools =
-      answer === undefined
+      toolStub === undefined
         ? ToolCaller.layerTest()
         : Layer.effect(
             ToolCaller,
             Effect.map(Effect.service(SqlClient.SqlClient), (sql) =>
               ToolCaller.of({
                 call: (target, args) =>
-                  answer(ORG, target, args).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+                  toolStub(ORG, target, args).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
               })
             )
           )

@@ -13,7 +13,7 @@ import { ToolCaller } from "../../src/Runtime/Tools.ts"
 const callerWith = (allowPrivateNetworkTargets: boolean) =>
   ToolCaller.layer.pipe(Layer.provide(AppConfig.layerWith({ allowPrivateNetworkTargets })))
 
-/** A loopback tool answering `{"ok": true}` and counting requests. */
+/** A loopback tool responding with `{"ok": true}` and counting requests. */
 const loopbackTool = Effect.acquireRelease(
   Effect.promise(
     () =>

@@ -173,7 +173,7 @@ onDatabase()("Sessions on PostgreSQL", (it) => {
   )
 
   it.effect(
-    "D4, D5: a closed session refuses PATCH to open with its own text, every other change with Session is not open; GET still answers",
+    "D4, D5: a closed session refuses PATCH to open with its own text, every other change with Session is not open; GET still returns it",
     () =>
       withSessions(({ sessions, ORG }) =>
         Effect.gen(function* () {

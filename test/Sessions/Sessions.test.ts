@@ -128,7 +128,7 @@ withApp()("sessions", (it) => {
     })
   )
 
-  it.effect("GET answers the session; unknown, malformed and foreign ids give 404 (D1)", () =>
+  it.effect("GET returns the session; unknown, malformed and foreign ids give 404 (D1)", () =>
     Effect.gen(function* () {
       const api = yield* TestApi
       const org = yield* api.organization()

@@ -5,7 +5,7 @@
  *   ingest stored a message for. The primary key is what makes ingest
  *   idempotent (D10): the ingest transaction claims the pair with
  *   `INSERT ... ON CONFLICT DO NOTHING` before it changes anything, and a call
- *   that finds the pair taken answers the first call's ids. `messages` keeps no
+ *   that finds the pair taken returns the first call's ids. `messages` keeps no
  *   unique index on `provider_message_id`, since POST message and delivery
  *   PATCHes may legitimately repeat one. `message_id` and `session_id` carry no
  *   foreign key: the receipt is written before the message in the same

@@ -3,7 +3,7 @@
  * as the foreign-key check of each delivery would: an app being deleted while
  * an event is written is waited for, then skipped when the delete commits
  * (before, the event's statement failed with a foreign-key violation, found by
- * the fuzz test: a POST /sessions racing a DELETE of an app answered 500). A
+ * the fuzz test: a POST /sessions racing a DELETE of an app got 500). A
  * delete that rolls back leaves the app subscribed, and it gets its delivery.
  */
 import { Effect } from "effect"

@@ -134,7 +134,7 @@ const isIdentifier = (value: unknown): value is string =>
  * transaction with the same statements: the pair's advisory lock, the step
  * (contact, conversation, open session, receipt claim, message to the open
  * session), and when no session is open a new one with the message. No reply
- * job (the benchmark's organization has no agent); other modes answer 422.
+ * job (the benchmark's organization has no agent); other modes respond 422.
  */
 app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, reply) => {
   const authorization = request.headers.authorization ?? ""
@@ -179,7 +179,7 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
   const traceContext = JSON.stringify({
     traceparent: `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`
   })
-  const answer = await sql.begin(async (tx) => {
+  const result = await sql.begin(async (tx) => {
     await tx.unsafe(
       ingestLockStatement.text,
       ingestLockStatement.values({ organizationId, channelType, channelTo: to, contactId: from }) as Array<any>,
@@ -209,7 +209,7 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
       }) as Array<any>,
       { prepare: true }
     )
-    if (state === undefined) throw new Error("ingest step answered no row")
+    if (state === undefined) throw new Error("ingest step returned no row")
     if (state.duplicate_message_id !== null) {
       return [state.conversation_id, state.duplicate_session_id, state.duplicate_message_id, false, false] as const
     }
@@ -238,7 +238,7 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
     )
     return [state.conversation_id, newSessionId, messageId, state.conversation_created, true] as const
   })
-  const [conversation_id, session_id, message_id, created_conversation, created_session] = answer
+  const [conversation_id, session_id, message_id, created_conversation, created_session] = result
   return reply
     .code(200)
     .header("content-type", "application/json")

@@ -4,7 +4,7 @@
  * embedded PostgreSQL stopped).
  */
 export interface Cleanup {
-  /** Registers a step; answers a function that runs it early (and unregisters it). */
+  /** Registers a step; returns a function that runs it early (and unregisters it). */
   readonly add: (name: string, step: () => Promise<unknown>) => () => Promise<void>
   readonly run: () => Promise<void>
 }

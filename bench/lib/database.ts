@@ -34,7 +34,7 @@ const withDatabase = (url: string, database: string) => {
   return parsed.toString()
 }
 
-/** Runs `statement` on `url` over a one-connection client; answers the rows. */
+/** Runs `statement` on `url` over a one-connection client; returns the rows. */
 export const runStatement = <A extends object>(url: string, statement: string): Promise<ReadonlyArray<A>> =>
   Effect.runPromise(
     Effect.gen(function* () {

@@ -2,7 +2,7 @@
  * Lean HTTP/1.1 over keep-alive connections, for load phases that share the
  * machine's two cores with the server and PostgreSQL (`npm run bench --
  * webhooks`): a client sending one request at a time per connection, its
- * bytes built once by the caller, and a receiver answering every request 200
+ * bytes built once by the caller, and a receiver responding to every request 200
  * with no body. Messages are framed by their `content-length` (chunked ones
  * are refused). Node's `http.request` cost the benchmark process about 0.2 ms
  * of CPU per request end to end, and Node's `http` server about 0.1 ms per
@@ -11,16 +11,16 @@
  */
 import { connect, createServer, type Server, type Socket } from "node:net"
 
-/** An answer: the status code and the body as UTF-8 text. */
-export interface Answer {
+/** A response: the status code and the body as UTF-8 text. */
+export interface LeanResponse {
   readonly status: number
   readonly body: string
 }
 
 /** A connection to `host:port` sending requests built with {@link requestBytes}. */
 export interface KeepAliveConnection {
-  /** Sends `request` and answers the response; fails if the connection is closed or errs first. */
-  readonly send: (request: Buffer) => Promise<Answer>
+  /** Sends `request` and returns the response; fails if the connection is closed or errs first. */
+  readonly send: (request: Buffer) => Promise<LeanResponse>
   readonly close: () => void
 }
 
@@ -102,8 +102,8 @@ export const headerOf = (head: string, name: string): string | undefined => {
 export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConnection> =>
   new Promise((resolve, reject) => {
     const socket: Socket = connect({ host, port, noDelay: true })
-    let pending: { resolve: (answer: Answer) => void; reject: (error: unknown) => void } | undefined
-    /** The request waiting for its answer, now no longer waiting. */
+    let pending: { resolve: (response: LeanResponse) => void; reject: (error: unknown) => void } | undefined
+    /** The request waiting for its response, now no longer waiting. */
     const take = () => {
       const waiting = pending
       pending = undefined
@@ -127,10 +127,10 @@ export const openKeepAlive = (host: string, port: number): Promise<KeepAliveConn
     socket.once("connect", () =>
       resolve({
         send: (request) =>
-          new Promise<Answer>((resolveAnswer, rejectAnswer) => {
+          new Promise<LeanResponse>((resolveResponse, rejectResponse) => {
             // A connection the server closed between requests fails the request, not hangs it.
-            if (closed) return rejectAnswer(new Error("connection closed"))
-            pending = { resolve: resolveAnswer, reject: rejectAnswer }
+            if (closed) return rejectResponse(new Error("connection closed"))
+            pending = { resolve: resolveResponse, reject: rejectResponse }
             socket.write(request)
           }),
         close: () => socket.end()
@@ -148,10 +148,10 @@ export interface LeanReceiver {
 const ok = Buffer.from("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
 
 /**
- * Listens on 127.0.0.1 (a free port) and answers every request 200 with no
+ * Listens on 127.0.0.1 (a free port) and responds to every request with 200 and no
  * body, in order, after calling `onRequest` with its head ({@link headerOf};
  * the request line is its first line) and body. A request without a
- * `content-length` is answered no more and closes its connection; an
+ * `content-length` gets no response and closes its connection; an
  * exception of `onRequest` is thrown, as Node's `http` server would.
  */
 export const listenLean = (onRequest: (head: string, body: Buffer) => void): Promise<LeanReceiver> =>

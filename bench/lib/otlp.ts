@@ -1,6 +1,6 @@
 /**
  * A local OTLP/HTTP receiver for benchmarks (node:http on 127.0.0.1, in the
- * benchmark process): answers POST /v1/traces and /v1/metrics with 200 and
+ * benchmark process): responds to POST /v1/traces and /v1/metrics with 200 and
  * counts what it received. JSON bodies (`application/json`, the encoding of
  * `@opentelemetry/exporter-trace-otlp-http`) are parsed and their spans
  * counted (`resourceSpans[].scopeSpans[].spans[]`), by name, service and kind,
@@ -18,7 +18,7 @@ export interface OtlpCounts {
   readonly traceRequests: number
   /** POST /v1/metrics requests. */
   readonly metricRequests: number
-  /** Requests to any other path (answered 404). */
+  /** Requests to any other path (responded to with 404). */
   readonly otherRequests: number
   /** Trace requests whose body was protobuf (spans not counted). */
   readonly protobufRequests: number
@@ -49,7 +49,7 @@ export interface OtlpReceiver {
    * Resolves once a request arrived after `since` (performance.now() ms) and
    * none for `quietMs` since: an exporter that batches on a timer (the
    * BatchSpanProcessor, every 5 s) has then sent every span it held at `since`.
-   * Resolves after `maxMs` in any case; answers whether it saw that request.
+   * Resolves after `maxMs` in any case; returns whether it saw that request.
    */
   readonly flushedAfter: (since: number, quietMs: number, maxMs: number) => Promise<boolean>
   readonly close: () => Promise<void>

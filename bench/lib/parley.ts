@@ -13,7 +13,7 @@ export interface BenchParley {
   readonly adminToken: string
   readonly organizationId: string
   readonly token: string
-  /** An admin API call (`/admin/v1` + path) expected to answer `expected`. */
+  /** An admin API call (`/admin/v1` + path) expected to respond `expected`. */
   readonly admin: (expected: number, method: string, path: string, body?: unknown) => Promise<any>
 }
 

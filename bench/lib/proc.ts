@@ -77,7 +77,7 @@ export interface RssSampler {
   readonly stop: () => number | undefined
 }
 
-/** Samples the RSS of `pid` every `intervalMs` until `stop()`, which answers the maximum seen. */
+/** Samples the RSS of `pid` every `intervalMs` until `stop()`, which returns the maximum seen. */
 export const sampleRss = (pid: number, intervalMs = 200): RssSampler => {
   let max = rssBytes(pid)
   const timer = setInterval(() => {

@@ -1,7 +1,7 @@
 /**
  * Server child processes for benchmarks: started with the pinned Node (the one
  * running the benchmark), output kept for diagnosis, ready when an HTTP path
- * answers 200, stopped with SIGTERM (SIGKILL after a timeout).
+ * responds 200, stopped with SIGTERM (SIGKILL after a timeout).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
@@ -23,7 +23,7 @@ export interface ServerProcess {
   readonly child: ChildProcess
   /** The last lines the process wrote (stdout and stderr). */
   readonly output: () => string
-  /** SIGTERM, then SIGKILL after `timeoutMs`; answers the exit code (null when killed by a signal). */
+  /** SIGTERM, then SIGKILL after `timeoutMs`; returns the exit code (null when killed by a signal). */
   readonly stop: (timeoutMs?: number) => Promise<number | null>
 }
 
@@ -34,7 +34,7 @@ export interface StartServerOptions {
   readonly port: number
   /** Variables added to the inherited environment. */
   readonly env: Record<string, string>
-  /** Path polled until it answers 200. */
+  /** Path polled until it responds 200. */
   readonly readyPath: string
   readonly cwd?: string
   readonly readyTimeoutMs?: number
@@ -42,7 +42,7 @@ export interface StartServerOptions {
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
 
-/** Starts `node <args>` and waits until `GET <readyPath>` answers 200. */
+/** Starts `node <args>` and waits until `GET <readyPath>` responds 200. */
 export const startServer = async (options: StartServerOptions): Promise<ServerProcess> => {
   const lines: Array<string> = []
   const keep = (chunk: Buffer) => {

@@ -34,7 +34,7 @@ export const environment = () => {
   }
 }
 
-/** Writes `<name>-<timestamp>.json` and `.md`; answers their paths. */
+/** Writes `<name>-<timestamp>.json` and `.md`; returns their paths. */
 export const writeResults = (name: string, json: unknown, markdown: string, date = new Date()) => {
   fs.mkdirSync(resultsDirectory, { recursive: true })
   const base = path.join(resultsDirectory, `${name}-${fileTimestamp(date)}`)

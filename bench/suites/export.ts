@@ -79,7 +79,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
       const body = await response.text()
       latencies.push(performance.now() - start)
-      if (response.status !== 200) throw new Error(`page answered ${response.status}: ${body.slice(0, 300)}`)
+      if (response.status !== 200) throw new Error(`page responded ${response.status}: ${body.slice(0, 300)}`)
       if (body === "[]") break
       // The last id without parsing the whole page (a client would parse it; the server is what is measured).
       const lastId = body.slice(body.lastIndexOf('{"id":"') + 7, body.lastIndexOf('{"id":"') + 43)

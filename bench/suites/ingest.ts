@@ -12,7 +12,7 @@
  * Every message carries a unique `provider_message_id` (claimed in
  * `ingest_receipts`, D10) and a contact name. Each run uses its own `to`, so
  * each starts with no conversation. After each run the database is checked: one
- * conversation and one open session per pair, one message per 2xx answer.
+ * conversation and one open session per pair, one message per 2xx response.
  * Alternating rounds (Parley, then baseline) after a warmup of each, per
  * scenario; prints req/s, p50, p99, non-2xx, RSS and CPU, the ratio
  * Parley/baseline (goal >= 0.8 for distinct pairs), and writes
@@ -60,7 +60,7 @@ const MB = 1024 * 1024
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
 
-/** The request autocannon is about to send; `setupRequest` answers it, changed. */
+/** The request autocannon is about to send; `setupRequest` returns it, changed. */
 interface RequestData {
   body?: string
 }
@@ -155,7 +155,7 @@ const checkSameSql = async (url: string, organizationId: string) => {
   }
 }
 
-/** Both servers answer alike: a new pair creates, the next message reuses, a repeated id answers the first ids. */
+/** Both servers respond alike: a new pair creates, the next message reuses, a repeated id gets the first ids. */
 const checkSameBehaviour = async (servers: ReadonlyArray<ServerProcess>, token: string) => {
   for (const server of servers) {
     const to = `check-${server.name}`
@@ -174,9 +174,9 @@ const checkSameBehaviour = async (servers: ReadonlyArray<ServerProcess>, token: 
     const second = await send("p2")
     const repeat = await send("p1")
     const keys = ["conversation_id", "session_id", "message_id", "created_conversation", "created_session"]
-    for (const answer of [first, second, repeat]) {
-      if (Object.keys(answer).join() !== keys.join()) {
-        throw new Error(`${server.name} answered other fields: ${JSON.stringify(answer)}`)
+    for (const body of [first, second, repeat]) {
+      if (Object.keys(body).join() !== keys.join()) {
+        throw new Error(`${server.name} responded with other fields: ${JSON.stringify(body)}`)
       }
     }
     if (!first.created_conversation || !first.created_session)
@@ -185,7 +185,7 @@ const checkSameBehaviour = async (servers: ReadonlyArray<ServerProcess>, token: 
       throw new Error(`${server.name}: the second message did not reuse the session: ${JSON.stringify(second)}`)
     }
     if (JSON.stringify(repeat) !== JSON.stringify({ ...first, created_conversation: false, created_session: false })) {
-      throw new Error(`${server.name}: a repeated provider_message_id answered ${JSON.stringify(repeat)}`)
+      throw new Error(`${server.name}: a repeated provider_message_id got ${JSON.stringify(repeat)}`)
     }
     const unauthorized = await requestJson("POST", `${server.baseUrl}${INGEST}`, {
       token: "not-a-key",
@@ -214,7 +214,7 @@ interface Run {
   readonly cpuMsPerRequest: number | undefined
   /** After the run: conversations, open sessions and messages of the run's `to`. */
   readonly stored: { readonly conversations: number; readonly openSessions: number; readonly messages: number }
-  /** The stored rows match the answers (see `consistent` below). */
+  /** The stored rows match the responses (see `consistent` below). */
   readonly consistent: boolean
 }
 
@@ -315,7 +315,7 @@ const measure = async (options: {
     cpuMsPerRequest: result.requests.average === 0 ? undefined : (cpuServer * 10) / result.requests.average,
     stored,
     // One conversation and one open session per pair, one message per provider_message_id; calls in flight when
-    // autocannon stopped (at most one per connection) may have been stored without being counted as answered.
+    // autocannon stopped (at most one per connection) may have been stored without their responses being counted.
     consistent:
       stored.conversations >= pairsUsed &&
       stored.conversations <= scenario.pairs &&
@@ -468,7 +468,9 @@ export const run = async (args: ReadonlyArray<string>) => {
     log("SQL check: the baseline runs the same statements Parley prepares")
     const servers = [parley, baseline] as const
     await checkSameBehaviour(servers, token)
-    log("behaviour check: both create, reuse, answer a repeated provider_message_id and refuse a bad token alike")
+    log(
+      "behaviour check: both create, reuse, return the first ids for a repeated provider_message_id and refuse a bad token alike"
+    )
 
     const runs: Array<Run> = []
     const windows: Array<Window> = []
@@ -540,7 +542,7 @@ export const run = async (args: ReadonlyArray<string>) => {
     const warnings = [
       ...(failed.length > 0 ? [`WARNING: ${failed.length} measured run(s) had non-2xx responses or errors`] : []),
       ...(inconsistent.length > 0
-        ? [`WARNING: stored rows do not match the answers in ${inconsistent.length} run(s)`]
+        ? [`WARNING: stored rows do not match the responses in ${inconsistent.length} run(s)`]
         : []),
       ...(disturbed.length > 0
         ? [
@@ -592,7 +594,7 @@ export const run = async (args: ReadonlyArray<string>) => {
       "",
       markdownTable(runColumns, runs.map(runRow)),
       "",
-      "CPU% is of one core over the run (srv = the server process); pg CPU% sums the PostgreSQL server's processes; other CPU% is the rest of the machine's busy time beside the server, PostgreSQL and autocannon. `stored` counts the run's conversations, open sessions and messages after it; `consistent` means one conversation and one open session per pair, one message per provider_message_id, and as many messages as 2xx answers (plus at most one call per connection still in flight when the run stopped).",
+      "CPU% is of one core over the run (srv = the server process); pg CPU% sums the PostgreSQL server's processes; other CPU% is the rest of the machine's busy time beside the server, PostgreSQL and autocannon. `stored` counts the run's conversations, open sessions and messages after it; `consistent` means one conversation and one open session per pair, one message per provider_message_id, and as many messages as 2xx responses (plus at most one call per connection still in flight when the run stopped).",
       ...(profile !== undefined ? ["", "## Parley CPU profile", "", "```", formatProfile(profile), "```"] : [])
     ].join("\n")
     const written = writeResults("ingest", json, markdown, startedAt)

@@ -140,7 +140,7 @@ const setUp = async (parley: ServerProcess, adminToken: string, settings?: Recor
   return { token, createSession }
 }
 
-/** Both servers answer alike: 201 with the same Message keys, 404 for an unknown session, 400 for a closed one. */
+/** Both servers respond alike: 201 with the same Message keys, 404 for an unknown session, 400 for a closed one. */
 const checkSameBehaviour = async (servers: ReadonlyArray<ServerProcess>, parley: ServerProcess, setup: Setup) => {
   const open = await setup.createSession()
   const closed = await setup.createSession()
@@ -155,7 +155,7 @@ const checkSameBehaviour = async (servers: ReadonlyArray<ServerProcess>, parley:
       body: MESSAGE
     })
     if (created.session_id !== open || created.delivery_status !== "pending") {
-      throw new Error(`${server.name} answered an unexpected message: ${JSON.stringify(created)}`)
+      throw new Error(`${server.name} responded with an unexpected message: ${JSON.stringify(created)}`)
     }
     shapes.push(Object.keys(created).join(","))
     for (const [sessionId, status] of [
@@ -176,7 +176,8 @@ const checkSameBehaviour = async (servers: ReadonlyArray<ServerProcess>, parley:
     })
     if (unauthorized.status !== 401) throw new Error(`${server.name}: expected 401, got ${unauthorized.status}`)
   }
-  if (new Set(shapes).size !== 1) throw new Error(`The servers answer different Message shapes:\n${shapes.join("\n")}`)
+  if (new Set(shapes).size !== 1)
+    throw new Error(`The servers respond with different Message shapes:\n${shapes.join("\n")}`)
 }
 
 interface Run extends LoadResult {
@@ -341,7 +342,7 @@ export const run = async (args: ReadonlyArray<string>) => {
     const setup = await setUp(parley, adminToken)
     const servers = [parley, baseline] as const
     await checkSameBehaviour(servers, parley, setup)
-    log("behaviour check: both answer 201 with the same Message keys, 404, 400 and 401 alike")
+    log("behaviour check: both respond 201 with the same Message keys, 404, 400 and 401 alike")
 
     const runs: Array<Run> = []
     const windows: Record<string, Array<Window>> = { parley: [], baseline: [] }

@@ -66,7 +66,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const call = (expected: number, method: string, path: string, body?: unknown) =>
       expectJson(expected, method, `${assistantsBase}${path}`, { token, body })
 
-    /** An assistant with `main` and `feature` published; answers its id and both commits. */
+    /** An assistant with `main` and `feature` published; returns its id and both commits. */
     const assistantWithTwoCommits = async (name: string) => {
       const assistant = await admin(201, "POST", `/organizations/${organizationId}/assistants`, {
         name,
@@ -109,12 +109,12 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const timings: Record<string, Array<number>> = {}
     for (const query of queries) {
       const path = `/${measured.id}/runs/stats${query.path}`
-      const answer = await call(200, "GET", path)
-      const counted = answer.commits.reduce((sum: number, entry: { runs: number }) => sum + entry.runs, 0)
+      const stats = await call(200, "GET", path)
+      const counted = stats.commits.reduce((sum: number, entry: { runs: number }) => sum + entry.runs, 0)
       if (query.runs !== undefined && counted !== query.runs) {
         throw new Error(`${query.name}: counted ${counted} runs, expected ${query.runs}`)
       }
-      log(`  ${query.name}: ${JSON.stringify(answer.commits.map((c: any) => [c.branch_name, c.runs, c.duration_ms]))}`)
+      log(`  ${query.name}: ${JSON.stringify(stats.commits.map((c: any) => [c.branch_name, c.runs, c.duration_ms]))}`)
       const times: Array<number> = []
       for (let i = 0; i < repeat; i++) {
         start = performance.now()

@@ -4,7 +4,7 @@
  * processes on the same dedicated database: one with tracing off (no
  * `OTEL_EXPORTER_OTLP_ENDPOINT`) and one with tracing on, exporting by
  * OTLP/HTTP to a receiver in the benchmark process (bench/lib/otlp.ts) that
- * answers 200 and counts the spans. A warmup of each, then rounds alternating
+ * responds 200 and counts the spans. A warmup of each, then rounds alternating
  * the order (off, on / on, off, ...) at the same concurrency. Prints req/s,
  * p50, p99 and server CPU per request of each run, the ratio on/off of req/s,
  * the spans received (and how many of the requests were traced: server spans /
@@ -230,7 +230,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       return session.id as string
     }
 
-    // Both answer the message alike, and the traced process really exports (as JSON, spans counted).
+    // Both respond to the message alike, and the traced process really exports (as JSON, spans counted).
     for (const parley of [off, on]) {
       const sessionId = await createSession(parley)
       const created = await expectJson(201, "POST", `${parley.server.baseUrl}${messagesPath(sessionId)}`, {
@@ -249,7 +249,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       throw new Error(`The traced process exported no server span: ${JSON.stringify(checked.spansByName)}`)
     }
     log(
-      `check: both answer 201; the traced process exported ${checked.spans} spans (${Object.keys(checked.spansByName).length} names)`
+      `check: both respond 201; the traced process exported ${checked.spans} spans (${Object.keys(checked.spansByName).length} names)`
     )
 
     const runs: Array<Run> = []
@@ -374,7 +374,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const markdown = [
       `# tracing benchmark, ${startedAt.toISOString()}`,
       "",
-      `POST ${BASE}/sessions/:session_id/messages on two Parley processes on the same database: tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT) and on (OTLP/HTTP to a receiver in the benchmark process that answers 200 and counts spans). Sampler: ${samplerText}${
+      `POST ${BASE}/sessions/:session_id/messages on two Parley processes on the same database: tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT) and on (OTLP/HTTP to a receiver in the benchmark process that responds 200 and counts spans). Sampler: ${samplerText}${
         Object.keys(otel).length > 0
           ? `; ${Object.entries(otel)
               .map(([k, v]) => `${k}=${v}`)

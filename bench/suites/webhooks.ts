@@ -21,8 +21,8 @@
  * the Parley process does only the delivery work.
  *
  * 4. End to end (issue 16 item 4): POST message over BENCH_E2E_CONNECTIONS (50)
- *    keep-alive connections, each posting to its own session as fast as it is
- *    answered, for BENCH_E2E_SECONDS (10): with no app subscribed and with one
+ *    keep-alive connections, each posting to its own session as fast as it gets
+ *    responses, for BENCH_E2E_SECONDS (10): with no app subscribed and with one
  *    app subscribed to message.created (another organization each time),
  *    BENCH_E2E_ROUNDS (5, odd) rounds of both, the order alternating (odd rounds
  *    no app first, even rounds one app first), so that neither case always runs
@@ -295,7 +295,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
           )
         }))
       )
-      const answeredAt = new Map<string, number>()
+      const respondedAt = new Map<string, number>()
       let non201 = 0
       const cpuBefore = cpuSeconds(parley.pid) ?? 0
       const serverCpu = measureCpu(() => [parley.pid])
@@ -307,14 +307,14 @@ export const run = async (_args: ReadonlyArray<string>) => {
       await Promise.all(
         clients.map(async ({ connection, request }) => {
           while (performance.now() < end) {
-            const answer = await connection.send(request)
-            if (answer.status === 201) answeredAt.set(JSON.parse(answer.body).id, performance.now())
+            const response = await connection.send(request)
+            if (response.status === 201) respondedAt.set(JSON.parse(response.body).id, performance.now())
             else non201++
           }
         })
       )
       const inSeconds = (performance.now() - start) / 1000
-      const cpuMs = (((cpuSeconds(parley.pid) ?? 0) - cpuBefore) * 1000) / answeredAt.size
+      const cpuMs = (((cpuSeconds(parley.pid) ?? 0) - cpuBefore) * 1000) / respondedAt.size
       /** CPU while posting, % of one core: the server, PostgreSQL, this process (client and receiver), the machine's % busy. */
       const cpu = {
         server: serverCpu.stop(),
@@ -326,7 +326,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
         `    CPU while posting (% of a core): server ${fixed(cpu.server, 0)}, PostgreSQL ${fixed(cpu.postgres, 0)}, benchmark process ${fixed(cpu.bench, 0)}; machine ${fixed(cpu.machineBusy ?? Number.NaN, 0)}% busy`
       )
       for (const { connection } of clients) connection.close()
-      const inPerSecond = answeredAt.size / inSeconds
+      const inPerSecond = respondedAt.size / inSeconds
       if (!subscribed) {
         log(`  end to end, no app: ${fixed(inPerSecond, 0)} messages/s in, ${non201} non-201`)
         return {
@@ -340,7 +340,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
           cpu
         }
       }
-      const ids = [...answeredAt.keys()]
+      const ids = [...respondedAt.keys()]
       const deadline = Date.now() + 30_000
       while (ids.some((id) => !messageReceivedAt.has(id)) && Date.now() < deadline) await sleep(10)
       const delivered = ids.filter((id) => messageReceivedAt.has(id))
@@ -348,7 +348,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const lastDelivery = Math.max(...delivered.map((id) => messageReceivedAt.get(id)!))
       const outPerSecond = delivered.length / ((lastDelivery - start) / 1000)
       const lags = delivered
-        .map((id) => Math.max(0, messageReceivedAt.get(id)! - answeredAt.get(id)!))
+        .map((id) => Math.max(0, messageReceivedAt.get(id)! - respondedAt.get(id)!))
         .sort((a, b) => a - b)
       const p50 = percentile(lags, 50)
       const p99 = percentile(lags, 99)
@@ -368,7 +368,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       await sleep(1_000)
       rounds.push(oneAppFirst ? { noApp: second, oneApp: first } : { noApp: first, oneApp: second })
     }
-    /** The rounds of one case as one: the median of each measure, missing and non-201 answers summed. */
+    /** The rounds of one case as one: the median of each measure, missing and non-201 responses summed. */
     const acrossRounds = (phases: ReadonlyArray<EndToEnd>) => {
       const of = (f: (phase: EndToEnd) => number | undefined) =>
         median(phases.map(f).filter((value): value is number => value !== undefined && !Number.isNaN(value)))

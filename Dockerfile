@@ -25,8 +25,8 @@ COPY src ./src
 
 USER node
 EXPOSE 8080
-# /healthz answers while the process is alive (O4). The slim image has no curl: Node's fetch.
+# /healthz responds while the process is alive (O4). The slim image has no curl: Node's fetch.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The command of `npm start`, V8 flags included (README "Bulk export"; checked by Stack.test.ts).
+# The command of `npm start`, V8 flags included (bench/README.md "export"; checked by Stack.test.ts).
 CMD ["node", "--max-semi-space-size=32", "src/main.ts"]

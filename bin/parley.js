@@ -14,7 +14,7 @@ const [major, minor] = process.versions.node.split(".").map(Number)
 const stripsTypes = major > 23 || (major === 23 && minor >= 6) || (major === 22 && minor >= 18)
 
 // `parley serve` runs the server with the V8 flags of `npm start` (package.json "start", for
-// example the young generation's size: README "Bulk export"). V8 reads them when the process
+// example the young generation's size: bench/README.md "export"). V8 reads them when the process
 // starts, so the shim starts Node again with them, unless they are given already (as arguments
 // or in NODE_OPTIONS, which then win).
 const startFlags = () => {

@@ -20,7 +20,7 @@
  *   hours of their range here and the two partial hours at its ends from
  *   `runs` (`runs_assistant_started_idx`, a range scan covering what they
  *   aggregate). Speed tactic measured by `npm run bench -- runstats`
- *   (bench/README.md "Run statistics").
+ *   (bench/README.md "runstats: run statistics").
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -6,8 +6,8 @@
  *   `FOR KEY SHARE OF a` (0009). Every event of an organization with a
  *   subscribed app locked that app's row, so concurrent POST messages of one
  *   organization contended on it and made a new multixact on it per event
- *   (bench/README.md "A lighter receiver"). The organization's row, which the
- *   event's own foreign key locks, still does.
+ *   ("A lighter receiver" in `git show 73e3eb4:bench/README.md`). The
+ *   organization's row, which the event's own foreign key locks, still does.
  * - What the key's `ON DELETE CASCADE` did, an `AFTER DELETE` trigger on
  *   `apps` does: an app's deliveries go with it, whether the app is deleted
  *   alone or with its organization.
@@ -23,7 +23,8 @@
  * organization with one subscribed app, 50 clients: 7,447-7,941 -> 8,302-8,594
  * events/s, three alternating pairs) and by `npm run bench -- webhooks` (end to
  * end, one app: +3% and +6% messages/s in two sets of three alternating pairs,
- * within the machine's spread; bench/README.md "A third machine").
+ * within the machine's spread; bench/README.md "webhooks: delivery", measured
+ * in "A third machine" of `git show 73e3eb4:bench/README.md`).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -2,12 +2,13 @@
  * Lean HTTP/1.1 over keep-alive connections, for load phases that share the
  * machine's two cores with the server and PostgreSQL (`npm run bench --
  * webhooks`): a client sending one request at a time per connection, its
- * bytes built once by the caller, and a receiver responding to every request 200
- * with no body. Messages are framed by their `content-length` (chunked ones
- * are refused). Node's `http.request` cost the benchmark process about 0.2 ms
- * of CPU per request end to end, and Node's `http` server about 0.1 ms per
- * webhook, CPU the server then did not get (bench/README.md "A lighter load
- * generator", "A lighter receiver").
+ * bytes built once by the caller, and a receiver responding to every request
+ * with 200 and no body. Messages are framed by their `content-length` (chunked
+ * ones are refused). Node's `http.request` cost the benchmark process about
+ * 0.2 ms of CPU per request end to end, and Node's `http` server about 0.1 ms
+ * per webhook, CPU the server then did not get (bench/README.md "webhooks:
+ * delivery"; measured in "Fewer writes per delivery, and a lighter load
+ * generator" and "A lighter receiver" of `git show 73e3eb4:bench/README.md`).
  */
 import { connect, createServer, type Server, type Socket } from "node:net"
 

@@ -115,7 +115,8 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const arrivals: Array<string> = []
     const messageReceivedAt = new Map<string, number>()
     let requests = 0
-    // On the lean receiver: Node's http server took CPU the server then lacked (bench/README.md "A lighter receiver").
+    // On the lean receiver: Node's http server took CPU the server then lacked ("A lighter receiver" in
+    // `git show 73e3eb4:bench/README.md`).
     const receiver = await listenLean((head, body) => {
       const now = performance.now()
       requests++
@@ -402,7 +403,9 @@ export const run = async (_args: ReadonlyArray<string>) => {
      * rounds: the end-to-end goal in a form that holds on any machine. The
      * issue's 1,000 messages/s was asked on a machine where no app took 1,391,
      * so there it is a share of 1,000 / 1,391 = 0.72; the absolute figure reads
-     * YES or NO with the machine's speed (bench/README.md, "On a slower machine").
+     * YES or NO with the machine's speed (bench/README.md "webhooks: delivery";
+     * measured in "On a slower machine" and "A third machine" of
+     * `git show 73e3eb4:bench/README.md`).
      */
     const shareOf = (round: (typeof rounds)[number]) => round.oneApp.inPerSecond / round.noApp.inPerSecond
     const oneAppShare = median(rounds.map(shareOf))

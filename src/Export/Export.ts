@@ -24,7 +24,7 @@ export interface ExportQuery {
  * Rows a page reads per statement. A page is sent as it is read, so the server
  * holds about two reads of it at a time (one being sent, the next one read
  * ahead): holding whole 3000-row pages grew the server by 257 MB over a
- * 1,000,000-row walk (`npm run bench -- export`, README "Bulk export").
+ * 1,000,000-row walk (`npm run bench -- export`, bench/README.md "export").
  */
 const READ_ROWS = 500
 

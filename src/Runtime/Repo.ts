@@ -45,8 +45,8 @@ const makeRepo = Effect.gen(function* () {
     )
 
   /**
-   * Speed tactic measured by `npm run bench -- runstats` (bench/README.md "Run
-   * statistics"): `percentile_disc` over the runs sorts every duration of the
+   * Speed tactic measured by `npm run bench -- runstats` (bench/README.md
+   * "runstats: run statistics"): `percentile_disc` over the runs sorts every duration of the
    * range (1.27 s for 1,000,000 runs), and even a histogram of them reads
    * every run (0.54 s). Here the whole hours of the range come from
    * `run_rollups` (runs counted per duration, kept by triggers on `runs`,

@@ -237,7 +237,8 @@ export class Sessions extends Context.Service<
             if (state.status === "closed") {
               return yield* fields.status === "open" ? Effect.fail(SessionNotOpen.cannotReopen()) : new SessionNotOpen()
             }
-            // The members apply in the order metadata, agent, status (README "PATCH /sessions").
+            // The members apply in the order metadata, agent, status (docs/conversations.md "Sessions",
+            // PATCH /sessions/{session_id}).
             if (fields.metadata !== undefined) yield* repo.update(state.id, { metadata: fields.metadata })
             if (fields.agent_id !== undefined) {
               yield* assignAgent(

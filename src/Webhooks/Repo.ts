@@ -69,7 +69,8 @@ export interface AttemptResult {
  * attempted again; events and deliveries themselves are written by
  * synchronous commits. In WAL order, a lost completion takes every later one
  * with it, so W7's order holds. Speed tactic measured by `npm run bench --
- * webhooks` (end to end, one app; bench/README.md "Webhooks past Svix").
+ * webhooks` (end to end, one app; bench/README.md "webhooks: delivery";
+ * measured in "Webhooks past Svix" of `git show 73e3eb4:bench/README.md`).
  */
 const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit', 'off', true))`
 
@@ -87,8 +88,9 @@ const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit
  * (test/Webhooks/Plans.test.ts), so they need not be planned on every call.
  * Only the worker's connections carry them: the API's statements and
  * export's bulk reads keep the planner's full choice. Speed tactic measured by
- * `npm run bench -- webhooks` (end to end, one app; bench/README.md "The
- * delivery worker's own pool").
+ * `npm run bench -- webhooks` (end to end, one app; bench/README.md "webhooks:
+ * delivery"; measured in "The delivery worker's own pool" of
+ * `git show 73e3eb4:bench/README.md`).
  */
 export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
   enable_seqscan: "off",
@@ -122,7 +124,8 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
  *   planned as a hash join over a sequential scan of the whole table from a
  *   few thousand rows up, on every claim (test/Webhooks/Plans.test.ts). Speed
  *   tactic measured by `npm run bench -- webhooks` (ordered burst, 1,947 ->
- *   4,004 deliveries/s; bench/README.md "The ordered claim's heads").
+ *   4,004 deliveries/s; bench/README.md "webhooks: delivery"; measured in "The
+ *   ordered claim's heads" of `git show 73e3eb4:bench/README.md`).
  */
 export const claimStatement = fixedStatement(
   {
@@ -200,10 +203,11 @@ RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_ur
  * Records a batch of attempts (W5): each delivery's status, counters and next
  * attempt, its lease cleared and the attempt appended to its `attempt_log`
  * (one update per delivery, no other row: migrations/0016_delivery_writes.ts,
- * measured by `npm run bench -- webhooks`, bench/README.md "Fewer writes per
- * delivery"), for deliveries still leased to `workerId`. Arrays of one entry
- * per attempt: ids, status codes ('' = none), errors ('' = none), durations
- * (ms), starts (ISO 8601), statuses, delays (ms).
+ * measured by `npm run bench -- webhooks`, bench/README.md "webhooks: delivery";
+ * "Fewer writes per delivery" of `git show 73e3eb4:bench/README.md`), for
+ * deliveries still leased to `workerId`. Arrays of one entry per attempt: ids,
+ * status codes ('' = none), errors ('' = none), durations (ms), starts (ISO
+ * 8601), statuses, delays (ms).
  */
 export const completeStatement = fixedStatement(
   {

@@ -79,14 +79,15 @@ const LEASE_MARGIN_MS = 10_000
 const WRITE_BATCH = 500
 /**
  * The batch window, in ms: the least time between the starts of two claims
- * that took deliveries, and of two writes of attempt results (unless the last claim took all it
- * asked for: then the next follows at once; a stopping worker waits no
- * more). Under load a delivery waits up to this long to share its claim and
- * its completion with the others that came meanwhile; a quiet worker claims
- * at once. Each statement costs PostgreSQL and the server about the same
- * whatever its batch, so fewer, larger ones cost less per delivery. Speed
- * tactic measured by `npm run bench -- webhooks` (end to end, one app;
- * bench/README.md "The delivery worker's own pool").
+ * that took deliveries, and of two writes of attempt results (unless the last
+ * claim took all it asked for: then the next follows at once; a stopping
+ * worker waits no more). Under load a delivery waits up to this long to share
+ * its claim and its completion with the others that came meanwhile; a quiet
+ * worker claims at once. Each statement costs PostgreSQL and the server about
+ * the same whatever its batch, so fewer, larger ones cost less per delivery.
+ * Speed tactic measured by `npm run bench -- webhooks` (end to end, one app;
+ * bench/README.md "webhooks: delivery"; measured in "The delivery worker's own
+ * pool" of `git show 73e3eb4:bench/README.md`).
  */
 const BATCH_WINDOW_MS = 5
 /** Interval of the sweep of deleted apps' deliveries, in ms (`Repo.ts` `sweepStatement`). */
@@ -195,12 +196,14 @@ const interrupted = () => new Error("Attempt interrupted")
  * `dispatch` rather than `undici`'s `request`, which wraps every response in a
  * body stream and a promise: a scratch loop of 30,000 POSTs of a 400-byte body
  * to a local receiver, 128 at a time, took 75-93 us of client CPU per request
- * with `request` and `body.dump()`, and 52-59 us with `dispatch` (bench/README.md,
- * "The worker on undici's dispatch"). `undici` rather than Node's `http.request`:
- * `npm run bench -- webhooks` measured 0.419 ms of server CPU per delivery in
- * the burst with Node's client and 0.393 ms with `undici`'s `request`
- * ("The worker on undici"). Before that, Node's client had replaced
- * `effect/http`'s `HttpClient` (0.41 -> 0.24 ms per delivery, "Webhooks past Svix").
+ * with `request` and `body.dump()`, and 52-59 us with `dispatch` (bench/README.md
+ * "webhooks: delivery"; "The worker on undici's dispatch" in
+ * `git show 73e3eb4:bench/README.md`). `undici` rather than Node's
+ * `http.request`: `npm run bench -- webhooks` measured 0.419 ms of server CPU
+ * per delivery in the burst with Node's client and 0.393 ms with `undici`'s
+ * `request` ("The worker on undici", same file). Before that, Node's client
+ * had replaced `effect/http`'s `HttpClient` (0.41 -> 0.24 ms per delivery,
+ * "Webhooks past Svix", same file).
  */
 export const undiciSendWebhook =
   (dispatcher: Dispatcher): SendWebhook =>

@@ -173,7 +173,7 @@ export class Idempotency extends Context.Service<
     readonly sweep: (limit: number) => Effect.Effect<number, SqlError.SqlError>
   }
 >()("parley/Idempotency") {
-  /** The service on PostgreSQL. Requires `IdempotencyRepo`, `Admin` (the API-key check, D18) and `PgClient`. */
+  /** The service on PostgreSQL. Requires `IdempotencyRepo`, `Admin` (the API-key check: O6, "Errors" 401) and `PgClient`. */
   static readonly layerNoDeps = Layer.effect(
     Idempotency,
     Effect.gen(function* () {
@@ -249,7 +249,7 @@ export class Idempotency extends Context.Service<
             return yield* aroundStatement(handle, token, key, fingerprint)
           }
           const handled = Effect.catchCause(handle, (cause) => Effect.fail(new HandlerFailed(cause)))
-          // The key's organization, through the admin domain's API-key check (D18).
+          // The key's organization, through the admin domain's API-key check (O6; a dead key is DECISIONS.md "Errors" 401).
           const organizationId = yield* admin.authenticate(token)
           const attempt = sql.withTransaction(
             Effect.gen(function* () {

@@ -124,7 +124,15 @@ export const AppConfigSpec = Config.all({
   otlpEndpoint: optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
   serviceName: Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault("parley")),
   sessionExpirySweepInterval: duration("SESSION_EXPIRY_SWEEP_INTERVAL", "30s"),
-  maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576))
+  maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  /** How long opening a connection to PostgreSQL may take (issue 38 item 1). */
+  databaseConnectTimeout: duration("DATABASE_CONNECT_TIMEOUT", "5s"),
+  /** PostgreSQL `statement_timeout` of the API's and the workers' connections (issue 38 item 1). */
+  databaseStatementTimeout: duration("DATABASE_STATEMENT_TIMEOUT", "30s"),
+  /** PostgreSQL `lock_timeout` of the API's and the workers' connections (issue 38 item 1). */
+  databaseLockTimeout: duration("DATABASE_LOCK_TIMEOUT", "10s"),
+  /** An API request not done within it responds 503 (issue 38 item 1, O9). */
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
 })
 
 /** The decoded configuration's shape. */

@@ -9,7 +9,7 @@
 import * as crypto from "node:crypto"
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Cause, Context, Effect, Layer, Redacted, Ref, Schema, type Types } from "effect"
+import { ByteSize, Cause, Context, Duration, Effect, Layer, Redacted, Ref, Schema, type Types } from "effect"
 import {
   FindMyWay,
   HttpEffect,
@@ -28,7 +28,8 @@ import { ParleyApi } from "./Api.ts"
 import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
-import { DatabaseHealth } from "./Database/Health.ts"
+import { DatabaseHealth, DatabaseTimeout } from "./Database/Health.ts"
+import { adminBasePath, isOrganizationApiPath } from "./Domain/BasePaths.ts"
 import { transportDetails, Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { REPLAYED_HEADER } from "./Domain/Idempotency.ts"
 import { detailResponse } from "./Domain/JsonResponse.ts"
@@ -331,7 +332,8 @@ const corsOf = (origins: ReadonlyArray<string>) =>
  * The router-level error shaping described in the module docs, CORS ({@link corsOf}), Idempotency-Key
  * around every handler (D19, `Idempotency.around`: after the 413 check, inside
  * the error shaping, so a stored response is the one sent), 503 while the
- * database is unreachable (O9), the request id of every response, log line and
+ * database is unreachable (O9) and for an API request with no response within
+ * `REQUEST_TIMEOUT` ({@link boundedRequest}), the request id of every response, log line and
  * server span (O8, {@link requestIdOf}), and the
  * `http.server.request.duration` metric of every request (on every request:
  * kept lean).
@@ -346,6 +348,7 @@ const ErrorShaping = HttpRouter.middleware(
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const cors = corsOf(config.corsOrigins)
     const tooLarge = Effect.succeed(detailResponse(413, transportDetails.tooLarge, { connection: "close" }))
+    const bounded = boundedRequest(health, config.requestTimeout)
     return (httpEffect) =>
       cors(
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
@@ -356,7 +359,7 @@ const ErrorShaping = HttpRouter.middleware(
             length !== undefined && Number(length) > config.maxBodyBytes
               ? tooLarge
               : Effect.provideService(
-                  idempotency.around(request, route, httpEffect),
+                  bounded(request.url, idempotency.around(request, route, httpEffect)),
                   HttpServerRequest.MaxBodySize,
                   maxBytes
                 ).pipe(
@@ -387,6 +390,32 @@ const ErrorShaping = HttpRouter.middleware(
   }),
   { global: true }
 )
+
+/**
+ * The bound of an API request on the database (issue 38 item 1, O9): a
+ * request to the conversations, assistants or admin API that is not done
+ * within `timeout` is abandoned (its statements cancelled) and fails with
+ * {@link DatabaseTimeout}, which starts an outage (one WARN) and responds 503
+ * with `Retry-After: 1`; while an outage is under way such a request responds
+ * 503 at once, without waiting for the database. A write may still commit after
+ * its request was abandoned (the database applies what it received when it
+ * responds again): a retry with the same Idempotency-Key (D19) then gets the
+ * stored response instead of writing twice. Health, the document and the
+ * reference page are not bounded.
+ */
+const boundedRequest =
+  (health: typeof DatabaseHealth.Service, timeout: Duration.Duration) =>
+  <A, E, R>(url: string, handled: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseTimeout, R> =>
+    !isOrganizationApiPath(url) && !url.startsWith(`${adminBasePath}/`)
+      ? handled
+      : Effect.flatMap(health.down, (down) =>
+          down
+            ? Effect.fail(new DatabaseTimeout({ timeout: Duration.zero }))
+            : Effect.timeoutOrElse(handled, {
+                duration: timeout,
+                orElse: () => Effect.fail(new DatabaseTimeout({ timeout }))
+              })
+        )
 
 /** A request id as clients may send it (O8): 1-200 visible ASCII characters. */
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,200}$/

@@ -7,10 +7,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Context, Effect, Layer, type Redacted } from "effect"
+import { Context, Duration, Effect, Layer, type Redacted } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
-import { AppConfig } from "../Config.ts"
+import { AppConfig, type AppConfigShape } from "../Config.ts"
 import * as Embedded from "./Embedded.ts"
 
 /** The folder of numbered migrations (`0001_name.ts`, each exporting an Effect). */
@@ -42,6 +42,31 @@ export const applicationName = (part?: string) =>
  */
 export const parleyConnection = `(application_name = '${APPLICATION_NAME}' OR starts_with(application_name, '${APPLICATION_NAME}/'))`
 
+/**
+ * How long a pool's connections wait on PostgreSQL (issue 38 item 1, O9), in
+ * ms: a database that does not respond within these bounds cannot be reached.
+ * From `DATABASE_CONNECT_TIMEOUT`, `DATABASE_STATEMENT_TIMEOUT` and
+ * `DATABASE_LOCK_TIMEOUT` ({@link timeoutsOf}).
+ */
+export interface DatabaseTimeouts {
+  /** Opening a connection: TCP, TLS, startup and authentication; then the statement fails with `SqlError`. */
+  readonly connectMs: number
+  /** PostgreSQL `statement_timeout` (SQLSTATE 57014 past it); absent: none (migrations). */
+  readonly statementMs?: number
+  /** PostgreSQL `lock_timeout` (SQLSTATE 55P03 past it); absent: none (migrations). */
+  readonly lockMs?: number
+}
+
+/** The bounds of the API's and the workers' pools, from the configuration. */
+export const timeoutsOf = (config: AppConfigShape): DatabaseTimeouts => ({
+  connectMs: Duration.toMillis(config.databaseConnectTimeout),
+  statementMs: Duration.toMillis(config.databaseStatementTimeout),
+  lockMs: Duration.toMillis(config.databaseLockTimeout)
+})
+
+/** Without a configuration (tests, benchmarks, the CLI's own tools): a connection within 10 s, no statement bound. */
+const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectMs: 10_000 }
+
 /** What sets a pool's connections apart, beyond its URL and size ({@link clientLayer}). */
 export interface ClientSession {
   /**
@@ -51,27 +76,37 @@ export interface ClientSession {
   readonly part?: string
   /** Settings each connection starts with (PostgreSQL GUC name -> value), sent in its startup packet. */
   readonly startupParameters?: Readonly<Record<string, string>>
+  /** How long its connections wait on PostgreSQL; default: 10 s to connect, no statement or lock bound. */
+  readonly timeouts?: DatabaseTimeouts
 }
 
 /**
  * A `PgClient` (and `SqlClient`) layer for `url` with at most `poolSize`
  * connections, opened on demand and closed after 60 s idle, each started as
- * `session` says. It builds without connecting; its statements fail with
- * `SqlError` when no connection can be made.
+ * `session` says (its `statement_timeout` and `lock_timeout` in the startup
+ * packet, so they cost no statement). It builds without connecting; its
+ * statements fail with `SqlError` when no connection can be made within the
+ * connect timeout.
  */
-export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE, session: ClientSession = {}) =>
-  PgClient.layer({
+export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE, session: ClientSession = {}) => {
+  const timeouts = session.timeouts ?? DEFAULT_TIMEOUTS
+  return PgClient.layer({
     url,
     applicationName: applicationName(session.part),
-    startupParameters: session.startupParameters,
+    startupParameters: {
+      ...(timeouts.statementMs === undefined ? {} : { statement_timeout: String(timeouts.statementMs) }),
+      ...(timeouts.lockMs === undefined ? {} : { lock_timeout: String(timeouts.lockMs) }),
+      ...session.startupParameters
+    },
     maxConnections: poolSize,
     minConnections: 0,
     idleTimeout: "60 seconds",
-    connectTimeout: "10 seconds",
+    connectTimeout: Duration.millis(timeouts.connectMs),
     transformJson: false,
     // Statements of different requests share connections and go out in one write.
     multiplex: true
   })
+}
 
 /** Where the database is: its URL, and whether it is the embedded server. */
 export class DatabaseLocation extends Context.Service<
@@ -97,13 +132,14 @@ export class DatabaseLocation extends Context.Service<
 }
 
 /**
- * `SqlClient` and `PgClient` for the configured database. Requires `AppConfig`.
+ * `SqlClient` and `PgClient` for the configured database, its connections
+ * bounded by the configured {@link timeoutsOf}. Requires `AppConfig`.
  * Fails with `EmbeddedPostgresError` or `SqlError` when no connection can be made.
  */
 export const layer = Layer.unwrap(
   Effect.gen(function* () {
     const { url } = yield* DatabaseLocation
-    return clientLayer(url)
+    return clientLayer(url, POOL_SIZE, { timeouts: timeoutsOf(yield* AppConfig) })
   })
 ).pipe(Layer.provideMerge(DatabaseLocation.layer))
 
@@ -125,15 +161,24 @@ export const migrateThrough = (last = Number.POSITIVE_INFINITY) =>
 /** Applies every pending migration ({@link migrateThrough}). */
 export const migrate = migrateThrough()
 
-/** Applies pending migrations when the layer is built. */
+/**
+ * Applies pending migrations when the layer is built, on a connection of its
+ * own (`parley/migrate`) without the statement and lock bounds of the
+ * application's pool: a migration may build an index for minutes, and waits
+ * for another process's migrations on the migrator's lock. Requires
+ * `DatabaseLocation` and `AppConfig`.
+ */
 export const migrateLayer = Layer.effectDiscard(
-  migrate.pipe(
-    Effect.tap((applied) =>
-      applied.length > 0
-        ? Effect.logInfo(`Applied migrations: ${applied.map(([id, name]) => `${id}_${name}`).join(", ")}`)
-        : Effect.void
+  Effect.gen(function* () {
+    const { url } = yield* DatabaseLocation
+    const { connectMs } = timeoutsOf(yield* AppConfig)
+    const applied = yield* migrate.pipe(
+      Effect.provide(clientLayer(url, 1, { part: "migrate", timeouts: { connectMs } }))
     )
-  )
+    if (applied.length > 0) {
+      yield* Effect.logInfo(`Applied migrations: ${applied.map(([id, name]) => `${id}_${name}`).join(", ")}`)
+    }
+  })
 )
 
 /**

@@ -6,10 +6,15 @@
  * line per request or per retry.
  *
  * An outage starts when any failure is an unreachable database
- * ({@link isUnavailable}); it ends when a probe (`SELECT 1` every second while
- * down) succeeds.
+ * ({@link isUnavailable}): a connection refused or reset, a server going
+ * away, a connection not made within `DATABASE_CONNECT_TIMEOUT`, or an API
+ * request with no response within `REQUEST_TIMEOUT` ({@link DatabaseTimeout},
+ * issue 38 item 1: a database that does not respond within a bound cannot be
+ * reached). It ends when a probe (`SELECT 1` every second while down) succeeds.
+ * The probe runs on a fiber of its own, started with the service, so the end of
+ * an outage belongs to no request: its INFO carries no request id (issue 38 item 6).
  */
-import { Cause, Clock, Context, Effect, Layer, Ref } from "effect"
+import { Cause, Clock, Context, Data, Duration, Effect, Layer, Queue, Ref } from "effect"
 import { SqlClient } from "effect/sql"
 import * as SqlError from "effect/sql/SqlError"
 
@@ -28,11 +33,26 @@ const UNREACHABLE_CODES = new Set([
   "EAI_AGAIN"
 ])
 
+/**
+ * An API request that got no response from the database within
+ * `REQUEST_TIMEOUT` (issue 38 item 1, O9): its statements were abandoned and
+ * it responds 503. Counted as an unreachable database ({@link isUnavailable}).
+ */
+export class DatabaseTimeout extends Data.TaggedError("DatabaseTimeout")<{
+  /** The bound that passed. */
+  readonly timeout: Duration.Duration
+}> {
+  override get message() {
+    return `no response within ${Duration.format(this.timeout)}`
+  }
+}
+
 const codeOf = (value: unknown): unknown =>
   typeof value === "object" && value !== null ? (value as { code?: unknown }).code : undefined
 
 /** Whether `error` says the database cannot be reached (a connection failure, or a server going away). */
 const isUnavailableError = (error: unknown): boolean => {
+  if (error instanceof DatabaseTimeout) return true
   if (!SqlError.isSqlError(error)) return false
   const reason = error.reason
   if (reason._tag === "ConnectionError") return true
@@ -52,6 +72,7 @@ export const isUnavailable = (cause: Cause.Cause<unknown>): boolean =>
 const describe = (cause: Cause.Cause<unknown>): string => {
   for (const reason of cause.reasons) {
     const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (error instanceof DatabaseTimeout) return error.message
     if (SqlError.isSqlError(error)) {
       const inner = error.reason.cause
       const detail = inner instanceof Error ? inner.message : String(inner)
@@ -84,7 +105,8 @@ export class DatabaseHealth extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const since = yield* Ref.make<number | undefined>(undefined)
-      const scope = yield* Effect.scope
+      /** Offered when an outage starts; the probe's fiber waits on it. */
+      const started = yield* Queue.sliding<void>(1)
 
       const probe = Effect.gen(function* () {
         for (;;) {
@@ -95,25 +117,27 @@ export class DatabaseHealth extends Context.Service<
             Effect.catchCause(() => Effect.succeed(false))
           )
           if (!ok) continue
-          const started = yield* Ref.getAndSet(since, undefined)
+          const began = yield* Ref.getAndSet(since, undefined)
           const now = yield* Clock.currentTimeMillis
-          yield* Effect.logInfo(`Database reachable again after ${((now - (started ?? now)) / 1000).toFixed(1)} s`)
+          yield* Effect.logInfo(`Database reachable again after ${((now - (began ?? now)) / 1000).toFixed(1)} s`)
           return
         }
       })
+      // Forked here, not by the request that found the outage: none of a request's annotations.
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(started), probe)))
 
       const isOutage = (cause: Cause.Cause<unknown>) =>
         Effect.suspend(() => {
           if (!isUnavailable(cause)) return Effect.succeed(false)
           return Effect.flatMap(Clock.currentTimeMillis, (now) =>
             Ref.modify(since, (current) => [current === undefined, current ?? now] as const).pipe(
-              Effect.flatMap((started) =>
-                started
+              Effect.flatMap((first) =>
+                first
                   ? Effect.logWarning(
                       `Database unreachable: ${describe(cause)}; requests answer 503 until it is back`
                     ).pipe(
                       Effect.andThen(Effect.logDebug("Database outage cause", cause)),
-                      Effect.andThen(Effect.forkIn(probe, scope)),
+                      Effect.andThen(Queue.offer(started, undefined)),
                       Effect.as(true)
                     )
                   : Effect.succeed(true)

@@ -53,7 +53,7 @@ import {
 } from "effect"
 import type { Dispatcher } from "undici"
 import { AppConfig } from "../Config.ts"
-import { clientLayer, DatabaseLocation } from "../Database/Database.ts"
+import { clientLayer, DatabaseLocation, type DatabaseTimeouts, timeoutsOf } from "../Database/Database.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
 import { stopWorker } from "../Database/Workers.ts"
 import { Ids } from "../Shared/Ids.ts"
@@ -537,22 +537,38 @@ const WORKER_POOL_SIZE = 3
  * The delivery worker's pool on `url` (O1): at most `poolSize` connections
  * (default {@link WORKER_POOL_SIZE}), shown as `parley/webhooks` in
  * `pg_stat_activity`, each started with `Repo.ts` `WORKER_PLANNER_SETTINGS`.
- * Provides `PgClient` and `SqlClient`; builds without connecting (connections
- * open on first use), and its statements fail with `SqlError` when none can
- * be made.
+ * Its connections wait on PostgreSQL as long as `timeouts` allow (the API's
+ * bounds in the server, issue 38 item 1). Provides `PgClient` and `SqlClient`;
+ * builds without connecting (connections open on first use), and its
+ * statements fail with `SqlError` when none can be made.
  */
-export const workerClientLayer = (url: Redacted.Redacted<string>, poolSize = WORKER_POOL_SIZE) =>
-  clientLayer(url, poolSize, { part: "webhooks", startupParameters: WORKER_PLANNER_SETTINGS })
+export const workerClientLayer = (
+  url: Redacted.Redacted<string>,
+  poolSize = WORKER_POOL_SIZE,
+  timeouts?: DatabaseTimeouts
+) =>
+  clientLayer(url, poolSize, {
+    part: "webhooks",
+    startupParameters: WORKER_PLANNER_SETTINGS,
+    ...(timeouts === undefined ? {} : { timeouts })
+  })
 
 /**
  * The delivery worker's repository: `WebhooksRepo.layer` over a pool of its
- * own ({@link workerClientLayer}) to the database of `DatabaseLocation`, not
- * over the application's `PgClient`. Fresh: the application builds
+ * own ({@link workerClientLayer}) to the database of `DatabaseLocation`, with
+ * the configured bounds, not over the application's `PgClient`. Fresh: the application builds
  * `WebhooksRepo.layer` once over its own pool, and layers are shared by
  * identity, so without it the worker would get that one.
  */
 export const workerRepoLayer = Layer.fresh(WebhooksRepo.layer).pipe(
-  Layer.provide(Layer.unwrap(Effect.map(Effect.service(DatabaseLocation), ({ url }) => workerClientLayer(url))))
+  Layer.provide(
+    Layer.unwrap(
+      Effect.gen(function* () {
+        const { url } = yield* DatabaseLocation
+        return workerClientLayer(url, WORKER_POOL_SIZE, timeoutsOf(yield* AppConfig))
+      })
+    )
+  )
 )
 
 /**

@@ -6,39 +6,10 @@
  * the log has one WARN when the outage starts and one INFO when it ends, not a
  * line per request or per worker retry; afterwards requests succeed again.
  */
-import * as net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { callJson, freePort, ownDatabase, startServer } from "../support/Processes.ts"
-
-/** A TCP proxy to `target` that can be cut (listener closed, connections destroyed) and restored on the same port. */
-const proxy = async (target: { host: string; port: number }) => {
-  const port = await freePort()
-  const sockets = new Set<net.Socket>()
-  let server: net.Server | undefined
-  const open = () =>
-    new Promise<void>((resolve) => {
-      server = net.createServer((client) => {
-        const upstream = net.connect(target.port, target.host)
-        for (const socket of [client, upstream]) {
-          sockets.add(socket)
-          socket.on("close", () => sockets.delete(socket))
-          socket.on("error", () => socket.destroy())
-        }
-        client.pipe(upstream).pipe(client)
-        client.on("close", () => upstream.destroy())
-        upstream.on("close", () => client.destroy())
-      })
-      server.listen(port, "127.0.0.1", resolve)
-    })
-  const cut = () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy()
-      server?.close(() => resolve())
-    })
-  await open()
-  return { port, open, cut }
-}
+import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
+import { tcpProxy } from "../support/TcpProxy.ts"
 
 const databaseUrl = ownDatabase("parley_outage")
 
@@ -48,7 +19,7 @@ describe("database outage (O9)", () => {
     () =>
       Effect.promise(async () => {
         const real = new URL(databaseUrl())
-        const gate = await proxy({ host: real.hostname, port: Number(real.port || 5432) })
+        const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
         const viaProxy = new URL(databaseUrl())
         viaProxy.hostname = "127.0.0.1"
         viaProxy.port = String(gate.port)
@@ -115,6 +86,131 @@ describe("database outage (O9)", () => {
         assert.match(String(loud[0]!.message), /^Database unreachable: .*requests answer 503/)
         const back = entries.filter((entry) => String(entry.message).startsWith("Database reachable again"))
         assert.strictEqual(back.length, 1, JSON.stringify(entries.map((entry) => entry.message)))
+      }),
+    120_000
+  )
+})
+
+/** Parses the JSON log lines of a server's output. */
+const logEntries = (output: string) =>
+  output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as { level: string; message: unknown; request_id?: string })
+
+describe("a database that does not respond (O9, issue 38 item 1)", () => {
+  it.live(
+    "requests respond 503 within REQUEST_TIMEOUT, one WARN and one INFO without a request id, and a keyed write retried afterwards is stored once",
+    () =>
+      Effect.promise(async () => {
+        const real = new URL(databaseUrl())
+        const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
+        const viaProxy = new URL(databaseUrl())
+        viaProxy.hostname = "127.0.0.1"
+        viaProxy.port = String(gate.port)
+        const server = await startServer({
+          DATABASE_URL: viaProxy.toString(),
+          ADMIN_TOKEN: "admin-token-of-the-stalled-database-test",
+          LOG_FORMAT: "json",
+          LOG_LEVEL: "info",
+          REQUEST_TIMEOUT: "2s",
+          DATABASE_CONNECT_TIMEOUT: "1s"
+        })
+        const admin = "admin-token-of-the-stalled-database-test"
+        try {
+          const org = await callJson(server.baseUrl, "POST", "/admin/v1/organizations", admin, { name: "Stall" })
+          const key = await callJson(
+            server.baseUrl,
+            "POST",
+            `/admin/v1/organizations/${org.body.id}/api-keys`,
+            admin,
+            {}
+          )
+          const token = key.body.token as string
+          const session = await callJson(server.baseUrl, "POST", "/conversations/v2/api/v1/sessions", token, {
+            contact_id: "+1555",
+            contact_name: "Ada"
+          })
+          assert.strictEqual(session.status, 201)
+          const messages = `${server.baseUrl}/conversations/v2/api/v1/sessions/${session.body.id}/messages`
+          const post = (text: string, idempotencyKey?: string) =>
+            fetch(messages, {
+              method: "POST",
+              headers: {
+                authorization: `Bearer ${token}`,
+                "content-type": "application/json",
+                ...(idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey })
+              },
+              body: JSON.stringify({ role: "user", content: { type: "text", text } })
+            })
+
+          gate.stall()
+          const started = Date.now()
+          const during = await Promise.all([
+            post("stalled, keyed", "stall-key-1"),
+            post("stalled, plain"),
+            fetch(`${server.baseUrl}/conversations/v2/api/v1/sessions/${session.body.id}`, {
+              headers: { authorization: `Bearer ${token}` }
+            }),
+            fetch(`${server.baseUrl}/conversations/v2/api/v1/sessions`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+              body: JSON.stringify({ contact_id: "+1556", contact_name: "Bea" })
+            })
+          ])
+          const waited = Date.now() - started
+          for (const response of during) {
+            assert.strictEqual(response.status, 503)
+            assert.strictEqual(response.headers.get("retry-after"), "1")
+            assert.deepStrictEqual(await response.json(), { detail: "Service unavailable" })
+          }
+          // Bounded: REQUEST_TIMEOUT (2 s) and the time to give up the stuck statements, not forever.
+          assert.isBelow(waited, 15_000)
+          // A request arriving while the outage is known responds 503 too.
+          const later = await post("later")
+          assert.strictEqual(later.status, 503)
+          await later.text()
+
+          gate.release()
+          const deadline = Date.now() + 20_000
+          let status = 0
+          while (Date.now() < deadline) {
+            const response = await post("after the stall")
+            status = response.status
+            await response.text()
+            if (status === 201) break
+            await new Promise((resolve) => setTimeout(resolve, 200))
+          }
+          assert.strictEqual(status, 201, "requests succeed once the database responds again")
+          // The retry of the keyed write: stored once, whether or not the stalled attempt committed (D19).
+          const retried = await post("stalled, keyed", "stall-key-1")
+          assert.strictEqual(retried.status, 201)
+          await retried.text()
+          const listed = await callJson(
+            server.baseUrl,
+            "POST",
+            `/conversations/v2/api/v1/sessions/${session.body.id}/messages/search`,
+            token,
+            { session_id: session.body.id, limit: 1000 }
+          )
+          const keyed = (listed.body as Array<{ content: { text?: string } }>).filter(
+            (message) => message.content.text === "stalled, keyed"
+          )
+          assert.strictEqual(keyed.length, 1)
+          await new Promise((resolve) => setTimeout(resolve, 2_000))
+        } finally {
+          server.child.kill("SIGTERM")
+          await server.exited
+          await gate.cut()
+        }
+        const entries = logEntries(server.output())
+        const loud = entries.filter((entry) => entry.level === "WARN" || entry.level === "ERROR")
+        assert.strictEqual(loud.length, 1, JSON.stringify(loud, null, 1).slice(0, 3000))
+        assert.match(String(loud[0]!.message), /^Database unreachable: /)
+        const back = entries.filter((entry) => String(entry.message).startsWith("Database reachable again"))
+        assert.strictEqual(back.length, 1, JSON.stringify(entries.map((entry) => entry.message)))
+        // Issue 38 item 6: the end of an outage belongs to no request.
+        assert.strictEqual(back[0]!.request_id, undefined)
       }),
     120_000
   )

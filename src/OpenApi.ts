@@ -43,7 +43,7 @@ import { isOrganizationApiPath } from "./Domain/BasePaths.ts"
 import { NoBody } from "./Domain/Common.ts"
 import { transportDetails } from "./Domain/Errors.ts"
 import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
-import { idempotencyDetails, idempotencyKeyDescription } from "./Domain/Idempotency.ts"
+import { IN_PROGRESS_RETRY_AFTER_SECONDS, idempotencyDetails, idempotencyKeyDescription } from "./Domain/Idempotency.ts"
 
 /** An OpenAPI document or a part of it, as `OpenApi.fromApi` builds it (JSON). */
 type Json = Record<string, any>
@@ -247,7 +247,7 @@ const withRateLimits = (spec: Json): void => {
 const idempotencyResponses = {
   "409": [
     "IdempotencyKeyInProgress",
-    "A request with the same `Idempotency-Key` is still running, in this or another process (D19): retry later.",
+    "A request with the same `Idempotency-Key` is still running, in this or another process (D19): retry after `Retry-After` seconds.",
     idempotencyDetails.inProgress
   ],
   "422": [
@@ -264,6 +264,10 @@ const idempotencyResponses = {
  * statuses), and its successes may carry `Idempotent-Replayed: true`.
  */
 const withIdempotencyKey = (spec: Json): void => {
+  const inProgressRetryAfter = {
+    description: `Seconds to wait before repeating the request (${IN_PROGRESS_RETRY_AFTER_SECONDS}); sent with the 409 of a key in progress.`,
+    schema: { type: "integer" }
+  }
   spec.components.parameters = {
     ...spec.components.parameters,
     IdempotencyKey: {
@@ -287,12 +291,14 @@ const withIdempotencyKey = (spec: Json): void => {
       operation.parameters = [...(operation.parameters ?? []), { $ref: "#/components/parameters/IdempotencyKey" }]
       for (const [status, [name, description, text]] of Object.entries(idempotencyResponses)) {
         const own = operation.responses[status]
-        if (own === undefined) spec.components.responses[name] ??= detailResponse(description, text)
+        const headers = status === "409" ? { "Retry-After": inProgressRetryAfter } : undefined
+        if (own === undefined) spec.components.responses[name] ??= detailResponse(description, text, headers)
         operation.responses[status] =
           own === undefined
             ? { $ref: `#/components/responses/${name}` }
             : {
                 description: `${own.description}; or ${description}`,
+                ...(headers === undefined ? {} : { headers: { ...own.headers, ...headers } }),
                 content: {
                   "application/json": {
                     schema: {

@@ -31,6 +31,12 @@ export const idempotencyDetails = {
   differentRequest: "Idempotency-Key was used with a different request"
 } as const
 
+/**
+ * Seconds a client waits before repeating a request whose key is in progress:
+ * the 409's `Retry-After` (D19, issue 38 item 6).
+ */
+export const IN_PROGRESS_RETRY_AFTER_SECONDS = 1
+
 /** The header's description in the OpenAPI document. */
 export const idempotencyKeyDescription =
   "Makes the request safe to retry (D19): the first response for this key is stored 24 hours per organization; a repeat with the same method, path and body (compared as canonical JSON) gets it again, status and bytes, with `Idempotent-Replayed: true`, and changes nothing. The same key with another request gets 422; a repeat while the first still runs, 409. 401, 413, 415, 422, 429 and 5xx responses are not stored (a retry runs again). 1-255 visible ASCII characters, such as a UUID."

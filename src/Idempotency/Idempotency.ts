@@ -8,7 +8,8 @@
  *
  * - The claim ({@link IdempotencyRepo.claim}) tries an advisory transaction
  *   lock of (organization, key): held by another transaction, in any process,
- *   the response is 409 `A request with this Idempotency-Key is in progress`.
+ *   the response is 409 `A request with this Idempotency-Key is in progress`
+ *   with `Retry-After: 1`.
  * - A stored response for the key is sent again, status and bytes as stored, with
  *   `Idempotent-Replayed: true`, when the method, path and body (compared as
  *   RFC 8785 canonical JSON, so member order and spacing do not matter) are
@@ -39,6 +40,7 @@ import { conversationsBasePath, isOrganizationApiPath } from "../Domain/BasePath
 import {
   IDEMPOTENCY_KEY_HEADER,
   IdempotencyRequest,
+  IN_PROGRESS_RETRY_AFTER_SECONDS,
   idempotencyDetails,
   invalidKeyIssue,
   isIdempotencyKey,
@@ -62,6 +64,11 @@ const isIdempotentOperation = (request: HttpServerRequest.HttpServerRequest): bo
 const statementStoredRoutes: ReadonlySet<string> = new Set([
   `POST ${conversationsBasePath}/sessions/:session_id/messages`
 ])
+
+/** 409: the key's first request still runs (D19), with `Retry-After` (issue 38 item 6). */
+const inProgress = detailResponse(409, idempotencyDetails.inProgress, {
+  "retry-after": String(IN_PROGRESS_RETRY_AFTER_SECONDS)
+})
 
 /** Whether a response of `status` is stored (D19): not one that did not start the operation (401, 413, 415, 422, 429, 5xx). */
 const isStoredStatus = (status: number): boolean =>
@@ -205,7 +212,7 @@ export class Idempotency extends Context.Service<
           const current: IdempotencyRequest["Service"] = { key, fingerprint, outcome: undefined }
           const response = yield* Effect.provideService(handle, IdempotencyRequest, current)
           const outcome = current.outcome
-          if (outcome === "in-progress") return detailResponse(409, idempotencyDetails.inProgress)
+          if (outcome === "in-progress") return inProgress
           if (outcome === "conflict") {
             // Stored meanwhile (the second run replays it) or expired and not swept yet (deleted first).
             if (retried) return yield* Effect.die(new Error("Idempotency-Key conflicted twice"))
@@ -256,8 +263,7 @@ export class Idempotency extends Context.Service<
               // Not a live key: the handler responds 401, never stored.
               if (organizationId === undefined) return yield* Effect.fail(new NotStored(yield* handled))
               const claim = yield* repo.claim(organizationId, key)
-              if (!claim.acquired)
-                return yield* Effect.fail(new NotStored(detailResponse(409, idempotencyDetails.inProgress)))
+              if (!claim.acquired) return yield* Effect.fail(new NotStored(inProgress))
               if (claim.stored !== undefined)
                 return yield* Effect.fail(new NotStored(responseFor(claim.stored, fingerprint)))
               const response = yield* handled

@@ -104,7 +104,7 @@ withApp()("the OpenAPI document", (it) => {
   )
 
   it.effect(
-    "issue 15 (D19): every POST and PATCH of the conversations and assistants APIs takes Idempotency-Key, documents its 409 and 422, and Idempotent-Replayed on success; admin operations do not",
+    "issue 15 (D19): every POST and PATCH of the conversations and assistants APIs takes Idempotency-Key, documents its 409 (with Retry-After) and 422, and Idempotent-Replayed on success; admin operations do not",
     () =>
       Effect.gen(function* () {
         const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
@@ -123,6 +123,8 @@ withApp()("the OpenAPI document", (it) => {
           covered++
           const texts = (status: string) => JSON.stringify(resolve(doc, operation.responses[status]))
           assert.match(texts("409"), /Idempotency-Key/, name)
+          // Issue 38 item 6: the 409 of a key in progress carries Retry-After.
+          assert.isDefined(resolve(doc, operation.responses["409"]).headers?.["Retry-After"], name)
           assert.match(texts("422"), /Idempotency-Key|ErrorDetail/, name)
           for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
             if (status.startsWith("2")) assert.isDefined(resolve(doc, response).headers?.["Idempotent-Replayed"], name)

@@ -225,6 +225,8 @@ withApp()("Idempotency-Key (D19)", (it) => {
         [during.status, during.body],
         [409, { detail: "A request with this Idempotency-Key is in progress" }]
       )
+      // Issue 38 item 6: the 409 says when to repeat the request.
+      assert.strictEqual(during.headers.get("retry-after"), "1")
       assert.strictEqual(first.status, 200)
       const after = yield* send(org, "PATCH", path, patch, "slow")
       assert.deepStrictEqual([after.status, after.text, replayed(after)], [200, first.text, "true"])

@@ -156,7 +156,8 @@ describe("Idempotency-Key across processes (D19)", () => {
             }).then(async (response) => ({
               status: response.status,
               text: await response.text(),
-              replayed: response.headers.get("idempotent-replayed")
+              replayed: response.headers.get("idempotent-replayed"),
+              retryAfter: response.headers.get("retry-after")
             }))
           const locker = await db.reserve()
           await locker`BEGIN`
@@ -177,6 +178,8 @@ describe("Idempotency-Key across processes (D19)", () => {
             [during.status, JSON.parse(during.text)],
             [409, { detail: "A request with this Idempotency-Key is in progress" }]
           )
+          // Issue 38 item 6: the statement path's 409 says when to repeat the request too.
+          assert.strictEqual(during.retryAfter, "1")
           const done = await first
           assert.deepStrictEqual([done.status, done.replayed], [201, null])
           const after = await post(two)

@@ -497,13 +497,28 @@ export const ServerSpanNamesLive = Layer.succeed(HttpMiddleware.SpanNameGenerato
 export const serveOptions = { disableLogger: true, routerConfig: { maxParamLength: 1024 } } as const
 
 /**
+ * How long kept-alive connections that are idle when the shutdown starts stay
+ * open (ms, issue 38 item 5, O5): a request sent on one meanwhile gets its
+ * response with `Connection: close`; those still idle then are closed.
+ */
+const IDLE_CONNECTIONS_GRACE_MS = 1_000
+
+/**
  * A Node HTTP server: keep-alive longer than common load balancers' idle
  * timeouts, and request heads up to 128 KiB so a batch export of 1000 ids in
  * the query string (D14) fits. Requests its parser refuses get a response with
- * a request id of `newId`.
+ * a request id of `newId`. On shutdown it stops accepting at once and keeps
+ * idle kept-alive connections open {@link IDLE_CONNECTIONS_GRACE_MS}.
  */
 export const createHttpServer = (newId: () => string) => {
   const server = createServer({ keepAliveTimeout: 65_000, maxHeaderSize: 128 * 1024 })
+  // Node's close() destroys idle kept-alive connections at once, and a request a client sent on one
+  // a moment before got a reset (issue 38 item 5). They stay open a while, so what arrives on them
+  // gets a response with `Connection: close` (Draining) and ends them.
+  const closeIdleConnections = server.closeIdleConnections.bind(server)
+  server.closeIdleConnections = () => {
+    setTimeout(closeIdleConnections, IDLE_CONNECTIONS_GRACE_MS).unref()
+  }
   server.on("clientError", (error: NodeJS.ErrnoException, socket: import("node:stream").Duplex) =>
     respondToUnparsable(error, socket, newId)
   )

@@ -7,6 +7,7 @@
  * job: the next process answers every session exactly once and leaves
  * `reply_jobs` empty (R1).
  */
+import * as http from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
@@ -174,6 +175,12 @@ describe("graceful shutdown (O5)", () => {
           assert.isAbove(respondedBeforeStop, 20, "the load ran before the stop")
           assert.deepStrictEqual(Object.keys(statuses), ["201"], "every HTTP response is 201, none 5xx")
           assert.isAbove(errors.length, 0, "requests after the stop are refused at the connection")
+          // Issue 38 item 5: refused at the connection (ECONNREFUSED), never reset on an open one.
+          assert.deepStrictEqual(
+            errors.filter((e) => e.code !== "ECONNREFUSED").map((e) => e.code),
+            [],
+            "no request on an open connection is reset"
+          )
           assert.strictEqual(
             errors.filter((e) => e.code === "TimeoutError").length,
             0,
@@ -311,6 +318,61 @@ describe("graceful shutdown (O5)", () => {
             assert.strictEqual(await exitWithin(second, 15_000), 0)
           }
           await db.end()
+        }
+      }),
+    120_000
+  )
+  it.live(
+    "issue 38 item 5: requests sent on idle kept-alive connections just after SIGTERM get a response with Connection: close, never a reset",
+    () =>
+      Effect.promise(async () => {
+        const server = await startServer(env())
+        const agent = new http.Agent({ keepAlive: true, maxSockets: 40 })
+        try {
+          const org = await organization(server.baseUrl, "Idle connections at shutdown")
+          const session = await json(server.baseUrl, "POST", `${C}/sessions`, org.token, {
+            contact_id: "idle",
+            contact_name: "Idle"
+          })
+          const url = new URL(`${server.baseUrl}${C}/sessions/${session.body.id}`)
+          type Result = { status: number; close: boolean } | { error: string }
+          const get = () =>
+            new Promise<Result>((resolve) => {
+              const request = http.request(
+                url,
+                { agent, headers: { authorization: `Bearer ${org.token}` } },
+                (response) => {
+                  response.resume()
+                  response.on("end", () =>
+                    resolve({ status: response.statusCode ?? 0, close: response.headers.connection === "close" })
+                  )
+                }
+              )
+              request.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }))
+              request.end()
+            })
+          // 40 kept-alive connections, then idle in the agent's pool.
+          const warm = await Promise.all(Array.from({ length: 40 }, get))
+          assert.deepStrictEqual(new Set(warm.map((r) => ("status" in r ? r.status : r.error))), new Set([200]))
+          assert.strictEqual(Object.values(agent.freeSockets).flat().length, 40)
+
+          server.child.kill("SIGTERM")
+          // One request every 2 ms on those connections while the server shuts down.
+          const results = await Promise.all(Array.from({ length: 40 }, (_, i) => sleep(i * 2).then(get)))
+          const exit = await server.exited
+          const resets = results.filter((r) => "error" in r && r.error !== "ECONNREFUSED")
+          console.log(
+            `[idle connections at shutdown] ${results.filter((r) => "status" in r).length} responses, ` +
+              `errors ${JSON.stringify(results.filter((r) => "error" in r).map((r) => (r as { error: string }).error))}`
+          )
+          assert.strictEqual(exit, 0)
+          assert.deepStrictEqual(resets, [], "no request sent on an open connection is reset")
+          for (const result of results) {
+            if ("status" in result) assert.deepStrictEqual(result, { status: 200, close: true })
+          }
+        } finally {
+          agent.destroy()
+          if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL")
         }
       }),
     120_000

@@ -13,6 +13,10 @@ const benchmarks: Record<
     description: "POST message: Parley vs the Fastify + postgres.js baseline (default)",
     load: () => import("./suites/messages.ts")
   },
+  memory: {
+    description: "Server RSS idle, under 50 connections of POST message, and for 45 s after the load",
+    load: () => import("./suites/memory.ts")
+  },
   webhooks: {
     description: "Webhook delivery: deliveries/s (10,000 events) and commit-to-receipt latency at 500 events/s",
     load: () => import("./suites/webhooks.ts")

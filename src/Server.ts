@@ -22,6 +22,7 @@ import { Runtime } from "./Runtime/Runtime.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
 import { SessionExpirySweeperLive } from "./Sessions/Sweeper.ts"
 import { Ids } from "./Shared/Ids.ts"
+import { MemoryReleaseLive } from "./Shared/MemoryRelease.ts"
 import { GaugeSamplerLive } from "./Telemetry/Metrics.ts"
 import * as Telemetry from "./Telemetry/Telemetry.ts"
 import { DeliveryWakeup } from "./Webhooks/Wakeup.ts"
@@ -83,8 +84,8 @@ export const WorkersLive = Layer.unwrap(
   )
 )
 
-/** The whole application; requires `AppConfig`. */
-export const AppLive = Layer.mergeAll(ServerLive, WorkersLive).pipe(
+/** The whole application, with the release of memory after load (issue 38 item 6); requires `AppConfig`. */
+export const AppLive = Layer.mergeAll(ServerLive, WorkersLive, MemoryReleaseLive).pipe(
   Layer.provide(ServicesLive),
   Layer.provide(Database.migratedLayer),
   Layer.provide(Telemetry.layer)

@@ -99,7 +99,9 @@ describe("the import graph of src/ (issue 37 item 2)", () => {
   })
 
   it("no test double in src/: no in-memory repository and no layerTest over one", () => {
-    const doubles = files.map((file) => path.relative(src, file)).filter((file) => /^(Memory|MemoryRepo|InMemory\w*)\.ts$/.test(path.basename(file)))
+    const doubles = files
+      .map((file) => path.relative(src, file))
+      .filter((file) => /^(Memory|MemoryRepo|InMemory\w*)\.ts$/.test(path.basename(file)))
     assert.deepStrictEqual(doubles, [])
   })
 })

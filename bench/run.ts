@@ -25,6 +25,11 @@ const benchmarks: Record<
     description: "One export page of 3,000 messages: schema encoding vs plain JSON vs PostgreSQL-built JSON",
     load: () => import("./suites/encoding.ts")
   },
+  fairness: {
+    description:
+      "Rate limit fairness: an unlimited organization's POST message alone vs. while one limited to 20/s is hammered; CPU per 429",
+    load: () => import("./suites/fairness.ts")
+  },
   export: {
     description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
     load: () => import("./suites/export.ts")

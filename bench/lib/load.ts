@@ -3,7 +3,9 @@
  * PostgreSQL processes' CPU and the load generator's own CPU sampled meanwhile.
  */
 
+import { spawn } from "node:child_process"
 import * as os from "node:os"
+import * as path from "node:path"
 import autocannon from "autocannon"
 import { measureCpu, measureMachine, pidsNamed, processAndChildren, sampleRss } from "./proc.ts"
 
@@ -118,3 +120,23 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
     machine: machineUse
   }
 }
+
+/**
+ * {@link runLoad} in a child process (bench/lib/loadChild.ts), so that its
+ * autocannon does not share this process's event loop with a load measured at
+ * the same time. `headersPerRequest` is not supported (functions do not cross
+ * processes). Its `cpu.loadGenerator` is the child's own CPU.
+ */
+export const runLoadApart = (options: Omit<LoadOptions, "headersPerRequest">): Promise<LoadResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, "loadChild.ts"), JSON.stringify(options)], {
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    let output = ""
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.once("error", reject)
+    child.once("exit", (code) => {
+      if (code !== 0) reject(new Error(`load child exited with ${code}: ${output}`))
+      else resolve(JSON.parse(output) as LoadResult)
+    })
+  })

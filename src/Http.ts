@@ -56,11 +56,21 @@ const rateLimitHeaders = (verdict: Verdict): Record<string, string> => ({
   [rateLimitHeaderNames.reset]: String(verdict.reset)
 })
 
+/** D20: the 429 `Rate limit exceeded` of a refused request, with `Retry-After` (whole seconds) and the `RateLimit-*` headers. */
+const rateLimitedResponse = (verdict: Verdict) =>
+  detailResponse(429, transportDetails.rateLimited, {
+    "retry-after": String(verdict.retryAfter),
+    ...rateLimitHeaders(verdict)
+  })
+
 /**
  * Bearer API key -> `CurrentOrganization`; 401 for a missing, unknown, revoked
  * or expired token. Then the organization's rate limit (D20): over it, 429
  * `Rate limit exceeded` with `Retry-After`; every response to a limited
- * organization carries the `RateLimit-*` headers, errors included.
+ * organization carries the `RateLimit-*` headers, errors included. The
+ * request's `Authorization` header goes to the limiter, which remembers a
+ * refused key (refused from memory by {@link ErrorShaping} until its refusal
+ * ends, issue 38 item 4) and forgets it at its first 401.
  */
 const AuthorizationLive = Layer.effect(
   Authorization,
@@ -69,17 +79,19 @@ const AuthorizationLive = Layer.effect(
     const limiter = yield* RateLimiter
     return Authorization.of({
       apiKey: Effect.fnUntraced(function* (httpEffect, { credential }) {
+        const authorization = (yield* HttpServerRequest.HttpServerRequest).headers.authorization
         const organizationId = yield* admin.authenticate(Redacted.value(credential))
-        if (organizationId === undefined) return yield* new Unauthorized()
-        const verdict = yield* Effect.orDie(limiter.take(organizationId))
+        if (organizationId === undefined) {
+          limiter.forget(authorization)
+          return yield* new Unauthorized()
+        }
+        const verdict = yield* Effect.orDie(limiter.take(organizationId, authorization))
         if (verdict !== undefined) {
+          if (!verdict.allowed) return rateLimitedResponse(verdict)
           const headers = rateLimitHeaders(verdict)
           yield* HttpEffect.appendPreResponseHandler((_, response) =>
             Effect.succeed(HttpServerResponse.setHeaders(response, headers))
           )
-          if (!verdict.allowed) {
-            return detailResponse(429, transportDetails.rateLimited, { "retry-after": String(verdict.retryAfter) })
-          }
         }
         return yield* Effect.provideService(httpEffect, CurrentOrganization, { id: organizationId })
       })
@@ -336,7 +348,10 @@ const corsOf = (origins: ReadonlyArray<string>) =>
  * `REQUEST_TIMEOUT` ({@link boundedRequest}), the request id of every response, log line and
  * server span (O8, {@link requestIdOf}), and the
  * `http.server.request.duration` metric of every request (on every request:
- * kept lean).
+ * kept lean). A request the rate limiter refuses from memory (D20, issue 38
+ * item 4, `RateLimiter.refusalOf`) gets its 429 here, after the 413 check and
+ * before routing, authentication, the body and Idempotency-Key: no database
+ * round trip, and no server span ({@link ServerSpansLive}).
  */
 const ErrorShaping = HttpRouter.middleware(
   Effect.gen(function* () {
@@ -345,6 +360,7 @@ const ErrorShaping = HttpRouter.middleware(
     const draining = yield* Draining
     const { newId } = yield* Ids
     const idempotency = yield* Idempotency
+    const limiter = yield* RateLimiter
     const maxBytes = ByteSize.bytes(config.maxBodyBytes)
     const cors = corsOf(config.corsOrigins)
     const tooLarge = Effect.succeed(detailResponse(413, transportDetails.tooLarge, { connection: "close" }))
@@ -355,17 +371,20 @@ const ErrorShaping = HttpRouter.middleware(
           const started = performance.now()
           const route = routeOf(request)
           const length = request.headers["content-length"]
+          const refusal = limiter.refusalOf(request)
           const response =
             length !== undefined && Number(length) > config.maxBodyBytes
               ? tooLarge
-              : Effect.provideService(
-                  bounded(request.url, idempotency.around(request, route, httpEffect)),
-                  HttpServerRequest.MaxBodySize,
-                  maxBytes
-                ).pipe(
-                  Effect.map(unsupportedMediaType),
-                  Effect.catchCause((cause) => shapeFailure(health, request, cause))
-                )
+              : refusal !== undefined
+                ? Effect.as(Effect.sleep(Duration.millis(refusal.holdMs)), rateLimitedResponse(refusal.verdict))
+                : Effect.provideService(
+                    bounded(request.url, idempotency.around(request, route, httpEffect)),
+                    HttpServerRequest.MaxBodySize,
+                    maxBytes
+                  ).pipe(
+                    Effect.map(unsupportedMediaType),
+                    Effect.catchCause((cause) => shapeFailure(health, request, cause))
+                  )
           const requestId = requestIdOf(request.headers["x-request-id"], newId)
           return Effect.map(response, (sent) =>
             HttpServerResponse.setHeaders(
@@ -484,10 +503,26 @@ const routeOf = (request: HttpServerRequest.HttpServerRequest): string | undefin
  * alone when no route matches. The span also carries `http.route` and
  * `http.response.status_code` (issue 8).
  */
-export const ServerSpanNamesLive = Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) => {
+const ServerSpanNamesLive = Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) => {
   const route = routeOf(request)
   return route === undefined ? request.method : `${request.method} ${route}`
 })
+
+/**
+ * No server span for a request the rate limiter refuses from memory (D20,
+ * issue 38 item 4): the tracer asks `RateLimiter.refusalOf` before it starts
+ * the span, and gets the answer {@link ErrorShaping} acts on. Requires `RateLimiter`.
+ */
+const RefusalsUntracedLive = Layer.effect(
+  HttpMiddleware.TracerDisabledWhen,
+  Effect.gen(function* () {
+    const limiter = yield* RateLimiter
+    return (request: HttpServerRequest.HttpServerRequest) => limiter.refusalOf(request) !== undefined
+  })
+)
+
+/** How the server traces requests: {@link ServerSpanNamesLive} and {@link RefusalsUntracedLive}. Requires `RateLimiter`. */
+export const ServerSpansLive = Layer.mergeAll(ServerSpanNamesLive, RefusalsUntracedLive)
 
 /**
  * Options of `HttpRouter.serve`: no built-in per-request logger (it halves
@@ -590,7 +625,7 @@ export const ServerLive = Layer.unwrap(
       config.role === "worker" ? Layer.merge(HealthRoutes, ErrorShaping) : AllRoutes,
       serveOptions
     ).pipe(
-      Layer.provide(ServerSpanNamesLive),
+      Layer.provide(ServerSpansLive),
       Layer.merge(DrainOnShutdown),
       Layer.provide(
         NodeHttpServer.layer(() => createHttpServer(newId), {

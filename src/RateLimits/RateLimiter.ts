@@ -16,10 +16,32 @@
  * looked at again after that long). What a process knows of an organization
  * it has not served for {@link IDLE_MS} is dropped, so its memory follows the
  * organizations it serves, not every one it ever served.
+ *
+ * Refusals from memory (issue 38 item 4): a lease that finds the bucket
+ * without a whole token tells when it can hold one again (`(1 - tokens) /
+ * rate` seconds later, at most {@link LEASE_MS}); until then the process
+ * refuses the organization's requests itself, and those bearing an API key it
+ * refused since that lease before they are authenticated ({@link
+ * RateLimiter} `refusalOf`: no database round trip, no span, no body read), so
+ * a hammering organization costs the others little. A bucket cannot refill
+ * earlier, and processes only take from it, so this never refuses what the
+ * bucket would allow. When that moment comes, one request per key (a probe)
+ * goes on to the database; the key's other requests are still refused while
+ * it is under way, for at most one more token's time (`1 / rate` s), which the
+ * probe takes if it is allowed. A refusal from memory is held until the
+ * refusal it rests on ends ({@link Refusal}): refusing cheaply is not enough
+ * against a client that repeats at once, which then repeats faster
+ * (`npm run bench -- fairness`). A key is remembered only until the refusal it
+ * was authenticated for ends, and forgotten at its first 401, so a revoked or
+ * expired key gets 429 instead of 401 for at most one refill interval of its
+ * organization (`1 / rate` s, at most 1 s) after its last authentication.
  */
+import * as crypto from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Deferred, Effect, Layer } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import type { SqlError } from "effect/sql"
+import { isOrganizationApiPath } from "../Domain/BasePaths.ts"
 
 /** The names of the headers of a response to a limited organization (D20), lower case. */
 export const rateLimitHeaderNames = {
@@ -76,6 +98,17 @@ export interface Verdict {
   readonly retryAfter: number
 }
 
+/**
+ * A refusal from memory (issue 38 item 4): its {@link Verdict}, and how long
+ * to hold its response (ms): until the refusal it rests on ends, so a client
+ * that repeats a refused request at once waits as its bucket does, instead of
+ * taking the server's time with a stream of 429s.
+ */
+export interface Refusal {
+  readonly verdict: Verdict
+  readonly holdMs: number
+}
+
 /** What a process knows of an organization's bucket. */
 interface Entry {
   /** When the organization's latest request took from it (ms). */
@@ -91,7 +124,24 @@ interface Entry {
   left: number
   /** The lease this process is making for the organization, if any: requests arriving meanwhile wait for it. */
   leasing: Deferred.Deferred<void> | undefined
+  /** Until when the bucket cannot hold a whole token (ms), as the latest refused lease found it; 0 = not known. */
+  refusedUntil: number
+  /** When the latest lease was sent (ms): `left` is the bucket as of then. */
+  leasedAt: number
 }
+
+/** An API key this process refused (by the SHA-256 of its request's `Authorization` header). */
+interface RefusedKey {
+  /** Its organization's bucket. */
+  readonly entry: Entry
+  /** The end of the refusal the key was authenticated for (ms): from then on it is authenticated again. */
+  until: number
+  /** Whether a request bearing the key is on its way to the database after `until` (the probe). */
+  probing: boolean
+}
+
+/** The key of a request's `Authorization` header in the memory of refused keys (no secret is kept). */
+const keyOf = (authorization: string): string => crypto.createHash("sha256").update(authorization).digest("base64")
 
 /** The rate limiter (D20). */
 export class RateLimiter extends Context.Service<
@@ -99,10 +149,27 @@ export class RateLimiter extends Context.Service<
   {
     /**
      * Takes a token of `organizationId`'s bucket: undefined when the
-     * organization has no limit, else the {@link Verdict}. Fails with
-     * `SqlError` when a lease cannot be made.
+     * organization has no limit, else the {@link Verdict}. Without a lease
+     * while the bucket is known to be empty. `authorization` is the request's
+     * `Authorization` header, its key just authenticated: a refused one is
+     * remembered for {@link RateLimiter} `refusalOf`. Fails with `SqlError`
+     * when a lease cannot be made.
      */
-    readonly take: (organizationId: string) => Effect.Effect<Verdict | undefined, SqlError.SqlError>
+    readonly take: (
+      organizationId: string,
+      authorization?: string | undefined
+    ) => Effect.Effect<Verdict | undefined, SqlError.SqlError>
+    /**
+     * The {@link Refusal} of a request to the conversations or assistants
+     * API bearing a key refused since the bucket's latest refused lease,
+     * decided from memory before the request is authenticated (issue 38 item
+     * 4, see the module docs); undefined when the request must go on. The
+     * same answer for every call with one request, so the server span (not
+     * made for a refusal) and the response agree.
+     */
+    readonly refusalOf: (request: HttpServerRequest.HttpServerRequest) => Refusal | undefined
+    /** Forgets a refused key whose request got 401 (revoked or expired since), so its next requests get 401 too. */
+    readonly forget: (authorization: string | undefined) => void
     /** How many organizations this process keeps state for (those served within about {@link IDLE_MS}). */
     readonly tracked: () => number
   }
@@ -112,17 +179,28 @@ export class RateLimiter extends Context.Service<
     RateLimiter,
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
+      // `refusalOf` runs outside any effect (the server's tracer asks it): it reads the layer's clock.
+      const clock = yield* Clock.Clock
       const entries = new Map<string, Entry>()
+      const refusedKeys = new Map<string, RefusedKey>()
+      /** `refusalOf`'s answers, per request, once it found the request's key among the refused ones (null: go on). */
+      const decided = new WeakMap<HttpServerRequest.HttpServerRequest, Refusal | null>()
       /** When the next look for idle organizations is due (ms). */
       let nextSweep = 0
 
-      /** Drops the organizations with no request for {@link IDLE_MS} and no lease under way. */
+      /** A refused key whose refusal and probe time are over: its next request is authenticated as any other. */
+      const isStale = (refused: RefusedKey, now: number) => now >= refused.until + 1000 / refused.entry.rate
+
+      /** Drops the organizations with no request for {@link IDLE_MS} and no lease under way, and stale refused keys. */
       const sweep = (now: number) => {
         nextSweep = now + IDLE_MS
         for (const [organizationId, entry] of entries) {
           if (entry.leasing === undefined && entry.seenAt + IDLE_MS <= now) {
             entries.delete(organizationId)
           }
+        }
+        for (const [key, refused] of refusedKeys) {
+          if (isStale(refused, now)) refusedKeys.delete(key)
         }
       }
 
@@ -137,7 +215,52 @@ export class RateLimiter extends Context.Service<
         }
       }
 
-      const take = (organizationId: string) =>
+      /** A refusal at `now` (ms) of an organization whose latest lease was refused: the bucket refilled since that lease. */
+      const refusalAt = (entry: Entry, now: number): Verdict => {
+        const left = Math.min(entry.burst, entry.left + (entry.rate * Math.max(0, now - entry.leasedAt)) / 1000)
+        return {
+          allowed: false,
+          limit: entry.burst,
+          remaining: 0,
+          reset: Math.ceil(Math.max(0, entry.burst - left) / entry.rate),
+          retryAfter: Math.max(1, Math.ceil((1 - left) / entry.rate))
+        }
+      }
+
+      /** The bucket must be asked: what the process knows does not decide. */
+      const LEASE = Symbol("lease")
+
+      /** A verdict from what the process knows of the organization at `now`, else {@link LEASE}. */
+      const settle = (entry: Entry, now: number): Verdict | undefined | typeof LEASE => {
+        if (entry.unlimitedUntil > now) return undefined
+        if (entry.tokens >= 1 && entry.tokensUntil > now) {
+          entry.tokens -= 1
+          return verdictOf(entry, true)
+        }
+        if (now < entry.refusedUntil) return refusalAt(entry, now)
+        return LEASE
+      }
+
+      /**
+       * The verdict's mark on the request's key (`authorization`, just
+       * authenticated): a refused key is remembered until the refusal ends;
+       * an allowed one ends its probe.
+       */
+      const note = (entry: Entry, authorization: string | undefined, verdict: Verdict | undefined) => {
+        if (authorization === undefined || verdict === undefined || (verdict.allowed && refusedKeys.size === 0)) {
+          return verdict
+        }
+        const key = keyOf(authorization)
+        if (!verdict.allowed) {
+          refusedKeys.set(key, { entry, until: entry.refusedUntil, probing: false })
+        } else {
+          const refused = refusedKeys.get(key)
+          if (refused !== undefined) refused.probing = false
+        }
+        return verdict
+      }
+
+      const take = (organizationId: string, authorization?: string | undefined) =>
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Verdict | undefined, SqlError.SqlError> => {
           if (now >= nextSweep) sweep(now)
           let entry = entries.get(organizationId)
@@ -150,38 +273,42 @@ export class RateLimiter extends Context.Service<
               rate: 1,
               burst: 1,
               left: 0,
-              leasing: undefined
+              leasing: undefined,
+              refusedUntil: 0,
+              leasedAt: 0
             }
             entries.set(organizationId, entry)
           }
           entry.seenAt = now
-          if (entry.unlimitedUntil > now) return Effect.succeed(undefined)
-          if (entry.tokens >= 1 && entry.tokensUntil > now) {
-            entry.tokens -= 1
-            return Effect.succeed(verdictOf(entry, true))
-          }
+          const settled = settle(entry, now)
+          if (settled !== LEASE) return Effect.succeed(note(entry, authorization, settled))
           const current = entry
           // One lease at a time per organization and process: the requests arriving meanwhile take from its
-          // result (unlimited, or tokens left), and lease themselves only when it left them nothing.
+          // result (unlimited, tokens left, or refused), and lease themselves only when it left them nothing.
           if (current.leasing !== undefined) {
-            return Deferred.await(current.leasing).pipe(Effect.andThen(takeAfterLease(current, organizationId)))
+            return Deferred.await(current.leasing).pipe(
+              Effect.andThen(takeAfterLease(current, organizationId, authorization))
+            )
           }
-          return lease(current, organizationId, now)
+          return lease(current, organizationId, authorization, now)
         })
 
-      /** After another request's lease: its result if it covers this request, else a lease of this request's own. */
-      const takeAfterLease = (entry: Entry, organizationId: string) =>
+      /** After another request's lease: its result if it decides this request, else a lease of this request's own. */
+      const takeAfterLease = (entry: Entry, organizationId: string, authorization: string | undefined) =>
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Verdict | undefined, SqlError.SqlError> => {
-          if (entry.unlimitedUntil > now) return Effect.succeed(undefined)
-          if (entry.tokens >= 1 && entry.tokensUntil > now) {
-            entry.tokens -= 1
-            return Effect.succeed(verdictOf(entry, true))
-          }
-          return lease(entry, organizationId, now)
+          const settled = settle(entry, now)
+          if (settled !== LEASE) return Effect.succeed(note(entry, authorization, settled))
+          return lease(entry, organizationId, authorization, now)
         })
 
-      /** Leases a chunk of the bucket ({@link leaseSql}) and takes one token of it. */
-      const lease = (current: Entry, organizationId: string, now: number) =>
+      /**
+       * Leases a chunk of the bucket ({@link leaseSql}), sent at `now` (ms), and
+       * takes one token of it. A lease that gets none also learns until when
+       * the bucket cannot hold a token: `(1 - tokens) / rate` seconds after
+       * `now` (the lease ran later, so the bucket refills no earlier), at most
+       * {@link LEASE_MS} so a changed limit still applies within it.
+       */
+      const lease = (current: Entry, organizationId: string, authorization: string | undefined, now: number) =>
         Effect.suspend(() => {
           const done = Deferred.makeUnsafe<void>()
           current.leasing = done
@@ -199,13 +326,15 @@ export class RateLimiter extends Context.Service<
               current.rate = row.rate
               current.burst = row.burst
               current.left = row.tokens
+              current.leasedAt = now
               if (row.granted === 0) {
                 current.tokens = 0
-                return verdictOf(current, false)
+                current.refusedUntil = now + Math.min(LEASE_MS, Math.floor(((1 - row.tokens) * 1000) / row.rate))
+                return note(current, authorization, refusalAt(current, now))
               }
               current.tokens = row.granted - 1
               current.tokensUntil = now + LEASE_MS
-              return verdictOf(current, true)
+              return note(current, authorization, verdictOf(current, true))
             }
           ).pipe(
             Effect.ensuring(
@@ -217,7 +346,52 @@ export class RateLimiter extends Context.Service<
           )
         })
 
-      return RateLimiter.of({ take, tracked: () => entries.size })
+      const refusalOf = (request: HttpServerRequest.HttpServerRequest): Refusal | undefined => {
+        if (refusedKeys.size === 0) return undefined
+        const known = decided.get(request)
+        if (known !== undefined) return known ?? undefined
+        const authorization = request.headers.authorization
+        if (authorization === undefined || !isOrganizationApiPath(request.url)) return undefined
+        const key = keyOf(authorization)
+        const refused = refusedKeys.get(key)
+        if (refused === undefined) return undefined
+        const verdict = decide(refused, key, clock.currentTimeMillisUnsafe())
+        decided.set(request, verdict ?? null)
+        return verdict
+      }
+
+      /**
+       * A request of a refused key at `now` (ms): refused while its refusal
+       * lasts, held until it ends; then the first one goes on (the probe) and
+       * the others are refused while it is under way, for one more token's
+       * time at most (held until then), unless the process holds tokens of the
+       * organization.
+       */
+      const decide = (refused: RefusedKey, key: string, now: number): Refusal | undefined => {
+        const entry = refused.entry
+        let holdUntil = refused.until
+        if (now >= refused.until) {
+          // Stale, or a lease found the limit lifted: the key is no longer refused.
+          if (isStale(refused, now) || entry.unlimitedUntil > now) {
+            refusedKeys.delete(key)
+            return undefined
+          }
+          if (entry.tokens >= 1 && entry.tokensUntil > now) return undefined
+          if (!refused.probing) {
+            refused.probing = true
+            return undefined
+          }
+          holdUntil = refused.until + 1000 / entry.rate
+        }
+        entry.seenAt = now
+        return { verdict: refusalAt(entry, now), holdMs: Math.min(LEASE_MS, Math.max(0, holdUntil - now)) }
+      }
+
+      const forget = (authorization: string | undefined) => {
+        if (authorization !== undefined && refusedKeys.size > 0) refusedKeys.delete(keyOf(authorization))
+      }
+
+      return RateLimiter.of({ take, refusalOf, forget, tracked: () => entries.size })
     })
   )
 }

@@ -2,11 +2,15 @@
  * Rate limits across processes (DECISIONS.md D20, issue 15 item 2): two server
  * processes on one database share an organization's bucket, so over the run
  * the organization gets at most 10% more than its limit (burst + rate x
- * seconds), and at least most of it.
+ * seconds), and at least most of it. And a refused key's next request is
+ * refused from the process's memory, without the database (issue 38 item 4):
+ * a server that reaches PostgreSQL through a TCP proxy still refuses it with
+ * the D20 headers while the proxy is cut.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { callJson, ownDatabase, type ServerProcess, startServer } from "../support/Processes.ts"
+import { tcpProxy } from "../support/TcpProxy.ts"
 
 const databaseUrl = ownDatabase("parley_rate_limits")
 const ADMIN = "rate-limits-admin"
@@ -62,6 +66,71 @@ describe("rate limits across processes (D20)", () => {
           one.child.kill("SIGTERM")
           two.child.kill("SIGTERM")
           assert.deepStrictEqual(await Promise.all([one.exited, two.exited]), [0, 0])
+        }
+      }),
+    120_000
+  )
+
+  it.live(
+    "D20, issue 38 item 4: a refused key's next request gets its 429 from memory, with the D20 headers, while the database cannot be reached",
+    () =>
+      Effect.promise(async () => {
+        const real = new URL(databaseUrl())
+        const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
+        const viaProxy = new URL(databaseUrl())
+        viaProxy.hostname = "127.0.0.1"
+        viaProxy.port = String(gate.port)
+        const server = await startServer({ DATABASE_URL: viaProxy.toString(), ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error" })
+        try {
+          const organization = async (settings?: Record<string, unknown>) => {
+            const org = (await callJson(server.baseUrl, "POST", "/admin/v1/organizations", ADMIN, { name: "Org" })).body
+            if (settings !== undefined) {
+              const set = await callJson(
+                server.baseUrl,
+                "PATCH",
+                `/admin/v1/organizations/${org.id}/settings`,
+                ADMIN,
+                settings
+              )
+              assert.strictEqual(set.status, 200)
+            }
+            const key = await callJson(server.baseUrl, "POST", `/admin/v1/organizations/${org.id}/api-keys`, ADMIN, {})
+            return key.body.token as string
+          }
+          const [limited, free] = [
+            await organization({ rate_limit_per_second: 1, rate_limit_burst: 1 }),
+            await organization()
+          ]
+          const search = (token: string, path = `${C}/sessions/search`) =>
+            fetch(`${server.baseUrl}${path}`, {
+              method: path.endsWith("/search") ? "POST" : "GET",
+              headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+              ...(path.endsWith("/search") ? { body: JSON.stringify({ limit: 1 }) } : {})
+            })
+          assert.strictEqual((await search(free)).status, 200)
+          // The burst of 1, then a refusal by the bucket: the key is remembered until the bucket holds a token (< 1 s).
+          assert.strictEqual((await search(limited)).status, 200)
+          assert.strictEqual((await search(limited)).status, 429)
+
+          await gate.cut()
+          const refused = await search(limited)
+          assert.strictEqual(refused.status, 429)
+          assert.deepStrictEqual(await refused.json(), { detail: "Rate limit exceeded" })
+          assert.strictEqual(refused.headers.get("retry-after"), "1")
+          assert.strictEqual(refused.headers.get("ratelimit-limit"), "1")
+          assert.strictEqual(refused.headers.get("ratelimit-remaining"), "0")
+          assert.strictEqual(refused.headers.get("ratelimit-reset"), "1")
+          assert.isNotNull(refused.headers.get("x-request-id"))
+          // The database is out of reach indeed: another organization's request needs it (O9's 503).
+          const other = await search(free)
+          assert.strictEqual(other.status, 503)
+          await other.text()
+          // Health routes are never limited, whatever Authorization they carry.
+          assert.strictEqual((await search(limited, "/healthz")).status, 200)
+        } finally {
+          server.child.kill("SIGTERM")
+          await server.exited
+          await gate.cut()
         }
       }),
     120_000

@@ -13,7 +13,7 @@ import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 import { DatabaseLocation } from "../../src/Database/Database.ts"
-import { AllRoutes, createHttpServer, Draining, ServerSpanNamesLive, serveOptions } from "../../src/Http.ts"
+import { AllRoutes, createHttpServer, Draining, ServerSpansLive, serveOptions } from "../../src/Http.ts"
 import { repliesChannel } from "../../src/Replies/Repo.ts"
 import { ServicesLive, WorkersLive } from "../../src/Server.ts"
 import { Ids } from "../../src/Shared/Ids.ts"
@@ -168,7 +168,7 @@ export const TestApp = (
   TestApiLive.pipe(
     Layer.provideMerge(
       HttpRouter.serve(AllRoutes, { ...serveOptions, disableListenLog: true }).pipe(
-        Layer.provide([ServerSpanNamesLive, Draining.layer]),
+        Layer.provide([ServerSpansLive, Draining.layer]),
         Layer.provideMerge(
           Layer.unwrap(
             Effect.map(Effect.service(Ids), ({ newId }) =>

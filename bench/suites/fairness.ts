@@ -1,21 +1,26 @@
 /**
- * `npm run bench -- fairness`: whether a rate limit protects the other
- * organizations (issue 38 item 4, DECISIONS.md D20). One Parley process, two
- * organizations posting messages (POST message, each to a session of its own):
- * `free`, unlimited, and `limited`, at `BENCH_FAIRNESS_RATE` requests per second
- * (20). Each round measures, `BENCH_DURATION` seconds each, at the same
+ * `npm run bench -- fairness [--cpu-prof]`: whether a rate limit protects the
+ * other organizations (issue 38 item 4, DECISIONS.md D20). One Parley process,
+ * two organizations posting messages (POST message, each to a session of its
+ * own): `free`, unlimited, and `limited`, at `BENCH_FAIRNESS_RATE` requests per
+ * second (20). Each round measures, `BENCH_DURATION` seconds each, at the same
  * connection count for both:
  *
  * - `alone`: `free` by itself;
  * - `together`: `free` while `limited` is hammered at the same time (almost
- *   every one of its requests a 429);
- * - `refusals`: `limited` by itself, for the server CPU per 429.
+ *   every one of its requests a 429), its autocannon in a process of its own
+ *   (as on another machine: in this process it would delay the measured
+ *   organization's responses on the client side);
+ * - `refusals`: `limited` by itself, for the server CPU per 429, after the
+ *   server's CPU with no load is measured as long.
  *
  * Goals: `free` keeps >= 0.85 of its throughput together vs. alone and its p50
  * within 1.25x (each the ratio of the means of the measured rounds); a 429
- * aims at <= 0.1 ms of server CPU. The CPU per 429 is the server's CPU over the
- * refusals run, minus the messages it stored (at the CPU per message of the
- * `alone` runs), divided by the 429s.
+ * aims at <= 0.1 ms of server CPU: the server's CPU over the refusals run,
+ * less its idle CPU and the messages it stored (at the CPU per message of the
+ * `alone` runs), divided by the 429s. `--cpu-prof` (or BENCH_CPU_PROF=1)
+ * profiles the server and prints the top self-time functions of the refusals
+ * runs.
  *
  * Settings: BENCH_DURATION (s, 10), BENCH_ROUNDS (2), BENCH_CONNECTIONS (20,
  * per organization), BENCH_WARMUP (s, 3), BENCH_FAIRNESS_RATE (20),
@@ -24,16 +29,25 @@
  * bench/results/fairness-<timestamp>.{json,md}.
  */
 import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeCleanup } from "../lib/cleanup.ts"
+import {
+  analyzeProfile,
+  findProfile,
+  formatProfile,
+  nowMicros,
+  type ProfileSummary,
+  type Window
+} from "../lib/cpuprofile.ts"
 import { startDatabase } from "../lib/database.ts"
-import { envInt } from "../lib/env.ts"
+import { envFlag, envInt } from "../lib/env.ts"
 import { expectJson } from "../lib/http.ts"
 import { type LoadResult, runLoad, runLoadApart } from "../lib/load.ts"
 import { startParley } from "../lib/parley.ts"
 import { measureCpu } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
-import { environment, writeResults } from "../lib/results.ts"
+import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 /** Issue 38 item 4: the unlimited organization keeps at least this share of its throughput. */
@@ -96,8 +110,9 @@ const runRow = (run: Run): Array<Cell> => [
   fixed(run.cpu.other, 0)
 ]
 
-export const run = async (_args: ReadonlyArray<string>) => {
+export const run = async (args: ReadonlyArray<string>) => {
   const options = {
+    cpuProf: args.includes("--cpu-prof") || envFlag("BENCH_CPU_PROF"),
     durationSeconds: envInt("BENCH_DURATION", 10),
     rounds: envInt("BENCH_ROUNDS", 2),
     connections: envInt("BENCH_CONNECTIONS", 20),
@@ -113,8 +128,17 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const database = await startDatabase("parley_bench_fairness")
     cleanup.add("database", database.close)
     log(`database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion}), migrated`)
-    const parley = await startParley(database.url, cleanup)
+    const profileDirectory = path.join(resultsDirectory, "profiles")
+    if (options.cpuProf) fs.mkdirSync(profileDirectory, { recursive: true })
+    const parley = await startParley(
+      database.url,
+      cleanup,
+      {},
+      options.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profileDirectory}`] : []
+    )
     const server = parley.server
+    /** The refusals runs (the limited organization alone), the windows of the profile. */
+    const refusalWindows: Array<Window> = []
     log(`parley pid ${server.pid} on :${server.port}`)
 
     const limitedOrganization = await parley.admin(201, "POST", "/organizations", { name: "bench limited" })
@@ -192,7 +216,9 @@ export const run = async (_args: ReadonlyArray<string>) => {
           log(`  idle round ${round}: srv CPU ${fixed(idleCpu.at(-1), 1)}%`)
         }
         const organization = phase === "refusals" ? "limited" : "free"
+        const start = nowMicros()
         record(phase, organization, round, await load(organization, durationSeconds))
+        if (phase === "refusals") refusalWindows.push([start, nowMicros()])
       }
       await sleep(1_000)
     }
@@ -240,10 +266,19 @@ export const run = async (_args: ReadonlyArray<string>) => {
       `server CPU per 429: ${cpuPerRefusal.toFixed(3)} ms (${fixed(refusalRate, 0)} responses/s, ${cpuPerMessage.toFixed(3)} ms per stored message); aim <= ${CPU_PER_REFUSAL_GOAL}: ${cpuPerRefusal <= CPU_PER_REFUSAL_GOAL ? "met" : "NOT met"}`
     ]
 
+    let profile: ProfileSummary | undefined
+    if (options.cpuProf) {
+      await server.stop()
+      const file = findProfile(profileDirectory, server.pid)
+      if (file === undefined) log(`\nNo .cpuprofile for pid ${server.pid} in ${profileDirectory}`)
+      else profile = analyzeProfile(file, 30, refusalWindows)
+    }
+
     log("")
     log(formatTable(runColumns, runs.map(runRow)))
     log("")
     for (const verdict of verdicts) log(verdict)
+    if (profile !== undefined) log(`\nParley, refusals runs: ${formatProfile(profile)}`)
     if (failed.length > 0) log(`WARNING: ${failed.length} measured run(s) had errors or unexpected statuses`)
 
     const env = environment()
@@ -269,7 +304,8 @@ export const run = async (_args: ReadonlyArray<string>) => {
         cpuPerRefusalGoal: CPU_PER_REFUSAL_GOAL,
         refusalsPerSecond: refusalRate
       },
-      valid: failed.length === 0
+      valid: failed.length === 0,
+      ...(profile !== undefined ? { profile: { ...profile, file: path.relative(rootDirectory, profile.file) } } : {})
     }
     const markdown = [
       `# fairness benchmark, ${startedAt.toISOString()}`,
@@ -286,7 +322,10 @@ export const run = async (_args: ReadonlyArray<string>) => {
       "",
       markdownTable(runColumns, runs.map(runRow)),
       "",
-      "CPU% is of one core over the run (srv = the server process, shared by both loads in `together`); pg CPU% sums the PostgreSQL server's processes; the load generators run in the benchmark process; other CPU% is the rest of the machine's busy time."
+      "CPU% is of one core over the run (srv = the server process, shared by both loads in `together`); pg CPU% sums the PostgreSQL server's processes; load gen CPU% is the row's autocannon (the free organization's in the benchmark process, the limited one's in a process of its own); other CPU% is the rest of the machine's busy time (in `together`, the other organization's autocannon too).",
+      ...(profile !== undefined
+        ? ["", "## Parley CPU profile, refusals runs", "", "```", formatProfile(profile), "```"]
+        : [])
     ].join("\n")
     const written = writeResults("fairness", json, markdown, startedAt)
     log(`\nresults: ${path.relative(rootDirectory, written.json)}, ${path.relative(rootDirectory, written.markdown)}`)

@@ -5,7 +5,7 @@
  */
 
 import type { LogLevel } from "effect"
-import { Config, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
+import { Config, ConfigProvider, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
 
 /** A duration written as a number and a unit among `ms`, `s`, `m`, `h` (O3). */
 const DurationText = Schema.String.pipe(
@@ -21,14 +21,65 @@ export const parseDuration = (text: string): Duration.Duration => {
   return Duration.millis(Number(match[1]) * unitMillis[match[2] as keyof typeof unitMillis])
 }
 
-const duration = (name: string, fallback: string) =>
-  Config.schema(DurationText, name).pipe(Config.withDefault(fallback), Config.map(parseDuration))
+/**
+ * A duration from `min` to `max` (O3 text, issue 38 item 3): the range a
+ * setting can take without breaking the service (a sweep every 0 s spins a
+ * core, a timeout of 0 fails every attempt).
+ */
+const DurationIn = (min: string, max: string) => {
+  const [low, high] = [Duration.toMillis(parseDuration(min)), Duration.toMillis(parseDuration(max))]
+  return DurationText.pipe(
+    Schema.check(
+      Schema.makeFilter<string>(
+        (text) => {
+          const millis = Duration.toMillis(parseDuration(text))
+          return millis >= low && millis <= high
+        },
+        { message: `Expected a duration from ${min} to ${max}` }
+      )
+    )
+  )
+}
+
+/** The duration variable `name` (default `fallback`) within `min`..`max` ({@link DurationIn}). */
+const duration = (name: string, fallback: string, min: string, max: string) =>
+  Config.schema(DurationIn(min, max), name).pipe(Config.withDefault(fallback), Config.map(parseDuration))
+
+/** The integer variable `name` (default `fallback`) within `minimum`..`maximum` (issue 38 item 3). */
+const integer = (name: string, fallback: number, minimum: number, maximum: number, unit: string) =>
+  Config.schema(
+    Schema.Int.pipe(
+      Schema.check(Schema.isBetween({ minimum, maximum }, { message: `Expected ${minimum} to ${maximum} ${unit}` }))
+    ),
+    name
+  ).pipe(Config.withDefault(fallback))
+
+/** The bounds of each webhook retry delay, and of their count (W5, issue 38 item 3). */
+const RETRY_DELAY_RANGE = ["1s", "24h"] as const
+const MAX_RETRIES = 20
 
 const DurationList = Schema.String.pipe(
   Schema.check(
     Schema.isPattern(/^\s*\d+(ms|s|m|h)(\s*,\s*\d+(ms|s|m|h))*\s*$/, {
       message: "Expected a comma list of durations such as 5s,5m,30m"
-    })
+    }),
+    Schema.makeFilter<string>(
+      (text) => {
+        const delays = text.split(",").map((item) => Duration.toMillis(parseDuration(item)))
+        const [low, high] = RETRY_DELAY_RANGE.map((bound) => Duration.toMillis(parseDuration(bound)))
+        return delays.length <= MAX_RETRIES && delays.every((delay) => delay >= low! && delay <= high!)
+      },
+      {
+        message: `Expected 1 to ${MAX_RETRIES} delays, each from ${RETRY_DELAY_RANGE[0]} to ${RETRY_DELAY_RANGE[1]}`
+      }
+    )
+  )
+)
+
+/** A setting that must not be empty (or only spaces) when it is set. */
+const NonBlank = Schema.String.pipe(
+  Schema.check(
+    Schema.makeFilter<string>((text) => text.trim() !== "", { message: "Expected a value, not an empty one" })
   )
 )
 
@@ -73,6 +124,25 @@ const optionalSecret = (name: string) =>
     Config.map((o) => (o._tag === "Some" ? o.value : undefined))
   )
 
+/**
+ * `ADMIN_TOKEN` (O6): unset, the admin API is off; set, it must not be empty
+ * (an empty one was an admin API that refused everything while looking on).
+ * A short one is started with a WARN ({@link weakAdminTokenWarning}).
+ */
+const adminToken = Config.schema(NonBlank, "ADMIN_TOKEN").pipe(
+  Config.option,
+  Config.map((o) => (o._tag === "Some" ? Redacted.make(o.value) : undefined))
+)
+
+/** Characters below which `ADMIN_TOKEN` is weak (issue 38 item 3). */
+export const ADMIN_TOKEN_MIN_LENGTH = 32
+
+/** The WARN line for a set `ADMIN_TOKEN` shorter than {@link ADMIN_TOKEN_MIN_LENGTH}, or undefined. */
+export const weakAdminTokenWarning = (config: Pick<AppConfigShape, "adminToken">): string | undefined =>
+  config.adminToken !== undefined && Redacted.value(config.adminToken).length < ADMIN_TOKEN_MIN_LENGTH
+    ? `ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_LENGTH} characters: use a long random one (openssl rand -hex 32)`
+    : undefined
+
 const logLevels = {
   trace: "Trace",
   debug: "Debug",
@@ -87,13 +157,13 @@ const logLevels = {
 /** The decoded configuration; durations are `Duration`s, sizes bytes. */
 export const AppConfigSpec = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
-  host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+  host: Config.schema(NonBlank, "HOST").pipe(Config.withDefault("0.0.0.0")),
   databaseUrl: Config.schema(PostgresUrl, "DATABASE_URL").pipe(
     Config.option,
     Config.map((o) => (o._tag === "Some" && o.value.trim() !== "" ? Redacted.make(o.value) : undefined))
   ),
-  dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.parley")),
-  adminToken: optionalSecret("ADMIN_TOKEN"),
+  dataDir: Config.schema(NonBlank, "DATA_DIR").pipe(Config.withDefault("./.parley")),
+  adminToken,
   role: Config.Literals(["api", "worker", "all"], "PARLEY_ROLE").pipe(Config.withDefault("all" as const)),
   logLevel: Config.Literals(Object.keys(logLevels), "LOG_LEVEL").pipe(
     Config.withDefault("info"),
@@ -103,7 +173,7 @@ export const AppConfigSpec = Config.all({
     Config.option,
     Config.map((o) => (o._tag === "Some" ? o.value : process.stdout.isTTY ? "pretty" : "json"))
   ),
-  webhookTimeout: Config.Int("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000), Config.map(Duration.millis)),
+  webhookTimeout: integer("WEBHOOK_TIMEOUT_MS", 10_000, 100, 300_000, "ms").pipe(Config.map(Duration.millis)),
   webhookRetrySchedule: Config.schema(DurationList, "WEBHOOK_RETRY_SCHEDULE").pipe(
     Config.withDefault("5s,5m,30m,2h,5h,10h,10h"),
     Config.map((text) => text.split(",").map(parseDuration))
@@ -122,17 +192,17 @@ export const AppConfigSpec = Config.all({
   anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),
   aiModel: optionalString("AI_MODEL"),
   otlpEndpoint: optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
-  serviceName: Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault("parley")),
-  sessionExpirySweepInterval: duration("SESSION_EXPIRY_SWEEP_INTERVAL", "30s"),
-  maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  serviceName: Config.schema(NonBlank, "OTEL_SERVICE_NAME").pipe(Config.withDefault("parley")),
+  sessionExpirySweepInterval: duration("SESSION_EXPIRY_SWEEP_INTERVAL", "30s", "1s", "24h"),
+  maxBodyBytes: integer("MAX_BODY_BYTES", 1_048_576, 1_024, 268_435_456, "bytes"),
   /** How long opening a connection to PostgreSQL may take (issue 38 item 1). */
-  databaseConnectTimeout: duration("DATABASE_CONNECT_TIMEOUT", "5s"),
+  databaseConnectTimeout: duration("DATABASE_CONNECT_TIMEOUT", "5s", "100ms", "5m"),
   /** PostgreSQL `statement_timeout` of the API's and the workers' connections (issue 38 item 1). */
-  databaseStatementTimeout: duration("DATABASE_STATEMENT_TIMEOUT", "30s"),
+  databaseStatementTimeout: duration("DATABASE_STATEMENT_TIMEOUT", "30s", "100ms", "24h"),
   /** PostgreSQL `lock_timeout` of the API's and the workers' connections (issue 38 item 1). */
-  databaseLockTimeout: duration("DATABASE_LOCK_TIMEOUT", "10s"),
+  databaseLockTimeout: duration("DATABASE_LOCK_TIMEOUT", "10s", "100ms", "24h"),
   /** An API request not done within it responds 503 (issue 38 item 1, O9). */
-  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s", "100ms", "10m")
 })
 
 /** The decoded configuration's shape. */
@@ -149,6 +219,77 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("par
       AppConfig,
       Effect.map(AppConfigSpec, (config) => ({ ...config, ...overrides }))
     )
+}
+
+/** Logs the configuration's warnings once at start-up (a weak `ADMIN_TOKEN`, issue 38 item 3). Requires `AppConfig`. */
+export const ConfigWarningsLive = Layer.effectDiscard(
+  Effect.flatMap(AppConfig, (config: AppConfigShape) => {
+    const warning = weakAdminTokenWarning(config)
+    return warning === undefined ? Effect.void : Effect.logWarning(warning)
+  })
+)
+
+/**
+ * Variables whose empty value means "unset" (a compose file's `DATABASE_URL=`
+ * falls back to the embedded server). Every other variable set to an empty
+ * value is refused: the environment provider would read it as unset and use
+ * the default, so `WEBHOOK_RETRY_SCHEDULE=` or `ADMIN_TOKEN=` passed silently
+ * (issue 38 item 3).
+ */
+const EMPTY_MEANS_UNSET: ReadonlySet<string> = new Set([
+  "DATABASE_URL",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "ANTHROPIC_API_KEY",
+  "AI_MODEL",
+  "CORS_ORIGINS",
+  "LOG_FORMAT"
+])
+
+/** The variables Parley reads ({@link AppConfigSpec}), in the order of the configuration table. */
+export const VARIABLES = [
+  "PORT",
+  "HOST",
+  "DATABASE_URL",
+  "DATA_DIR",
+  "ADMIN_TOKEN",
+  "PARLEY_ROLE",
+  "LOG_LEVEL",
+  "LOG_FORMAT",
+  "WEBHOOK_TIMEOUT_MS",
+  "WEBHOOK_RETRY_SCHEDULE",
+  "ALLOW_PRIVATE_NETWORK_TARGETS",
+  "CORS_ORIGINS",
+  "AI_PROVIDER",
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "ANTHROPIC_API_KEY",
+  "AI_MODEL",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OTEL_SERVICE_NAME",
+  "SESSION_EXPIRY_SWEEP_INTERVAL",
+  "MAX_BODY_BYTES",
+  "DATABASE_CONNECT_TIMEOUT",
+  "DATABASE_STATEMENT_TIMEOUT",
+  "DATABASE_LOCK_TIMEOUT",
+  "REQUEST_TIMEOUT"
+] as const
+
+/**
+ * Decodes the configuration from `env` (default `process.env`) before anything
+ * starts (O3, O9, issue 38 item 3): fails with the one line to print
+ * (`Invalid configuration: NAME: ...`) for a value out of its range, of the
+ * wrong form, or empty where empty means nothing.
+ */
+export const readConfig = (
+  env: Readonly<Record<string, string | undefined>> = process.env
+): Effect.Effect<AppConfigShape, string> => {
+  const empty = VARIABLES.find((name) => !EMPTY_MEANS_UNSET.has(name) && env[name]?.trim() === "")
+  if (empty !== undefined) return Effect.fail(`Invalid configuration: ${empty}: Expected a value, not an empty one`)
+  return AppConfigSpec.parse(ConfigProvider.fromEnv({ env: env as Record<string, string> })).pipe(
+    Effect.mapError((error) => formatConfigError(error.message))
+  )
 }
 
 /**

@@ -6,7 +6,7 @@
 import { Effect, Layer } from "effect"
 import { Admin } from "./Admin/Admin.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
-import { AppConfig } from "./Config.ts"
+import { AppConfig, ConfigWarningsLive } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { DatabaseHealth } from "./Database/Health.ts"
 import { Export } from "./Export/Export.ts"
@@ -84,8 +84,11 @@ export const WorkersLive = Layer.unwrap(
   )
 )
 
-/** The whole application, with the release of memory after load (issue 38 item 6); requires `AppConfig`. */
-export const AppLive = Layer.mergeAll(ServerLive, WorkersLive, MemoryReleaseLive).pipe(
+/**
+ * The whole application, with the configuration's warnings (issue 38 item 3) and the release of memory
+ * after load (issue 38 item 6); requires `AppConfig`.
+ */
+export const AppLive = Layer.mergeAll(ConfigWarningsLive, ServerLive, WorkersLive, MemoryReleaseLive).pipe(
   Layer.provide(ServicesLive),
   Layer.provide(Database.migratedLayer),
   Layer.provide(Telemetry.layer)

@@ -10,7 +10,7 @@
 import * as crypto from "node:crypto"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { ConfigProvider, Console, Effect, Layer, Logger, Option, References, Schema } from "effect"
+import { Console, Effect, Layer, Logger, Option, References, Schema } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import { Admin } from "./Admin/Admin.ts"
 import {
@@ -22,7 +22,7 @@ import {
 import { RolloutPayload } from "./Assistants/Api.ts"
 import { AssistantsRepo } from "./Assistants/Repo.ts"
 import { Rollouts } from "./Assistants/Rollouts.ts"
-import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
+import { AppConfig, readConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { validationIssues } from "./Domain/Validation.ts"
@@ -337,9 +337,9 @@ const parley = Command.make("parley").pipe(
 const serving = process.argv[2] === "serve"
 
 const program = Effect.gen(function* () {
-  const config = yield* Effect.result(AppConfigSpec.parse(ConfigProvider.fromEnv()))
+  const config = yield* Effect.result(readConfig())
   if (config._tag === "Failure") {
-    process.stderr.write(`${formatConfigError(config.failure.message)}\n`)
+    process.stderr.write(`${config.failure}\n`)
     process.exitCode = 1
     return
   }

@@ -5,16 +5,16 @@
  * stderr and exits 1 (O9, `Fatal.ts`).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigProvider, Effect, Layer } from "effect"
-import { AppConfig, AppConfigSpec, formatConfigError } from "./Config.ts"
+import { Effect, Layer } from "effect"
+import { AppConfig, readConfig } from "./Config.ts"
 import { reportFatal, serverTeardown } from "./Fatal.ts"
 import { AppLive } from "./Server.ts"
 import { LoggingLive } from "./Telemetry/Telemetry.ts"
 
 const program = Effect.gen(function* () {
-  const config = yield* Effect.result(AppConfigSpec.parse(ConfigProvider.fromEnv()))
+  const config = yield* Effect.result(readConfig())
   if (config._tag === "Failure") {
-    process.stderr.write(`${formatConfigError(config.failure.message)}\n`)
+    process.stderr.write(`${config.failure}\n`)
     process.exitCode = 1
     return
   }

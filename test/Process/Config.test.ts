@@ -7,9 +7,9 @@
 
 import * as net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect } from "effect"
-import { formatConfigError, parseDuration } from "../../src/Config.ts"
-import { freePort, ownDatabase, runNode } from "../support/Processes.ts"
+import { Duration, Effect, Redacted } from "effect"
+import { formatConfigError, parseDuration, readConfig, weakAdminTokenWarning } from "../../src/Config.ts"
+import { freePort, ownDatabase, runNode, startServer } from "../support/Processes.ts"
 
 /** Asserts O9: exit 1, nothing on stdout, exactly `line` on stderr. */
 const oneLine = (result: { code: number | null; stdout: string; stderr: string }, line: RegExp) => {
@@ -45,6 +45,99 @@ describe("configuration", () => {
       const lines = result.stderr.trim().split("\n")
       assert.strictEqual(lines.length, 1, result.stderr)
       assert.match(lines[0]!, new RegExp(`^Invalid configuration: ${name}: `))
+    })
+  )
+
+  it.effect.each([
+    ["SESSION_EXPIRY_SWEEP_INTERVAL", "0s", "Expected a duration from 1s to 24h"],
+    ["WEBHOOK_TIMEOUT_MS", "0", "Expected 100 to 300000 ms"],
+    ["WEBHOOK_TIMEOUT_MS", "-5", "Expected 100 to 300000 ms"],
+    ["MAX_BODY_BYTES", "0", "Expected 1024 to 268435456 bytes"],
+    ["MAX_BODY_BYTES", "-1", "Expected 1024 to 268435456 bytes"],
+    ["WEBHOOK_RETRY_SCHEDULE", "", "Expected a value, not an empty one"],
+    ["WEBHOOK_RETRY_SCHEDULE", "5s,0s", "Expected 1 to 20 delays, each from 1s to 24h"],
+    ["ADMIN_TOKEN", "", "Expected a value, not an empty one"],
+    ["REQUEST_TIMEOUT", "0s", "Expected a duration from 100ms to 10m"],
+    ["DATABASE_CONNECT_TIMEOUT", "10m", "Expected a duration from 100ms to 5m"]
+  ] as const)(
+    "issue 38 item 3: %s=%s is refused before anything starts, for the server and the CLI",
+    ([name, value, why]) =>
+      Effect.gen(function* () {
+        // A database that would refuse the connection: the configuration's line comes first, not that one.
+        const env = { [name]: value, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" }
+        const line = new RegExp(`^Invalid configuration: ${name}: ${why.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`)
+        oneLine(yield* Effect.promise(() => runNode("src/main.ts", [], env)), line)
+        oneLine(yield* Effect.promise(() => runNode("src/cli.ts", ["bootstrap", "--name", "Acme"], env)), line)
+      })
+  )
+
+  it.effect("issue 38 item 3: the ends of every range are accepted, one step beyond them refused", () =>
+    Effect.gen(function* () {
+      const accepted = [
+        { SESSION_EXPIRY_SWEEP_INTERVAL: "1s" },
+        { SESSION_EXPIRY_SWEEP_INTERVAL: "24h" },
+        { WEBHOOK_TIMEOUT_MS: "100" },
+        { WEBHOOK_TIMEOUT_MS: "300000" },
+        { MAX_BODY_BYTES: "1024" },
+        { MAX_BODY_BYTES: "268435456" },
+        { WEBHOOK_RETRY_SCHEDULE: "1s" },
+        { WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => "24h").join(",") },
+        { REQUEST_TIMEOUT: "100ms", DATABASE_CONNECT_TIMEOUT: "5m" },
+        { DATABASE_STATEMENT_TIMEOUT: "24h", DATABASE_LOCK_TIMEOUT: "100ms" },
+        { DATABASE_URL: "", OPENAI_BASE_URL: "", CORS_ORIGINS: "" }
+      ]
+      for (const env of accepted) {
+        const result = yield* Effect.result(readConfig(env))
+        assert.strictEqual(result._tag, "Success", `${JSON.stringify(env)}: ${JSON.stringify(result)}`)
+      }
+      const refused = [
+        { SESSION_EXPIRY_SWEEP_INTERVAL: "999ms" },
+        { SESSION_EXPIRY_SWEEP_INTERVAL: "25h" },
+        { WEBHOOK_TIMEOUT_MS: "99" },
+        { WEBHOOK_TIMEOUT_MS: "300001" },
+        { MAX_BODY_BYTES: "1023" },
+        { MAX_BODY_BYTES: "268435457" },
+        { WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 21 }, () => "1s").join(",") },
+        { REQUEST_TIMEOUT: "99ms" },
+        { DATABASE_STATEMENT_TIMEOUT: "25h" },
+        { HOST: "" },
+        { DATA_DIR: " " },
+        { PARLEY_ROLE: "" }
+      ]
+      for (const env of refused) {
+        const result = yield* Effect.result(readConfig(env))
+        assert.strictEqual(result._tag, "Failure", JSON.stringify(env))
+        if (result._tag === "Failure")
+          assert.match(result.failure, new RegExp(`^Invalid configuration: ${Object.keys(env)[0]}: `))
+      }
+    })
+  )
+
+  it("issue 38 item 3: ADMIN_TOKEN shorter than 32 characters gets one warning; unset or long ones none", () => {
+    const config = (token: string | undefined) => ({
+      adminToken: token === undefined ? undefined : Redacted.make(token)
+    })
+    assert.match(weakAdminTokenWarning(config("short"))!, /^ADMIN_TOKEN is shorter than 32 characters/)
+    assert.isUndefined(weakAdminTokenWarning(config("x".repeat(32))))
+    assert.isUndefined(weakAdminTokenWarning(config(undefined)))
+  })
+
+  it.live("issue 38 item 3: a server with a short ADMIN_TOKEN starts with one WARN saying so, never the token", () =>
+    Effect.promise(async () => {
+      const server = await startServer({
+        DATABASE_URL: databaseUrl(),
+        ADMIN_TOKEN: "short-admin-token",
+        LOG_LEVEL: "warn"
+      })
+      server.child.kill("SIGTERM")
+      await server.exited
+      const warnings = server
+        .output()
+        .split("\n")
+        .filter((line) => line.includes("ADMIN_TOKEN"))
+      assert.strictEqual(warnings.length, 1, server.output())
+      assert.match(warnings[0]!, /"level":"WARN"/)
+      assert.notInclude(server.output(), "short-admin-token")
     })
   )
 

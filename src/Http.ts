@@ -443,10 +443,26 @@ const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 const requestIdOf = (header: string | undefined, newId: () => string): string =>
   header !== undefined && CLIENT_REQUEST_ID.test(header) ? header : newId()
 
-/** `/healthz` (process alive) and `/readyz` (database reachable, migrations applied) (O4). */
+/** The body of a `/healthz` 503: no path or reason of the server's (the log has them). */
+const LOST_DETAIL = "Embedded PostgreSQL could not be started again; see the log"
+
+/**
+ * `/healthz` (process alive: 200 `{"status":"ok"}`, or 503 `{"detail": ...}`
+ * once the process has lost its database for good, `DatabaseLocation.lost`,
+ * issue 38 item 2, so a liveness probe restarts it; a read of a reference, no
+ * I/O) and `/readyz` (database reachable, migrations applied) (O4).
+ * Requires `DatabaseLocation`.
+ */
 const HealthRoutes = HttpRouter.use(
   Effect.fnUntraced(function* (router) {
-    yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+    const { lost } = yield* Database.DatabaseLocation
+    const ok = HttpServerResponse.jsonUnsafe({ status: "ok" })
+    const down = HttpServerResponse.jsonUnsafe({ detail: LOST_DETAIL }, { status: 503 })
+    yield* router.add(
+      "GET",
+      "/healthz",
+      Effect.map(lost, (reason) => (reason === undefined ? ok : down))
+    )
     yield* router.add(
       "GET",
       "/readyz",

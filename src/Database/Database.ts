@@ -108,23 +108,38 @@ export const clientLayer = (url: Redacted.Redacted<string>, poolSize = POOL_SIZE
   })
 }
 
-/** Where the database is: its URL, and whether it is the embedded server. */
+/**
+ * Where the database is: its URL, whether it is the embedded server, and
+ * `lost`: why this process has lost its database for good, `undefined` while
+ * it has not. Only the embedded server can be lost: it could not be started
+ * again after a crash (issue 38 item 2, `Embedded.ts`); `/healthz` answers 503
+ * then, so a supervisor restarts the process. An external database is never
+ * lost (an outage of it is O9's 503 of the API and `/readyz`).
+ */
 export class DatabaseLocation extends Context.Service<
   DatabaseLocation,
-  { readonly url: Redacted.Redacted<string>; readonly embedded: boolean }
+  {
+    readonly url: Redacted.Redacted<string>
+    readonly embedded: boolean
+    readonly lost: Effect.Effect<string | undefined>
+  }
 >()("parley/Database/DatabaseLocation") {
-  /** `DATABASE_URL`, or the embedded server under `DATA_DIR` (started or attached to). */
+  /** An external database at `url`: never lost. */
+  static readonly external = (url: Redacted.Redacted<string>) =>
+    DatabaseLocation.of({ url, embedded: false, lost: Effect.succeed(undefined) })
+
+  /** `DATABASE_URL`, or the embedded server under `DATA_DIR` (started or attached to, and supervised). */
   static readonly layer = Layer.unwrap(
     Effect.gen(function* () {
       const config = yield* AppConfig
       if (config.databaseUrl !== undefined) {
-        return Layer.succeed(DatabaseLocation, { url: config.databaseUrl, embedded: false })
+        return Layer.succeed(DatabaseLocation, DatabaseLocation.external(config.databaseUrl))
       }
       return Layer.effect(
         DatabaseLocation,
         Effect.gen(function* () {
-          const { url } = yield* Embedded.EmbeddedDatabase
-          return { url, embedded: true }
+          const { url, lost } = yield* Embedded.EmbeddedDatabase
+          return { url, embedded: true, lost }
         })
       ).pipe(Layer.provide(Embedded.layer({ dataDir: config.dataDir })))
     })

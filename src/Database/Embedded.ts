@@ -21,9 +21,19 @@
  * second server) attaches to the running server through the record
  * `DATA_DIR/server.json` instead of starting another. A record left by a crash
  * (owner or postgres dead) is detected and cleaned up; an orphaned postgres
- * whose owner was killed is stopped and restarted by the new owner. A
- * PostgreSQL on `DATA_DIR/pg` that no record names is not ours to stop: the
- * start fails with one line naming its pid (O9).
+ * whose owner was killed is stopped and restarted by the new owner, on its
+ * port. A PostgreSQL on `DATA_DIR/pg` that no record names is not ours to
+ * stop: the start fails with one line naming its pid (O9).
+ *
+ * Supervision (issue 38 item 2): every process on `DATA_DIR` watches the
+ * server it uses, the one that started it through the child's exit, an
+ * attached one by its pid. When it is gone (a crash, kill -9, or its starter
+ * stopped it), each logs one WARN line and starts it again through the same
+ * start code (the start lock lets one start it and the others attach) on the
+ * same port, so the pools built on the URL reconnect. Once its starter is
+ * dead, an attached process is the one that starts it, and owns it from then
+ * on. After {@link RESTART_ATTEMPTS} failed attempts the server counts as
+ * lost: `EmbeddedDatabase.lost` says why and `/healthz` answers 503.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
@@ -33,7 +43,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Data, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Data, Effect, Layer, Redacted, Ref } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
@@ -49,10 +59,20 @@ export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresErr
   readonly cause?: unknown
 }> {}
 
-/** The running embedded server: its connection URL (database `parley`) and whether this process owns it. */
+/**
+ * The running embedded server: its connection URL (database `parley`, on
+ * 127.0.0.1:`port`, which a server started again after a crash keeps), and
+ * `lost`: the one-line reason why it could not be started again after
+ * {@link RESTART_ATTEMPTS} attempts in a row (issue 38 item 2), `undefined`
+ * while it runs or is being started again.
+ */
 export class EmbeddedDatabase extends Context.Service<
   EmbeddedDatabase,
-  { readonly url: Redacted.Redacted<string>; readonly port: number; readonly owned: boolean }
+  {
+    readonly url: Redacted.Redacted<string>
+    readonly port: number
+    readonly lost: Effect.Effect<string | undefined>
+  }
 >()("parley/Database/EmbeddedDatabase") {}
 
 /** A start failure with its one-line reason and the output it was read from. */
@@ -79,12 +99,24 @@ interface AuthRecord {
 // ---------------------------------------------------------------------------
 // Small process and file helpers
 
-const isPidAlive = (pid: number): boolean => {
+/**
+ * Whether `pid` runs: it exists (one of another user's counts) and is not a
+ * zombie, a dead process its parent has not reaped yet (Linux; the parent of
+ * a postgres whose owner was killed is init, which may take a while).
+ */
+export const isPidAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ...", comm may hold spaces and parentheses.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z"
+  } catch {
+    // Gone since the signal (Linux), or no /proc to ask (then the signal's answer stands).
+    return !fs.existsSync("/proc/self/stat")
   }
 }
 
@@ -479,8 +511,9 @@ const ensureDatabase = (url: string, database: string) =>
 // ---------------------------------------------------------------------------
 // Start and stop
 
+/** What {@link start} found or made: a server another process runs (its postgres pid), or one this process runs. */
 type Started =
-  | { readonly kind: "attached"; readonly port: number; readonly auth: AuthRecord }
+  | { readonly kind: "attached"; readonly port: number; readonly auth: AuthRecord; readonly postgresPid: number }
   | {
       readonly kind: "owned"
       readonly port: number
@@ -493,7 +526,20 @@ type Started =
 /** The log is kept below this size: a larger one is moved to `postgres.log.1` at start. */
 const LOG_LIMIT = 10 * 1024 * 1024
 
-const start = async (dataDir: string, database: string): Promise<Started> => {
+/** How {@link start} is asked to run the server. */
+interface StartOptions {
+  /**
+   * The port it must listen on: a server started again after a crash keeps
+   * the port this process's pools use (issue 38 item 2); the start fails
+   * when it is taken. Default: the port of the record left by the last
+   * server, else a free one, and another free one when that is taken.
+   */
+  readonly port?: number
+  /** Started again after a crash: data that is gone is not made anew (no initdb), the start fails instead. */
+  readonly again?: boolean
+}
+
+const start = async (dataDir: string, database: string, options: StartOptions = {}): Promise<Started> => {
   // DATA_DIR holds the password: a new one is readable by its owner only (its parents keep the umask's mode).
   fs.mkdirSync(path.dirname(dataDir), { recursive: true })
   try {
@@ -512,10 +558,11 @@ const start = async (dataDir: string, database: string): Promise<Started> => {
     if (record !== undefined) {
       const postgresAlive = isPidAlive(record.postgresPid) && postmasterPid(pgDir) === record.postgresPid
       if (knownAuth !== undefined && postgresAlive && isPidAlive(record.ownerPid) && (await portAccepts(record.port))) {
-        return { kind: "attached", port: record.port, auth: knownAuth }
+        return { kind: "attached", port: record.port, auth: knownAuth, postgresPid: record.postgresPid }
       }
       if (postgresAlive && !isPidAlive(record.ownerPid)) {
-        // The owner died (kill -9) but postgres survived: stop it and take over.
+        // The owner died (kill -9) but postgres survived: stop it and take over, on its port (below) so
+        // that processes attached to it find the new one where their pools connect.
         process.kill(record.postgresPid, "SIGINT")
         for (let i = 0; i < 300 && isPidAlive(record.postgresPid); i++) await sleep(50)
       }
@@ -532,6 +579,11 @@ const start = async (dataDir: string, database: string): Promise<Started> => {
     const binaries = await loadBinaries()
     const as = runAs()
     const isNew = !fs.existsSync(path.join(pgDir, "PG_VERSION"))
+    if (isNew && options.again === true) {
+      throw new StartFailure(
+        `${pgDir} holds no database any more (no PG_VERSION); a new empty one is not made in its place`
+      )
+    }
     if (!isNew && knownAuth === undefined) {
       throw new StartFailure(`${authFile} is missing: the password of the data in ${pgDir} is unknown`)
     }
@@ -548,17 +600,17 @@ const start = async (dataDir: string, database: string): Promise<Started> => {
     }
 
     if (fs.existsSync(logFile) && fs.statSync(logFile).size > LOG_LIMIT) fs.renameSync(logFile, `${logFile}.1`)
-    let port = await freePort()
+    let port = options.port ?? record?.port ?? (await freePort())
     let running: Running
     for (let attempt = 1; ; attempt++) {
       try {
         running = await launch(as, binaries, pgDir, port, logFile)
         break
       } catch (error) {
-        // The port can be taken between freePort() and bind: retry on another.
-        if (attempt >= 3 || !String((error as StartFailure).details ?? "").includes("Address already in use")) {
-          throw error
-        }
+        // The recorded port may be taken now, a free one between freePort() and bind: retry on another,
+        // unless the port is the one this process's pools use.
+        const taken = String((error as StartFailure).details ?? "").includes("Address already in use")
+        if (options.port !== undefined || attempt >= 3 || !taken) throw error
         port = await freePort()
       }
     }
@@ -610,9 +662,122 @@ const stop = async (dataDir: string, started: Started & { kind: "owned" }) => {
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()
 
+/** The one-line reason of a start failure (O9) and the output it was read from. */
+interface Reason {
+  readonly reason: string
+  readonly details?: string
+}
+
+const reasonOf = (cause: unknown): Reason => {
+  const reason = oneLine(cause instanceof Error ? cause.message : String(cause))
+  return cause instanceof StartFailure && cause.details !== undefined ? { reason, details: cause.details } : { reason }
+}
+
+/** The first restart waits this long after a crash, in ms; each failed attempt doubles the wait, up to {@link RESTART_DELAY_MAX_MS}. */
+const RESTART_DELAY_MS = 500
+
+/** The longest wait between two restart attempts, in ms. */
+const RESTART_DELAY_MAX_MS = 10_000
+
+/** Failed restart attempts in a row after which the server counts as lost (`/healthz` answers 503). */
+export const RESTART_ATTEMPTS = 5
+
+/** How often a process attached to another's server checks that its postgres still runs, in ms. */
+const WATCH_INTERVAL_MS = 500
+
+/** `SIGKILL` -> `signal SIGKILL`, `1` -> `code 1`; a spawn error's message as it is. */
+const describeExit = (exit: string) =>
+  /^SIG/.test(exit) ? `signal ${exit}` : /^\d+$/.test(exit) ? `code ${exit}` : exit
+
+/**
+ * Waits until the postgres of `current` is gone and says how, in one line: the
+ * exit of the child this process started, or (attached) the disappearance of
+ * the other process's postgres, checked every {@link WATCH_INTERVAL_MS}.
+ */
+const whenGone = (current: Started): Effect.Effect<string> =>
+  current.kind === "owned"
+    ? Effect.map(
+        Effect.promise(() => current.exited),
+        (exit) => {
+          process.removeListener("exit", current.onExit)
+          return `Embedded PostgreSQL (pid ${current.child.pid}) exited with ${describeExit(exit)}`
+        }
+      )
+    : Effect.gen(function* () {
+        while (isPidAlive(current.postgresPid)) yield* Effect.sleep(WATCH_INTERVAL_MS)
+        return `Embedded PostgreSQL (pid ${current.postgresPid}), which this process was attached to, is gone`
+      })
+
+/**
+ * Supervises the embedded server (issue 38 item 2): whenever the postgres in
+ * `state` is gone, logs one WARN saying so and starts it again through
+ * {@link start}, the code path of a first start (the start lock makes one of
+ * the processes on `dataDir` start it and the others attach), on `port`, the
+ * one this process's pools use, after 0.5 s, 1 s, 2 s, ... up to 10 s between
+ * attempts, never with a new empty cluster. After {@link RESTART_ATTEMPTS}
+ * failed attempts in a row it logs one ERROR and sets `lost` to the reason
+ * (`/healthz` answers 503) and keeps trying every 10 s; once back it logs one
+ * INFO and clears `lost`. Each failed attempt is logged at debug level. Runs
+ * until interrupted; an attempt under way finishes first, so the layer's
+ * finalizer stops what it started.
+ */
+const supervise = (
+  dataDir: string,
+  database: string,
+  port: number,
+  state: Ref.Ref<Started>,
+  lost: Ref.Ref<string | undefined>
+) =>
+  Effect.forever(
+    Effect.gen(function* () {
+      yield* Effect.logWarning(
+        `${yield* whenGone(yield* Ref.get(state))}; starting it again on 127.0.0.1:${port} (data in ${dataDir})`
+      )
+      const since = yield* Clock.currentTimeMillis
+      let delay = RESTART_DELAY_MS
+      for (let attempt = 1; ; attempt++) {
+        yield* Effect.sleep(delay)
+        delay = Math.min(delay * 2, RESTART_DELAY_MAX_MS)
+        const result = yield* Effect.uninterruptible(
+          Effect.tryPromise({ try: () => start(dataDir, database, { port, again: true }), catch: reasonOf }).pipe(
+            Effect.flatMap((started) =>
+              started.port === port
+                ? Effect.as(Ref.set(state, started), started)
+                : Effect.fail<Reason>({
+                    reason: `it was started again on 127.0.0.1:${started.port} by another process, and this process's connections use port ${port}`
+                  })
+            ),
+            Effect.result
+          )
+        )
+        const seconds = (((yield* Clock.currentTimeMillis) - since) / 1000).toFixed(1)
+        if (result._tag === "Success") {
+          yield* Ref.set(lost, undefined)
+          yield* Effect.logInfo(
+            result.success.kind === "owned"
+              ? `Embedded PostgreSQL started again on 127.0.0.1:${port} after ${seconds} s`
+              : `Attached to the embedded PostgreSQL started again on 127.0.0.1:${port} after ${seconds} s`
+          )
+          break
+        }
+        const { reason, details } = result.failure
+        yield* Effect.logDebug(`Embedded PostgreSQL start attempt ${attempt} failed: ${reason}`, details ?? "")
+        if (attempt === RESTART_ATTEMPTS) {
+          yield* Ref.set(lost, reason)
+          yield* Effect.logError(
+            `Embedded PostgreSQL could not be started again under ${dataDir} (${attempt} attempts in ${seconds} s): ${reason}; /healthz answers 503 until it is back, tried again every ${RESTART_DELAY_MAX_MS / 1000} s`
+          )
+        }
+      }
+    })
+  )
+
 /**
  * Starts (or attaches to) the embedded server under `dataDir` and provides its
- * URL; the owner stops it when the layer's scope closes. Fails with
+ * URL; whichever process started the server that runs at the end stops it when
+ * its layer's scope closes. While the layer lives, the server is supervised
+ * ({@link supervise}, issue 38 item 2): started again on the same port when it
+ * is gone, whether this process started it or attached to it. Fails with
  * {@link EmbeddedPostgresError} (a one-line message, O9).
  */
 export const layer = (options: { readonly dataDir: string; readonly database?: string }) =>
@@ -621,38 +786,43 @@ export const layer = (options: { readonly dataDir: string; readonly database?: s
     Effect.gen(function* () {
       const dataDir = path.resolve(options.dataDir)
       const database = options.database ?? "parley"
-      const started = yield* Effect.acquireRelease(
+      const state = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () => start(dataDir, database),
           catch: (cause) => {
-            const failure = cause instanceof StartFailure ? cause : undefined
-            const reason = cause instanceof Error ? cause.message : String(cause)
+            const { reason, details } = reasonOf(cause)
             return new EmbeddedPostgresError({
-              message: oneLine(`Embedded PostgreSQL could not start under ${dataDir}: ${reason}`),
-              ...(failure?.details !== undefined ? { details: failure.details } : {}),
+              message: `Embedded PostgreSQL could not start under ${dataDir}: ${reason}`,
+              ...(details !== undefined ? { details } : {}),
               cause
             })
           }
-        }),
-        (started) =>
-          started.kind === "attached"
-            ? Effect.void
-            : Effect.promise(() => stop(dataDir, started)).pipe(
-                Effect.andThen(Effect.logInfo("Embedded PostgreSQL stopped"))
-              )
+        }).pipe(Effect.flatMap((started) => Ref.make<Started>(started))),
+        (state) =>
+          Effect.flatMap(Ref.get(state), (current) =>
+            current.kind === "attached"
+              ? Effect.void
+              : Effect.promise(() => stop(dataDir, current)).pipe(
+                  Effect.andThen(Effect.logInfo("Embedded PostgreSQL stopped"))
+                )
+          )
       )
+      const started = yield* Ref.get(state)
       yield* Effect.logInfo(
         started.kind === "owned"
           ? `Embedded PostgreSQL started on 127.0.0.1:${started.port} (data in ${dataDir})`
           : `Attached to the embedded PostgreSQL running on 127.0.0.1:${started.port}`
       )
+      const lost = yield* Ref.make<string | undefined>(undefined)
+      // Forked after the finalizer above is added, so interrupted before it runs: a stop is no crash.
+      yield* Effect.forkScoped(supervise(dataDir, database, started.port, state, lost))
       const { user, password } = started.auth
       return EmbeddedDatabase.of({
         url: Redacted.make(
           `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${started.port}/${database}`
         ),
         port: started.port,
-        owned: started.kind === "owned"
+        lost: Ref.get(lost)
       })
     })
   )

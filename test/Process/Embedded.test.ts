@@ -2,7 +2,8 @@
  * The zero-setup default (DECISIONS.md O2, O5): `npm start` without
  * DATABASE_URL runs its own PostgreSQL under DATA_DIR; the CLI attaches to it
  * while the server runs; SIGTERM stops both and exits 0; a crash (kill -9)
- * leaves a record and an orphaned PostgreSQL that the next start cleans up.
+ * leaves a record and an orphaned PostgreSQL that the next start cleans up
+ * and starts again on its port.
  * When it cannot start, the error is one line naming the cause (O9).
  */
 import * as fs from "node:fs"
@@ -69,6 +70,8 @@ describe("embedded PostgreSQL", () => {
           const recovered = await startServer(env)
           const third = record()
           assert.notStrictEqual(third.postgresPid, second.postgresPid)
+          // On the same port, so processes still attached to the orphan find the new server (issue 38 item 2).
+          assert.strictEqual(third.port, second.port)
           assert.isFalse(isAlive(second.postgresPid))
           assert.strictEqual(
             (await fetch(`${recovered.baseUrl}/conversations/v2/api/v1/sessions/${session.id}`, { headers })).status,

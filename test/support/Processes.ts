@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
-import { freePort } from "../../src/Database/Embedded.ts"
+import { freePort, isPidAlive } from "../../src/Database/Embedded.ts"
 
 /** The project's root folder. */
 export const root = path.resolve(import.meta.dirname, "../..")
@@ -103,15 +103,8 @@ export const callJson = async (base: string, method: string, path: string, token
 /** Waits `ms` milliseconds. */
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** Whether a process with `pid` exists. */
-export const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+/** Whether a process with `pid` runs (a zombie does not: `Embedded.isPidAlive`). */
+export const isAlive = isPidAlive
 
 /** Polls `condition` every 100 ms until it holds (true) or `timeoutMs` passed (false). */
 export const waitUntil = async (condition: () => boolean, timeoutMs: number) => {

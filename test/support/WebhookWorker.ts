@@ -266,9 +266,7 @@ export const startWebhookWorker = (options: {
     ).pipe(Layer.provide(DeliveryWakeup.layer))
     const location = Layer.effect(
       DatabaseLocation,
-      Effect.map(Effect.service(TestDatabaseUrl), (url) =>
-        DatabaseLocation.of({ url: Redacted.make(url), embedded: false })
-      )
+      Effect.map(Effect.service(TestDatabaseUrl), (url) => DatabaseLocation.external(Redacted.make(url)))
     )
     const worker = WebhookWorker(options.batchWindowMs ?? 0).pipe(
       Layer.provide(workerRepoLayer),

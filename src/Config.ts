@@ -55,7 +55,7 @@ const integer = (name: string, fallback: number, minimum: number, maximum: numbe
   ).pipe(Config.withDefault(fallback))
 
 /** The bounds of each webhook retry delay, and of their count (W5, issue 38 item 3). */
-const RETRY_DELAY_RANGE = ["1s", "24h"] as const
+const RETRY_DELAY_RANGE = ["100ms", "24h"] as const
 const MAX_RETRIES = 20
 
 const DurationList = Schema.String.pipe(

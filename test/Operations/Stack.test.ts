@@ -10,33 +10,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { parse } from "yaml"
+import { VARIABLES } from "../../src/Config.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const read = (file: string) => fs.readFileSync(path.join(root, file), "utf8")
 
-/** DECISIONS.md O3: the environment variables Parley reads (exact names). */
-const O3_VARIABLES = new Set([
-  "PORT",
-  "HOST",
-  "DATABASE_URL",
-  "DATA_DIR",
-  "ADMIN_TOKEN",
-  "PARLEY_ROLE",
-  "LOG_LEVEL",
-  "LOG_FORMAT",
-  "WEBHOOK_TIMEOUT_MS",
-  "WEBHOOK_RETRY_SCHEDULE",
-  "ALLOW_PRIVATE_NETWORK_TARGETS",
-  "AI_PROVIDER",
-  "OPENAI_API_KEY",
-  "OPENAI_BASE_URL",
-  "ANTHROPIC_API_KEY",
-  "AI_MODEL",
-  "OTEL_EXPORTER_OTLP_ENDPOINT",
-  "OTEL_SERVICE_NAME",
-  "SESSION_EXPIRY_SWEEP_INTERVAL",
-  "MAX_BODY_BYTES"
-])
+/** DECISIONS.md O3: the environment variables Parley reads (exact names), as `src/Config.ts` lists them. */
+const O3_VARIABLES: ReadonlySet<string> = new Set(VARIABLES)
 /** O3 default of `PORT`. */
 const DEFAULT_PORT = 8080
 

@@ -5,11 +5,13 @@
  * stderr, nothing on stdout, exit 1, for the server and the CLI.
  */
 
+import * as fs from "node:fs"
 import * as net from "node:net"
+import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Redacted } from "effect"
-import { formatConfigError, parseDuration, readConfig, weakAdminTokenWarning } from "../../src/Config.ts"
-import { freePort, ownDatabase, runNode, startServer } from "../support/Processes.ts"
+import { formatConfigError, parseDuration, readConfig, VARIABLES, weakAdminTokenWarning } from "../../src/Config.ts"
+import { freePort, ownDatabase, root, runNode, startServer } from "../support/Processes.ts"
 
 /** Asserts O9: exit 1, nothing on stdout, exactly `line` on stderr. */
 const oneLine = (result: { code: number | null; stdout: string; stderr: string }, line: RegExp) => {
@@ -55,7 +57,7 @@ describe("configuration", () => {
     ["MAX_BODY_BYTES", "0", "Expected 1024 to 268435456 bytes"],
     ["MAX_BODY_BYTES", "-1", "Expected 1024 to 268435456 bytes"],
     ["WEBHOOK_RETRY_SCHEDULE", "", "Expected a value, not an empty one"],
-    ["WEBHOOK_RETRY_SCHEDULE", "5s,0s", "Expected 1 to 20 delays, each from 1s to 24h"],
+    ["WEBHOOK_RETRY_SCHEDULE", "5s,0s", "Expected 1 to 20 delays, each from 100ms to 24h"],
     ["ADMIN_TOKEN", "", "Expected a value, not an empty one"],
     ["REQUEST_TIMEOUT", "0s", "Expected a duration from 100ms to 10m"],
     ["DATABASE_CONNECT_TIMEOUT", "10m", "Expected a duration from 100ms to 5m"]
@@ -80,7 +82,7 @@ describe("configuration", () => {
         { WEBHOOK_TIMEOUT_MS: "300000" },
         { MAX_BODY_BYTES: "1024" },
         { MAX_BODY_BYTES: "268435456" },
-        { WEBHOOK_RETRY_SCHEDULE: "1s" },
+        { WEBHOOK_RETRY_SCHEDULE: "100ms" },
         { WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => "24h").join(",") },
         { REQUEST_TIMEOUT: "100ms", DATABASE_CONNECT_TIMEOUT: "5m" },
         { DATABASE_STATEMENT_TIMEOUT: "24h", DATABASE_LOCK_TIMEOUT: "100ms" },
@@ -98,6 +100,7 @@ describe("configuration", () => {
         { MAX_BODY_BYTES: "1023" },
         { MAX_BODY_BYTES: "268435457" },
         { WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 21 }, () => "1s").join(",") },
+        { WEBHOOK_RETRY_SCHEDULE: "99ms" },
         { REQUEST_TIMEOUT: "99ms" },
         { DATABASE_STATEMENT_TIMEOUT: "25h" },
         { HOST: "" },
@@ -140,6 +143,17 @@ describe("configuration", () => {
       assert.notInclude(server.output(), "short-admin-token")
     })
   )
+
+  it("O3: VARIABLES names every variable the configuration reads, and configuration.md documents each", () => {
+    const source = fs.readFileSync(path.join(root, "src/Config.ts"), "utf8")
+    const spec = source.slice(0, source.indexOf("export type AppConfigShape"))
+    const read = new Set([...spec.matchAll(/"([A-Z][A-Z0-9_]+)"/g)].map((match) => match[1]))
+    assert.deepStrictEqual([...read].sort(), [...VARIABLES].sort())
+    const documented = [
+      ...fs.readFileSync(path.join(root, "docs/configuration.md"), "utf8").matchAll(/^\| `([A-Z0-9_]+)` \|/gm)
+    ]
+    assert.deepStrictEqual(documented.map((match) => match[1]).sort(), [...VARIABLES].sort())
+  })
 
   it("durations are a number and a unit among ms, s, m, h (O3)", () => {
     assert.deepStrictEqual(

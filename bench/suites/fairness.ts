@@ -48,6 +48,7 @@ import { startParley } from "../lib/parley.ts"
 import { measureCpu } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
+import { mean } from "../lib/stats.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 /** Issue 38 item 4: the unlimited organization keeps at least this share of its throughput. */
@@ -73,8 +74,6 @@ interface Run extends LoadResult {
   /** Server CPU ms per response (the server's whole CPU over the run, shared when two loads run together). */
   readonly cpuMsPerRequest: number | undefined
 }
-
-const mean = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1)
 
 const runColumns: ReadonlyArray<Column> = [
   { header: "phase", align: "left" },

@@ -49,6 +49,7 @@ import { serverNodeOptions } from "../lib/parley.ts"
 import { measureCpu, measureMachine, pidsNamed, processAndChildren, sampleRss } from "../lib/proc.ts"
 import { freePort, rootDirectory, type ServerProcess, sleep, startServer } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
+import { mean } from "../lib/stats.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const GOAL = 0.8
@@ -325,8 +326,6 @@ const measure = async (options: {
       stored.messages <= ok + options.connections
   }
 }
-
-const mean = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1)
 
 const runColumns: ReadonlyArray<Column> = [
   { header: "scenario", align: "left" },

@@ -44,6 +44,7 @@ import { type LoadResult, runLoad } from "../lib/load.ts"
 import { serverNodeOptions } from "../lib/parley.ts"
 import { freePort, rootDirectory, type ServerProcess, sleep, startServer } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
+import { mean } from "../lib/stats.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const GOAL = 0.8
@@ -188,8 +189,6 @@ interface Run extends LoadResult {
   /** Server CPU milliseconds per request. */
   readonly cpuMsPerRequest: number | undefined
 }
-
-const mean = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1)
 
 const runColumns: ReadonlyArray<Column> = [
   { header: "server", align: "left" },

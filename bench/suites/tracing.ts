@@ -27,6 +27,7 @@ import { countsBetween, type OtlpCounts, startOtlpReceiver } from "../lib/otlp.t
 import { type BenchParley, startParley } from "../lib/parley.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, writeResults } from "../lib/results.ts"
+import { mean } from "../lib/stats.ts"
 import { type Cell, type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const BASE = "/conversations/v2/api/v1"
@@ -65,8 +66,6 @@ interface Run extends LoadResult {
   /** Whether the traced process flushed after the run within {@link FLUSH_MAX_MS}. */
   readonly flushed: boolean | undefined
 }
-
-const mean = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1)
 
 const runColumns: ReadonlyArray<Column> = [
   { header: "tracing", align: "left" },

@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
-import { tcpProxy } from "../support/TcpProxy.ts"
+import { proxiedDatabase } from "../support/TcpProxy.ts"
 
 const databaseUrl = ownDatabase("parley_outage")
 
@@ -21,13 +21,9 @@ describe("database outage (O9)", () => {
     "503 with Retry-After while PostgreSQL is unreachable, one WARN and one INFO in the log, then service again",
     () =>
       Effect.promise(async () => {
-        const real = new URL(databaseUrl())
-        const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
-        const viaProxy = new URL(databaseUrl())
-        viaProxy.hostname = "127.0.0.1"
-        viaProxy.port = String(gate.port)
+        const { gate, url: viaProxy } = await proxiedDatabase(databaseUrl())
         const server = await startServer({
-          DATABASE_URL: viaProxy.toString(),
+          DATABASE_URL: viaProxy,
           ADMIN_TOKEN: ADMIN,
           LOG_FORMAT: "json",
           LOG_LEVEL: "info"
@@ -106,13 +102,9 @@ describe("a database that does not respond (O9, issue 38 item 1)", () => {
     "requests respond 503 within REQUEST_TIMEOUT, one WARN and one INFO without a request id, and a keyed write retried afterwards is stored once",
     () =>
       Effect.promise(async () => {
-        const real = new URL(databaseUrl())
-        const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
-        const viaProxy = new URL(databaseUrl())
-        viaProxy.hostname = "127.0.0.1"
-        viaProxy.port = String(gate.port)
+        const { gate, url: viaProxy } = await proxiedDatabase(databaseUrl())
         const server = await startServer({
-          DATABASE_URL: viaProxy.toString(),
+          DATABASE_URL: viaProxy,
           ADMIN_TOKEN: "admin-token-of-the-stalled-database-test",
           LOG_FORMAT: "json",
           LOG_LEVEL: "info",

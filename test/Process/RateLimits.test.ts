@@ -10,7 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { callJson, ownDatabase, type ServerProcess, startServer } from "../support/Processes.ts"
-import { tcpProxy } from "../support/TcpProxy.ts"
+import { proxiedDatabase } from "../support/TcpProxy.ts"
 
 const databaseUrl = ownDatabase("parley_rate_limits")
 const ADMIN = "rate-limits-admin"
@@ -75,12 +75,8 @@ describe("rate limits across processes (D20)", () => {
     "D20, issue 38 item 4: a refused key's next request gets its 429 from memory, with the D20 headers, while the database cannot be reached",
     () =>
       Effect.promise(async () => {
-        const real = new URL(databaseUrl())
-        const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
-        const viaProxy = new URL(databaseUrl())
-        viaProxy.hostname = "127.0.0.1"
-        viaProxy.port = String(gate.port)
-        const server = await startServer({ DATABASE_URL: viaProxy.toString(), ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error" })
+        const { gate, url: viaProxy } = await proxiedDatabase(databaseUrl())
+        const server = await startServer({ DATABASE_URL: viaProxy, ADMIN_TOKEN: ADMIN, LOG_LEVEL: "error" })
         try {
           const organization = async (settings?: Record<string, unknown>) => {
             const org = (await callJson(server.baseUrl, "POST", "/admin/v1/organizations", ADMIN, { name: "Org" })).body

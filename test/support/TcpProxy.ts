@@ -73,3 +73,18 @@ export const tcpProxy = async (target: { readonly host: string; readonly port: n
   await open()
   return { port, open, cut, stall, release }
 }
+
+/**
+ * A proxy in front of the server of the PostgreSQL URL `databaseUrl`, and
+ * that URL pointed at the proxy (same credentials and database).
+ */
+export const proxiedDatabase = async (
+  databaseUrl: string
+): Promise<{ readonly gate: TcpProxy; readonly url: string }> => {
+  const real = new URL(databaseUrl)
+  const gate = await tcpProxy({ host: real.hostname, port: Number(real.port || 5432) })
+  const viaProxy = new URL(databaseUrl)
+  viaProxy.hostname = "127.0.0.1"
+  viaProxy.port = String(gate.port)
+  return { gate, url: viaProxy.toString() }
+}

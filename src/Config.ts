@@ -4,19 +4,25 @@
  * line naming the variable ({@link formatConfigError}).
  */
 
+import * as net from "node:net"
 import type { LogLevel } from "effect"
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
 
+/** The form of one O3 duration: a number and a unit among `ms`, `s`, `m`, `h`. */
+const DURATION = String.raw`(\d+)(ms|s|m|h)`
+
 /** A duration written as a number and a unit among `ms`, `s`, `m`, `h` (O3). */
 const DurationText = Schema.String.pipe(
-  Schema.check(Schema.isPattern(/^\d+(ms|s|m|h)$/, { message: "Expected a duration such as 200ms, 5s, 30m or 2h" }))
+  Schema.check(
+    Schema.isPattern(new RegExp(`^${DURATION}$`), { message: "Expected a duration such as 200ms, 5s, 30m or 2h" })
+  )
 )
 
 const unitMillis = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
 
-/** Parses an O3 duration (`200ms`, `5s`, `30m`, `2h`) into a `Duration`. */
+/** Parses an O3 duration (`200ms`, `5s`, `30m`, `2h`) into a `Duration`; throws on another form. */
 export const parseDuration = (text: string): Duration.Duration => {
-  const match = /^(\d+)(ms|s|m|h)$/.exec(text.trim())
+  const match = new RegExp(`^${DURATION}$`).exec(text.trim())
   if (match === null) throw new Error(`Invalid duration: ${text}`)
   return Duration.millis(Number(match[1]) * unitMillis[match[2] as keyof typeof unitMillis])
 }
@@ -60,7 +66,7 @@ const MAX_RETRIES = 20
 
 const DurationList = Schema.String.pipe(
   Schema.check(
-    Schema.isPattern(/^\s*\d+(ms|s|m|h)(\s*,\s*\d+(ms|s|m|h))*\s*$/, {
+    Schema.isPattern(new RegExp(String.raw`^\s*${DURATION}(\s*,\s*${DURATION})*\s*$`), {
       message: "Expected a comma list of durations such as 5s,5m,30m"
     }),
     Schema.makeFilter<string>(
@@ -118,6 +124,53 @@ const PostgresUrl = Schema.String.pipe(
   )
 )
 
+/**
+ * An absolute http(s) URL with a host, for an endpoint Parley sends to (issue
+ * 38 item 3: `OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318` parsed as a URL of
+ * scheme `localhost:` and exported nothing, silently). Empty or blank is
+ * accepted as unset. The failure message names `example`, never the value.
+ */
+const HttpUrl = (example: string) =>
+  Schema.String.pipe(
+    Schema.check(
+      Schema.makeFilter<string>(
+        (text) => {
+          if (text.trim() === "") return true
+          try {
+            const url = new URL(text.trim())
+            return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+          } catch {
+            return false
+          }
+        },
+        { message: `Expected an http or https URL such as ${example}` }
+      )
+    )
+  )
+
+/** The optional http(s) URL variable `name` ({@link HttpUrl}); empty or blank means unset. */
+const optionalUrl = (name: string, example: string) =>
+  Config.schema(HttpUrl(example), name).pipe(
+    Config.option,
+    Config.map((o) => (o._tag === "Some" && o.value.trim() !== "" ? o.value.trim() : undefined))
+  )
+
+/**
+ * A bind address (issue 38 item 3): an IP address (`0.0.0.0`, `::`,
+ * `127.0.0.1`) or a host name (`localhost`, RFC 1123 labels), not a URL or a
+ * `host:port`.
+ */
+const BindHost = Schema.String.pipe(
+  Schema.check(
+    Schema.makeFilter<string>(
+      (text) =>
+        net.isIP(text) !== 0 ||
+        /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(text),
+      { message: "Expected an IP address or a host name such as 0.0.0.0, :: or localhost" }
+    )
+  )
+)
+
 const optionalSecret = (name: string) =>
   Config.Redacted(name).pipe(
     Config.option,
@@ -157,7 +210,7 @@ const logLevels = {
 /** The decoded configuration; durations are `Duration`s, sizes bytes. */
 export const AppConfigSpec = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
-  host: Config.schema(NonBlank, "HOST").pipe(Config.withDefault("0.0.0.0")),
+  host: Config.schema(BindHost, "HOST").pipe(Config.withDefault("0.0.0.0")),
   databaseUrl: Config.schema(PostgresUrl, "DATABASE_URL").pipe(
     Config.option,
     Config.map((o) => (o._tag === "Some" && o.value.trim() !== "" ? Redacted.make(o.value) : undefined))
@@ -188,10 +241,10 @@ export const AppConfigSpec = Config.all({
   ),
   aiProvider: Config.Literals(["echo", "openai", "anthropic"], "AI_PROVIDER").pipe(Config.withDefault("echo" as const)),
   openaiApiKey: optionalSecret("OPENAI_API_KEY"),
-  openaiBaseUrl: optionalString("OPENAI_BASE_URL"),
+  openaiBaseUrl: optionalUrl("OPENAI_BASE_URL", "http://localhost:11434/v1"),
   anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),
   aiModel: optionalString("AI_MODEL"),
-  otlpEndpoint: optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
+  otlpEndpoint: optionalUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318"),
   serviceName: Config.schema(NonBlank, "OTEL_SERVICE_NAME").pipe(Config.withDefault("parley")),
   sessionExpirySweepInterval: duration("SESSION_EXPIRY_SWEEP_INTERVAL", "30s", "1s", "24h"),
   maxBodyBytes: integer("MAX_BODY_BYTES", 1_048_576, 1_024, 268_435_456, "bytes"),

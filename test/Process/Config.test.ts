@@ -59,6 +59,9 @@ describe("configuration", () => {
     ["WEBHOOK_RETRY_SCHEDULE", "", "Expected a value, not an empty one"],
     ["WEBHOOK_RETRY_SCHEDULE", "5s,0s", "Expected 1 to 20 delays, each from 100ms to 24h"],
     ["ADMIN_TOKEN", "", "Expected a value, not an empty one"],
+    ["ADMIN_TOKEN", "   ", "Expected a value, not an empty one"],
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "Expected an http or https URL such as http://localhost:4318"],
+    ["HOST", "localhost:8080", "Expected an IP address or a host name such as 0.0.0.0, :: or localhost"],
     ["REQUEST_TIMEOUT", "0s", "Expected a duration from 100ms to 10m"],
     ["DATABASE_CONNECT_TIMEOUT", "10m", "Expected a duration from 100ms to 5m"]
   ] as const)(
@@ -73,48 +76,191 @@ describe("configuration", () => {
       })
   )
 
-  it.effect("issue 38 item 3: the ends of every range are accepted, one step beyond them refused", () =>
-    Effect.gen(function* () {
-      const accepted = [
-        { SESSION_EXPIRY_SWEEP_INTERVAL: "1s" },
-        { SESSION_EXPIRY_SWEEP_INTERVAL: "24h" },
-        { WEBHOOK_TIMEOUT_MS: "100" },
-        { WEBHOOK_TIMEOUT_MS: "300000" },
-        { MAX_BODY_BYTES: "1024" },
-        { MAX_BODY_BYTES: "268435456" },
-        { WEBHOOK_RETRY_SCHEDULE: "100ms" },
-        { WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => "24h").join(",") },
-        { REQUEST_TIMEOUT: "100ms", DATABASE_CONNECT_TIMEOUT: "5m" },
-        { DATABASE_STATEMENT_TIMEOUT: "24h", DATABASE_LOCK_TIMEOUT: "100ms" },
-        { DATABASE_URL: "", OPENAI_BASE_URL: "", CORS_ORIGINS: "" }
-      ]
-      for (const env of accepted) {
-        const result = yield* Effect.result(readConfig(env))
-        assert.strictEqual(result._tag, "Success", `${JSON.stringify(env)}: ${JSON.stringify(result)}`)
+  /**
+   * Every range of src/Config.ts (issue 38 item 3, O3): [variable, field of AppConfigShape, the lowest and
+   * highest values accepted with what they decode to, one step below and above, the refusal's reason].
+   * Durations decode to milliseconds here.
+   */
+  const ranges = [
+    ["PORT", "port", ["1", 1], ["65535", 65_535], ["0", "65536"], "Expected a value between 1 and 65535"],
+    [
+      "WEBHOOK_TIMEOUT_MS",
+      "webhookTimeout",
+      ["100", 100],
+      ["300000", 300_000],
+      ["99", "300001"],
+      "Expected 100 to 300000 ms"
+    ],
+    [
+      "MAX_BODY_BYTES",
+      "maxBodyBytes",
+      ["1024", 1_024],
+      ["268435456", 268_435_456],
+      ["1023", "268435457"],
+      "Expected 1024 to 268435456 bytes"
+    ],
+    [
+      "SESSION_EXPIRY_SWEEP_INTERVAL",
+      "sessionExpirySweepInterval",
+      ["1s", 1_000],
+      ["24h", 86_400_000],
+      ["999ms", "86400001ms"],
+      "Expected a duration from 1s to 24h"
+    ],
+    [
+      "DATABASE_CONNECT_TIMEOUT",
+      "databaseConnectTimeout",
+      ["100ms", 100],
+      ["5m", 300_000],
+      ["99ms", "300001ms"],
+      "Expected a duration from 100ms to 5m"
+    ],
+    [
+      "DATABASE_STATEMENT_TIMEOUT",
+      "databaseStatementTimeout",
+      ["100ms", 100],
+      ["24h", 86_400_000],
+      ["99ms", "86400001ms"],
+      "Expected a duration from 100ms to 24h"
+    ],
+    [
+      "DATABASE_LOCK_TIMEOUT",
+      "databaseLockTimeout",
+      ["100ms", 100],
+      ["24h", 86_400_000],
+      ["99ms", "86400001ms"],
+      "Expected a duration from 100ms to 24h"
+    ],
+    [
+      "REQUEST_TIMEOUT",
+      "requestTimeout",
+      ["100ms", 100],
+      ["10m", 600_000],
+      ["99ms", "600001ms"],
+      "Expected a duration from 100ms to 10m"
+    ]
+  ] as const
+
+  /** Decodes `env` as the server does, before anything starts ({@link readConfig}). */
+  const decode = (env: Record<string, string>) => Effect.runSync(Effect.result(readConfig(env)))
+
+  /** A decoded value as a number: milliseconds for a `Duration`. */
+  const numeric = (value: unknown) => (Duration.isDuration(value) ? Duration.toMillis(value) : value)
+
+  it.each(ranges)(
+    "issue 38 item 3: %s accepts both ends of its range and refuses one step beyond each with the range named",
+    (name, field, [lowest, lowestValue], [highest, highestValue], [below, above], why) => {
+      for (const [value, expected] of [
+        [lowest, lowestValue],
+        [highest, highestValue]
+      ] as const) {
+        const result = decode({ [name]: value })
+        assert.strictEqual(result._tag, "Success", `${name}=${value}: ${JSON.stringify(result)}`)
+        if (result._tag === "Success") assert.strictEqual(numeric(result.success[field]), expected, `${name}=${value}`)
       }
-      const refused = [
-        { SESSION_EXPIRY_SWEEP_INTERVAL: "999ms" },
-        { SESSION_EXPIRY_SWEEP_INTERVAL: "25h" },
-        { WEBHOOK_TIMEOUT_MS: "99" },
-        { WEBHOOK_TIMEOUT_MS: "300001" },
-        { MAX_BODY_BYTES: "1023" },
-        { MAX_BODY_BYTES: "268435457" },
-        { WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 21 }, () => "1s").join(",") },
-        { WEBHOOK_RETRY_SCHEDULE: "99ms" },
-        { REQUEST_TIMEOUT: "99ms" },
-        { DATABASE_STATEMENT_TIMEOUT: "25h" },
-        { HOST: "" },
-        { DATA_DIR: " " },
-        { PARLEY_ROLE: "" }
-      ]
-      for (const env of refused) {
-        const result = yield* Effect.result(readConfig(env))
-        assert.strictEqual(result._tag, "Failure", JSON.stringify(env))
-        if (result._tag === "Failure")
-          assert.match(result.failure, new RegExp(`^Invalid configuration: ${Object.keys(env)[0]}: `))
+      for (const value of [below, above]) {
+        const result = decode({ [name]: value })
+        assert.deepStrictEqual(
+          result._tag === "Failure" ? result.failure : "accepted",
+          `Invalid configuration: ${name}: ${why}`
+        )
       }
-    })
+    }
   )
+
+  it("issue 38 item 3: WEBHOOK_RETRY_SCHEDULE takes 1 to 20 delays, each from 100ms to 24h", () => {
+    const accepted: ReadonlyArray<readonly [string, Array<number>]> = [
+      ["100ms", [100]],
+      [" 5s , 24h ", [5_000, 86_400_000]],
+      [Array.from({ length: 20 }, () => "24h").join(","), Array.from({ length: 20 }, () => 86_400_000)]
+    ]
+    for (const [value, delays] of accepted) {
+      const result = decode({ WEBHOOK_RETRY_SCHEDULE: value })
+      assert.deepStrictEqual(
+        result._tag === "Success" ? result.success.webhookRetrySchedule.map(Duration.toMillis) : result.failure,
+        delays
+      )
+    }
+    for (const value of ["99ms", "5s,86400001ms", Array.from({ length: 21 }, () => "1s").join(",")]) {
+      const result = decode({ WEBHOOK_RETRY_SCHEDULE: value })
+      assert.deepStrictEqual(
+        result._tag === "Failure" ? result.failure : "accepted",
+        "Invalid configuration: WEBHOOK_RETRY_SCHEDULE: Expected 1 to 20 delays, each from 100ms to 24h"
+      )
+    }
+    for (const value of [",", "5s,", "5s;5m"]) {
+      const result = decode({ WEBHOOK_RETRY_SCHEDULE: value })
+      assert.match(
+        result._tag === "Failure" ? result.failure : "accepted",
+        /^Invalid configuration: WEBHOOK_RETRY_SCHEDULE: /
+      )
+    }
+  })
+
+  it("issue 38 item 3: HOST is an IP address or a host name, the endpoints Parley sends to are http(s) URLs", () => {
+    for (const host of ["0.0.0.0", "::", "127.0.0.1", "localhost", "parley-1.internal"]) {
+      const result = decode({ HOST: host })
+      assert.strictEqual(result._tag === "Success" ? result.success.host : result.failure, host)
+    }
+    for (const host of ["http://localhost", "localhost:8080", "not a host", "-parley"]) {
+      const result = decode({ HOST: host })
+      assert.strictEqual(
+        result._tag === "Failure" ? result.failure : "accepted",
+        "Invalid configuration: HOST: Expected an IP address or a host name such as 0.0.0.0, :: or localhost"
+      )
+    }
+    const endpoint = decode({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://localhost:4318",
+      OPENAI_BASE_URL: "https://llm.example/v1"
+    })
+    assert.deepStrictEqual(
+      endpoint._tag === "Success" ? [endpoint.success.otlpEndpoint, endpoint.success.openaiBaseUrl] : endpoint.failure,
+      ["http://localhost:4318", "https://llm.example/v1"]
+    )
+    for (const [name, value, example] of [
+      ["OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "http://localhost:4318"],
+      ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector", "http://localhost:4318"],
+      ["OPENAI_BASE_URL", "ftp://llm.example/v1", "http://localhost:11434/v1"],
+      ["OPENAI_BASE_URL", "llm.example/v1", "http://localhost:11434/v1"]
+    ] as const) {
+      const result = decode({ [name]: value })
+      assert.strictEqual(
+        result._tag === "Failure" ? result.failure : "accepted",
+        `Invalid configuration: ${name}: Expected an http or https URL such as ${example}`
+      )
+    }
+  })
+
+  it("issue 38 item 3: empty means unset only where the table says so; elsewhere it is refused", () => {
+    const unset = decode({ DATABASE_URL: "", OPENAI_BASE_URL: "", OTEL_EXPORTER_OTLP_ENDPOINT: "", CORS_ORIGINS: "" })
+    assert.deepStrictEqual(
+      unset._tag === "Success"
+        ? [
+            unset.success.databaseUrl,
+            unset.success.openaiBaseUrl,
+            unset.success.otlpEndpoint,
+            unset.success.corsOrigins
+          ]
+        : unset.failure,
+      [undefined, undefined, undefined, []]
+    )
+    for (const [name, value] of [
+      ["HOST", ""],
+      ["DATA_DIR", " "],
+      ["PARLEY_ROLE", ""],
+      ["ADMIN_TOKEN", ""],
+      ["ADMIN_TOKEN", " \t "],
+      ["WEBHOOK_RETRY_SCHEDULE", ""],
+      ["MAX_BODY_BYTES", ""],
+      ["ALLOW_PRIVATE_NETWORK_TARGETS", ""]
+    ] as const) {
+      const result = decode({ [name]: value })
+      assert.strictEqual(
+        result._tag === "Failure" ? result.failure : "accepted",
+        `Invalid configuration: ${name}: Expected a value, not an empty one`
+      )
+    }
+  })
 
   it("issue 38 item 3: ADMIN_TOKEN shorter than 32 characters gets one warning; unset or long ones none", () => {
     const config = (token: string | undefined) => ({

@@ -18,7 +18,9 @@
  *   (`SessionNotFoundEncoded`, its `{detail}` body) is named as the error
  *   (`SessionNotFound`) when no other component has that name.
  * - Rate limits (D20): 429 with `Retry-After` and `RateLimit-*` on every
- *   operation of the conversations and assistants APIs.
+ *   operation of the conversations and assistants APIs, and the `RateLimit-*`
+ *   headers on each of their responses; `X-Request-Id` (O8) on every response
+ *   (issue 39 item 3).
  * - Idempotency-Key (D19): the optional header on every POST and PATCH of the
  *   conversations and assistants APIs, their 409 and 422 responses, and the
  *   `Idempotent-Replayed` header of their successes.
@@ -221,6 +223,42 @@ const rateLimitHeaders = {
   }
 }
 
+/** The request id of every response (O8). */
+const requestIdHeader = {
+  description:
+    "The request's id (O8): the client's `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7; the server's log lines and spans of the request carry it.",
+  schema: { type: "string" }
+}
+
+/** `{name: {$ref}}` for each header of `components.headers` named. */
+const headerRefs = (names: ReadonlyArray<string>): Json =>
+  Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]))
+
+/**
+ * The headers every response carries, documented on every response (issue 39
+ * item 3): `X-Request-Id` (O8) everywhere, and `RateLimit-*` (D20) on the
+ * responses of the conversations and assistants APIs, which an organization
+ * with a limit gets on every response, errors included. A response given as
+ * a `$ref` gets them in its component.
+ */
+const withResponseHeaders = (spec: Json): void => {
+  spec.components.headers = { ...spec.components.headers, "X-Request-Id": requestIdHeader, ...rateLimitHeaders }
+  for (const [path, item] of Object.entries(spec.paths as Json)) {
+    const names = isOrganizationApiPath(path) ? ["X-Request-Id", ...Object.keys(rateLimitHeaders)] : ["X-Request-Id"]
+    for (const method of METHODS) {
+      const operation = item[method]
+      if (operation === undefined) continue
+      for (const response of Object.values(operation.responses as Json)) {
+        const target: Json =
+          typeof response.$ref === "string"
+            ? spec.components.responses[response.$ref.slice("#/components/responses/".length)]
+            : response
+        target.headers = { ...target.headers, ...headerRefs(names) }
+      }
+    }
+  }
+}
+
 /**
  * D20 in the document: every operation of the conversations and assistants
  * APIs may respond 429 `Rate limit exceeded` with `Retry-After` and the
@@ -232,7 +270,7 @@ const withRateLimits = (spec: Json): void => {
     transportDetails.rateLimited,
     {
       "Retry-After": { description: "Whole seconds to wait, at least 1.", schema: { type: "integer" } },
-      ...rateLimitHeaders
+      ...headerRefs(Object.keys(rateLimitHeaders))
     }
   )
   for (const [path, item] of Object.entries(spec.paths as Json)) {
@@ -400,6 +438,7 @@ export const finishDocument = <Id extends string, Groups extends HttpApiGroup.Co
   withCommonResponses(spec.paths)
   withIdempotencyKey(spec)
   withRateLimits(spec)
+  withResponseHeaders(spec)
   spec.webhooks = webhooks()
   spec.tags.push({
     name: WEBHOOKS_TAG,

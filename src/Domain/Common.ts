@@ -73,25 +73,30 @@ const canonicalDateTime = (text: string): string => {
  * canonical UTC text with microseconds (`2026-11-22T08:02:07.500000Z`), which
  * PostgreSQL and `new Date` read alike.
  */
-export const DateTimeInput = Schema.String.pipe(
-  Schema.check(
-    Schema.makeFilter<string>(
-      (text) => {
-        const read = readDateTime(text)
-        return read.ok || read.type !== "datetime_parsing" || read.msg
-      },
-      { expected: "an ISO 8601 datetime with a time zone", issueType: "datetime_parsing" }
+export const DateTimeInput = Schema.String.annotate({ format: "date-time" })
+  .pipe(
+    Schema.check(
+      Schema.makeFilter<string>(
+        (text) => {
+          const read = readDateTime(text)
+          return read.ok || read.type !== "datetime_parsing" || read.msg
+        },
+        { expected: "an ISO 8601 datetime with a time zone", issueType: "datetime_parsing" }
+      ),
+      Schema.makeFilter<string>(
+        (text) => {
+          const read = readDateTime(text)
+          return read.ok || read.type !== "out_of_range" || read.msg
+        },
+        { expected: "a datetime between years 1 and 9999", issueType: "out_of_range" }
+      )
     ),
-    Schema.makeFilter<string>(
-      (text) => {
-        const read = readDateTime(text)
-        return read.ok || read.type !== "out_of_range" || read.msg
-      },
-      { expected: "a datetime between years 1 and 9999", issueType: "out_of_range" }
+    Schema.decodeTo(
+      Schema.String,
+      SchemaTransformation.transform({ decode: canonicalDateTime, encode: (text) => text })
     )
-  ),
-  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: canonicalDateTime, encode: (text) => text }))
-).annotate({ format: "date-time" })
+  )
+  .annotate({ format: "date-time" })
 
 /**
  * No body at all, the alternative of an operation whose body is optional

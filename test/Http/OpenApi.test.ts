@@ -93,7 +93,8 @@ withApp()("the OpenAPI document", (it) => {
           "RateLimit-Limit",
           "RateLimit-Remaining",
           "RateLimit-Reset",
-          "Retry-After"
+          "Retry-After",
+          "X-Request-Id"
         ])
         assert.deepStrictEqual(limited.content["application/json"].example, { detail: "Rate limit exceeded" })
         for (const [name, operation] of operationsOf(doc)) {
@@ -132,6 +133,65 @@ withApp()("the OpenAPI document", (it) => {
         }
         assert.isAtLeast(covered, 20)
       })
+  )
+
+  it.effect(
+    "issue 39 item 3: every response documents X-Request-Id (O8); every response of the conversations and assistants APIs RateLimit-* (D20)",
+    () =>
+      Effect.gen(function* () {
+        const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+        let responses = 0
+        for (const [name, operation] of operationsOf(doc)) {
+          const organization = / \/(conversations|assistants)\//.test(name)
+          for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+            const headers = Object.fromEntries(
+              Object.entries(resolve(doc, response).headers ?? {}).map(([header, value]) => [
+                header,
+                resolve(doc, value)
+              ])
+            )
+            assert.match(headers["X-Request-Id"]?.description ?? "", /O8/, `${name} ${status}`)
+            // A response shared with the admin API (a `$ref` to 413, 415, 500, 503) shows them there too.
+            if (organization) {
+              for (const header of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) {
+                assert.isDefined(headers[header], `${name} ${status} ${header}`)
+              }
+            }
+            responses++
+          }
+        }
+        assert.isAbove(responses, 200)
+      })
+  )
+
+  it.effect("issue 39 item 3: every datetime a request may carry is documented as format date-time", () =>
+    Effect.gen(function* () {
+      const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
+      const datetimes: Array<string> = []
+      for (const [name, operation] of operationsOf(doc)) {
+        for (const parameter of operation.parameters ?? []) {
+          const resolved = resolve(doc, parameter)
+          if (/^(since|until|(created|updated)_(after|before))$/.test(resolved.name)) {
+            assert.strictEqual(resolved.schema.format, "date-time", `${name} ${resolved.name}`)
+            datetimes.push(`${name} ${resolved.name}`)
+          }
+        }
+        const body = resolve(doc, operation.requestBody?.content?.["application/json"]?.schema)
+        for (const member of ["scheduled_for", "delivered_at", "expires_at", "since", "until"]) {
+          const schema = resolve(doc, body?.properties?.[member])
+          if (schema === undefined) continue
+          const types = [schema, ...(schema.anyOf ?? []).map((alternative: any) => resolve(doc, alternative))]
+          assert.isTrue(
+            types.some((type: any) => type.format === "date-time"),
+            `${name} ${member}: ${JSON.stringify(schema)}`
+          )
+          datetimes.push(`${name} ${member}`)
+        }
+      }
+      // The issue's fifteen: scheduled_for, delivered_at, expires_at, the run statistics' and the recovery's
+      // since/until, the export filters.
+      assert.strictEqual(datetimes.length, 15, datetimes.join("\n"))
+    })
   )
 
   it.effect(

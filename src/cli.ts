@@ -5,13 +5,17 @@
  * `DATA_DIR` (starting it for the command when no server runs).
  *
  * Output is shell-friendly: `eval "$(npx parley bootstrap)"` sets
- * `PARLEY_ORG_ID` and `PARLEY_TOKEN`.
+ * `PARLEY_ORG_ID` and `PARLEY_TOKEN`. Only results go to stdout (O9): a usage
+ * error (unknown flag or command, missing flag or command) is one or two lines
+ * on stderr and exit 2, any other failure one line on stderr and exit 1, and
+ * `--help` prints on stdout with exit 0 (issue 39 item 5).
  */
-import * as crypto from "node:crypto"
+import { existsSync, realpathSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Console, Effect, Layer, Logger, Option, References, Schema } from "effect"
-import { CliError, Command, Flag } from "effect/cli"
+import { CliError, CliOutput, Command, Flag, type HelpDoc } from "effect/cli"
 import { Admin } from "./Admin/Admin.ts"
 import {
   CreateAgentPayload,
@@ -70,12 +74,21 @@ const decodeAsBody =
       Effect.mapError((error) => new ValidationFailed({ detail: validationIssues(error.issue, ["body"]) }))
     )
 
+/**
+ * Where the admin API's line of `bootstrap` points. The command cannot see the
+ * environment of the running server, so it says how the admin API is reached,
+ * never whether it is on, and names no token of its own (issue 39 item 5: it
+ * said "off" to a server started with `ADMIN_TOKEN`, with a random token other
+ * than the walkthrough's).
+ */
+const ADMIN_API_HINT =
+  "# Admin API (/admin/v1): Authorization: Bearer $ADMIN_TOKEN, the token the server was started with (docs/walkthroughs.md)"
+
 const bootstrap = Command.make(
   "bootstrap",
   { name: Flag.String("name").pipe(Flag.withDescription("Organization name"), Flag.withDefault("Default")) },
   Effect.fn(function* ({ name }) {
     const admin = yield* Admin
-    const config = yield* AppConfig
     const organization = yield* admin.createOrganization(
       (yield* decodeAsBody(CreateOrganizationPayload)({ name })).name
     )
@@ -83,13 +96,7 @@ const bootstrap = Command.make(
     yield* Console.log(`export PARLEY_ORG_ID=${shellQuote(organization.id)}`)
     yield* Console.log(`export PARLEY_TOKEN=${shellQuote(key.token)}`)
     yield* Console.log("# The token is shown only once. Send it as: Authorization: Bearer $PARLEY_TOKEN")
-    if (config.adminToken === undefined) {
-      yield* Console.log(
-        `# Admin API (/admin/v1) is off: start the server with ADMIN_TOKEN set, for example ADMIN_TOKEN=${crypto.randomBytes(24).toString("base64url")}`
-      )
-    } else {
-      yield* Console.log("# Admin API (/admin/v1): Authorization: Bearer $ADMIN_TOKEN")
-    }
+    yield* Console.log(ADMIN_API_HINT)
   })
 ).pipe(Command.withDescription("Create an organization and an API key; print them as shell exports"))
 
@@ -107,7 +114,7 @@ const keyCreate = Command.make(
   "create",
   {
     org: orgFlag,
-    name: Flag.String("name").pipe(Flag.optional),
+    name: Flag.String("name").pipe(Flag.withDescription("Key name, for telling keys apart"), Flag.optional),
     expiresAt: Flag.String("expires-at").pipe(
       Flag.withDescription("Expiry (ISO 8601 with a time zone, as the admin API takes it)"),
       Flag.optional
@@ -136,10 +143,16 @@ const agentCreate = Command.make(
   "create",
   {
     org: orgFlag,
-    name: Flag.String("name"),
-    type: Flag.Literals("type", ["ai", "human"]),
-    assistantId: Flag.String("assistant-id").pipe(Flag.optional),
-    profileId: Flag.String("profile-id").pipe(Flag.optional)
+    name: Flag.String("name").pipe(Flag.withDescription("Agent name")),
+    type: Flag.Literals("type", ["ai", "human"]).pipe(Flag.withDescription("ai (answers with an assistant) or human")),
+    assistantId: Flag.String("assistant-id").pipe(
+      Flag.withDescription("The assistant an ai agent answers with"),
+      Flag.optional
+    ),
+    profileId: Flag.String("profile-id").pipe(
+      Flag.withDescription("A human agent's id in your user system"),
+      Flag.optional
+    )
   },
   Effect.fn(function* ({ org, name, type, assistantId, profileId }) {
     const payload = yield* decodeAsBody(CreateAgentPayload)({
@@ -289,7 +302,8 @@ const serve = Command.make("serve", {}, () =>
   )
 ).pipe(Command.withDescription("Run the server (same as npm start)"))
 
-const parley = Command.make("parley").pipe(
+/** The whole command tree, exported for tests that walk it (issue 39 item 5). */
+export const parley = Command.make("parley").pipe(
   Command.withDescription("Parley administration"),
   Command.withSubcommands([
     bootstrap.pipe(Command.provide(AdminLive)),
@@ -333,6 +347,94 @@ const parley = Command.make("parley").pipe(
   ])
 )
 
+const orList = (names: ReadonlyArray<string>) =>
+  names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`
+
+const didYouMean = (suggestions: ReadonlyArray<string>) =>
+  suggestions.length === 0 ? "" : ` (did you mean ${orList(suggestions)}?)`
+
+/** A flag named as typed: `--name`, or `-n` for a one-letter alias. */
+const flagSpelling = (name: string) => (name.startsWith("-") ? name : name.length === 1 ? `-${name}` : `--${name}`)
+
+/**
+ * The required flags of a command that `argv` does not give (`--org x` and
+ * `--org=x` give `--org`). effect/cli stops at the first missing flag; the
+ * user is told every one at once (issue 39 item 5).
+ */
+const missingFlags = (helpDoc: HelpDoc.HelpDoc, argv: ReadonlyArray<string>): Array<string> => {
+  const options = argv.slice(0, argv.includes("--") ? argv.indexOf("--") : argv.length)
+  const given = (spelling: string) => options.some((arg) => arg === spelling || arg.startsWith(`${spelling}=`))
+  return helpDoc.flags
+    .filter((flag) => flag.required && ![flag.name, ...flag.aliases].some((name) => given(flagSpelling(name))))
+    .map((flag) => flagSpelling(flag.name))
+}
+
+/** One problem of an invocation, on one line. */
+const problem = (error: CliError.NonShowHelpErrors): string => {
+  switch (error._tag) {
+    case "UnrecognizedOption":
+      return `unknown flag ${error.option}${didYouMean(error.suggestions)}`
+    case "UnknownSubcommand":
+      return `unknown command "${error.subcommand}"${didYouMean(error.suggestions)}`
+    default:
+      return error.message.replace(/\s*\n\s*/g, " ")
+  }
+}
+
+/**
+ * The text of a usage error (issue 39 item 5, O9), for stderr: the command
+ * and every problem on one line, then where its usage is.
+ *
+ * ```
+ * Error: parley rollout start: missing --assistant, --branch, --percent
+ * Run "parley rollout start --help" for usage.
+ * ```
+ *
+ * `errors` are the parse errors effect/cli found (none when a command that
+ * needs a subcommand got none); missing flags are taken from `helpDoc` and
+ * `argv` (the arguments after the program), so all of them are named.
+ */
+const usageError = (
+  commandPath: ReadonlyArray<string>,
+  helpDoc: HelpDoc.HelpDoc,
+  errors: ReadonlyArray<CliError.NonShowHelpErrors>,
+  argv: ReadonlyArray<string>
+): string => {
+  const missing = missingFlags(helpDoc, argv)
+  const commands = (helpDoc.subcommands ?? []).flatMap((group) => group.commands.map((command) => command.name))
+  const problems = [
+    ...errors.filter((error) => error._tag !== "MissingOption").map(problem),
+    ...(missing.length > 0 ? [`missing ${missing.join(", ")}`] : []),
+    ...(errors.length === 0 && missing.length === 0 && commands.length > 0
+      ? [`missing a command: ${commands.join(", ")}`]
+      : [])
+  ]
+  const command = commandPath.join(" ")
+  return `Error: ${command}: ${problems.join("; ")}\nRun "${command} --help" for usage.`
+}
+
+/**
+ * effect/cli's output, placed as O9 wants: `--help` and `--version` on stdout
+ * as effect/cli prints them; an invalid invocation, or a command that needs a
+ * subcommand run without one (an implicit help), as `usageError` on stderr
+ * only, never the help text (issue 39 item 5: `eval "$(parley bootstrap
+ * --nam Acme)"` ran the help as shell commands).
+ */
+const presenter: CliOutput.Presenter = {
+  present: (event) => {
+    if (event._tag === "InvalidInvocation" || (event._tag === "Help" && event.reason === "Implicit")) {
+      const errors = event._tag === "InvalidInvocation" ? event.errors : []
+      return Effect.sync(() => {
+        process.stderr.write(`${usageError(event.commandPath, event.helpDoc, errors, process.argv.slice(2))}\n`)
+      })
+    }
+    return CliOutput.defaultPresenter.present(event)
+  }
+}
+
+/** Exit status of a usage error (issue 39 item 5); other failures exit 1, help and results 0. */
+const USAGE_EXIT_CODE = 2
+
 /** `parley serve`: the server, which logs and ends as `npm start` does (O5). */
 const serving = process.argv[2] === "serve"
 
@@ -345,6 +447,7 @@ const program = Effect.gen(function* () {
   }
   const quiet = !serving
   yield* Command.run(parley, { version: "0.1.0" }).pipe(
+    Effect.provideService(CliOutput.Presenter, presenter),
     Effect.provideService(AppConfig, config.success),
     quiet ? Effect.provide(QuietLogging) : (self) => self,
     // Domain failures (`{detail}` errors) are the user's to read: one line on stderr, exit 1.
@@ -358,10 +461,10 @@ const program = Effect.gen(function* () {
       process.exitCode = 1
       return Effect.void
     }),
-    // Usage errors and --help were printed by the CLI itself: exit 1 for errors, 0 for help.
+    // Usage errors were printed by `presenter`: exit 2 (`--help` does not fail: exit 0); other CLI errors exit 1.
     Effect.catchIf(CliError.isCliError, (error) =>
       Effect.sync(() => {
-        process.exitCode = error._tag === "ShowHelp" && error.errors.length === 0 ? 0 : 1
+        process.exitCode = error._tag === "ShowHelp" ? USAGE_EXIT_CODE : 1
       })
     ),
     // Anything else (an unreachable database, a port in use): one line on stderr, exit 1 (O9).
@@ -374,6 +477,15 @@ const program = Effect.gen(function* () {
   )
 })
 
-program.pipe(Effect.provide(NodeServices.layer), (self) =>
-  NodeRuntime.runMain(self, { disableErrorReporting: true, ...(serving ? { teardown: serverTeardown } : {}) })
-)
+/**
+ * Run as a program (`node src/cli.ts`, `bin/parley.js`), not when a test
+ * imports the command tree.
+ */
+const entry = process.argv[1]
+const isMain = entry !== undefined && existsSync(entry) && realpathSync(entry) === fileURLToPath(import.meta.url)
+
+if (isMain) {
+  program.pipe(Effect.provide(NodeServices.layer), (self) =>
+    NodeRuntime.runMain(self, { disableErrorReporting: true, ...(serving ? { teardown: serverTeardown } : {}) })
+  )
+}

@@ -1,10 +1,15 @@
 /**
  * The `parley` CLI (DECISIONS.md O6) on the test database: organizations, API
- * keys (created, then revoked), agents; errors are reported, not thrown.
+ * keys (created, then revoked), agents; errors are reported, not thrown; usage
+ * errors on stderr only, exit 2 (O9, issue 39 item 5).
  */
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { CliOutput, Command, type HelpDoc } from "effect/cli"
 import postgres from "postgres"
+import { AppConfig } from "../../src/Config.ts"
+import { parley } from "../../src/cli.ts"
 import { ownDatabase, runNode, startServer } from "../support/Processes.ts"
 
 const parse = (stdout: string): Record<string, string> =>
@@ -34,7 +39,116 @@ const withCli = (
     }
   })
 
+/** Every command path of `command` below `path` (`[]` is the root), depth first. */
+const commandPaths = (command: Command.Command.Any, path: ReadonlyArray<string>): Array<ReadonlyArray<string>> => [
+  path,
+  ...command.subcommands.flatMap((group) => group.commands.flatMap((sub) => commandPaths(sub, [...path, sub.name])))
+]
+
+/** The help document `parley <path> --help` prints, captured in-process (no database is touched). */
+const helpOf = (path: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const docs: Array<HelpDoc.HelpDoc> = []
+    yield* Command.runWith(parley, { version: "test" })([...path, "--help"]).pipe(
+      Effect.provideService(CliOutput.Presenter, {
+        present: (event) => Effect.sync(() => event._tag === "Help" && docs.push(event.helpDoc))
+      })
+    )
+    assert.strictEqual(docs.length, 1, path.join(" "))
+    return docs[0]!
+  })
+
+/** A usage error's two lines on stderr (issue 39 item 5). */
+const usage = (command: string, problems: string) =>
+  `Error: ${command}: ${problems}\nRun "${command} --help" for usage.\n`
+
 describe("parley CLI", () => {
+  it.live(
+    "issue 39 item 5 (O9): a usage error names every problem on stderr, with a did-you-mean, nothing on stdout, exit 2; --help is on stdout, exit 0",
+    () =>
+      Effect.promise(async () => {
+        // No database is needed to refuse a command line, and none is reached.
+        const cli = (...args: Array<string>) =>
+          runNode("src/cli.ts", args, { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })
+        const [unknownFlag, unknownCommand, missingFlags, missingCommand, help] = await Promise.all([
+          cli("bootstrap", "--nam", "Acme"),
+          cli("rollot", "show"),
+          cli("rollout", "start", "--org", "x"),
+          cli("key"),
+          cli("rollout", "start", "--help")
+        ])
+        // `eval "$(parley bootstrap --nam Acme)"` evaluates nothing.
+        assert.deepStrictEqual(unknownFlag, {
+          code: 2,
+          stdout: "",
+          stderr: usage("parley bootstrap", "unknown flag --nam (did you mean --name?)")
+        })
+        assert.deepStrictEqual(unknownCommand, {
+          code: 2,
+          stdout: "",
+          stderr: usage("parley", 'unknown command "rollot" (did you mean rollout?)')
+        })
+        assert.deepStrictEqual(missingFlags, {
+          code: 2,
+          stdout: "",
+          stderr: usage("parley rollout start", "missing --assistant, --branch, --percent")
+        })
+        assert.deepStrictEqual(missingCommand, {
+          code: 2,
+          stdout: "",
+          stderr: usage("parley key", "missing a command: create, revoke")
+        })
+        assert.deepStrictEqual([help.code, help.stderr], [0, ""])
+        assert.include(help.stdout, "USAGE\n  parley rollout start [flags]")
+        assert.include(help.stdout, "--percent string")
+      }),
+    120_000
+  )
+
+  it.effect("issue 39 item 5: every flag of every command has a description in its --help", () =>
+    Effect.gen(function* () {
+      const paths = commandPaths(parley, [])
+      // The walk reaches the leaves, not only the root.
+      assert.deepInclude(paths, ["key", "create"])
+      assert.deepInclude(paths, ["rollout", "start"])
+      const undocumented: Array<string> = []
+      for (const path of paths) {
+        const doc = yield* helpOf(path)
+        for (const flag of [...doc.flags, ...(doc.globalFlags ?? [])]) {
+          if (Option.getOrElse(flag.description, () => "").trim() === "") {
+            undocumented.push(`parley ${path.join(" ")} --${flag.name}`)
+          }
+        }
+      }
+      assert.deepStrictEqual(undocumented, [])
+    }).pipe(Effect.provide([NodeServices.layer, AppConfig.layerWith({})]))
+  )
+
+  it.live(
+    "issue 39 item 5: bootstrap prints only exports and comments, never says the admin API is off nor names a token of its own",
+    () =>
+      Effect.promise(async () => {
+        const hint =
+          "# Admin API (/admin/v1): Authorization: Bearer $ADMIN_TOKEN, the token the server was started with (docs/walkthroughs.md)"
+        // The command cannot see the server's environment: with or without ADMIN_TOKEN of its own, one hint.
+        for (const adminToken of [undefined, "walkthrough-admin-token-0123456789abcdef"]) {
+          const bootstrap = await runNode("src/cli.ts", ["bootstrap", "--name", "Acme"], {
+            DATABASE_URL: databaseUrl(),
+            ADMIN_TOKEN: adminToken
+          })
+          assert.strictEqual(bootstrap.code, 0, bootstrap.stderr)
+          const lines = bootstrap.stdout.trimEnd().split("\n")
+          assert.match(lines[0]!, /^export PARLEY_ORG_ID='[^']+'$/)
+          assert.match(lines[1]!, /^export PARLEY_TOKEN='prl_[^']+'$/)
+          assert.deepStrictEqual(lines.slice(2), [
+            "# The token is shown only once. Send it as: Authorization: Bearer $PARLEY_TOKEN",
+            hint
+          ])
+        }
+      }),
+    120_000
+  )
+
   it.live(
     "issue 16 (W8, W9): app rotate-secret prints the new secret and until when the previous one signs; app recover prints how many",
     () =>

@@ -82,7 +82,18 @@ const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"
 /** How long a browser may keep the versioned bundle and the icon, in seconds (a year: the URL changes with it). */
 const IMMUTABLE = "public, max-age=31536000, immutable"
 
-/** The page: the bundle, then Scalar on `/openapi.json` with our settings. */
+/**
+ * The id of the element the page mounts Scalar on. Never `api-reference`: the
+ * standalone bundle, when it loads, mounts an app of its own before any element
+ * with that id (its HTML API, configured by `data-*` attributes), so a page
+ * calling `createApiReference` on `#api-reference` got two apps, the first with
+ * no document (`Document  not found in configList`) filling the first screen
+ * with blank placeholders (issue 39 item 1). The id `effect`'s `HttpApiScalar`
+ * uses.
+ */
+const MOUNT_ID = "api-reference-container"
+
+/** The page: the bundle, then one Scalar app on `/openapi.json` with our settings, on {@link MOUNT_ID}. */
 const pageHtml = (bundleUrl: string) => `<!doctype html>
 <html lang="en">
   <head>
@@ -92,10 +103,10 @@ const pageHtml = (bundleUrl: string) => `<!doctype html>
     <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
   </head>
   <body>
-    <div id="api-reference"></div>
+    <div id="${MOUNT_ID}"></div>
     <script src="${bundleUrl}"></script>
     <script>
-      window.Scalar.createApiReference(document.getElementById("api-reference"), {
+      window.Scalar.createApiReference(document.getElementById("${MOUNT_ID}"), {
         url: "/openapi.json",
         withDefaultFonts: false,
         favicon: "/favicon.svg",

@@ -41,6 +41,8 @@ withApp()("the reference page", (it) => {
         assert.match(html, /<script src="\/docs\/scalar\.js\?v=[A-Za-z0-9_-]{12}"><\/script>/)
         assert.include(html, 'url: "/openapi.json"')
         assert.include(html, "withDefaultFonts: false")
+        // The bundle mounts an app of its own (with no document) before any #api-reference (issue 39 item 1).
+        assert.notInclude(html, 'id="api-reference"', "no element for the bundle's own HTML API to mount on")
         assert.notMatch(html, /https?:\/\//, "the page names no other host")
         assert.strictEqual(page.headers["cache-control"], "no-cache")
         const again = yield* get(baseUrl, "/docs", { "if-none-match": String(page.headers.etag) })

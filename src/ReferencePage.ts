@@ -111,6 +111,8 @@ const pageHtml = (bundleUrl: string) => `<!doctype html>
         withDefaultFonts: false,
         favicon: "/favicon.svg",
         hideClientButton: false,
+        // Scalar's developer toolbar (Share, Generate SDKs), shown on localhost by default, offers to send the document out.
+        showDeveloperTools: "never",
         authentication: { preferredSecurityScheme: "apiKey" }
       })
     </script>

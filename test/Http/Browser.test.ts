@@ -167,6 +167,7 @@ withApp()("the reference page in Chromium", (it) => {
             title: await seen(title),
             operations,
             apps: await page.locator(".scalar-api-reference").count(),
+            developerTools: await page.getByText("Generate SDKs").count(),
             scrollY: await page.evaluate<number>("window.scrollY")
           }
         })
@@ -174,6 +175,8 @@ withApp()("the reference page in Chromium", (it) => {
         assertInFirstViewport("the API title (h1 Parley)", outcome.title)
         for (const [name, where] of outcome.operations) assertInFirstViewport(`the sidebar's "${name}"`, where)
         assert.strictEqual(outcome.apps, 1, "exactly one Scalar reference app is mounted")
+        // Scalar's developer toolbar (Share, Generate SDKs) offers to send the document off the machine: hidden.
+        assert.strictEqual(outcome.developerTools, 0, "no developer toolbar")
         assert.deepStrictEqual(outcome.log.complaints, [], "the page logs no warning or error")
         assert.deepStrictEqual(outcome.log.offMachine, [], "no request leaves the machine")
         assert.isAbove(fs.statSync(outcome.screenshot).size, 10_000)

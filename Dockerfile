@@ -1,15 +1,14 @@
 # Parley's image: Node 24 runs the TypeScript sources as they are (types stripped natively,
 # no build step). Used by docker-compose.yml; checked by test/Operations/Stack.test.ts.
-# Keep the tag equal to the `node` devDependency of package.json (O7), so the image runs the
+# Keep the tag equal to the `node` dependency of package.json (O7), so the image runs the
 # Node the tests ran on.
 FROM node:24.21.0-bookworm-slim
 
 ENV NODE_ENV=production
 WORKDIR /app
 
-# Production dependencies only: the base image's Node runs the app, so the `node`
-# devDependency (a second Node binary) is left out with the other devDependencies.
-# --ignore-scripts: the only production install script is the one of
+# Production dependencies only. The base image's Node runs the app: --ignore-scripts keeps the
+# `node` dependency's install script from fetching a second Node binary, and skips the one of
 # @embedded-postgres/<platform>, which links the embedded PostgreSQL's libraries. The image
 # runs against DATABASE_URL (O2) and never starts the embedded server, so that script is not
 # needed; without DATABASE_URL the container cannot start its own PostgreSQL.

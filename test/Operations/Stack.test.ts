@@ -73,7 +73,7 @@ interface Stack {
   readonly prometheus: PrometheusConfig
   readonly dockerfile: Array<Instruction>
   readonly dockerignore: Array<string>
-  readonly packageJson: { readonly scripts: Record<string, string>; readonly devDependencies: Record<string, string> }
+  readonly packageJson: { readonly scripts: Record<string, string>; readonly dependencies: Record<string, string> }
 }
 
 /** Dockerfile instructions: comments dropped, `\` continuations joined, keyword upper-cased. */
@@ -385,8 +385,8 @@ const checkDockerfile = (stack: Stack): Array<string> => {
   const problems: Array<string> = []
   const from = instructionsOf(stack, "FROM")
   const base = withoutOptions(`${from.at(-1) ?? ""} `).split(" ")[0]!
-  // The Node of the `node` devDependency (O7), in a slim variant.
-  const node = stack.packageJson.devDependencies.node
+  // The Node of the `node` dependency (O7), in a slim variant.
+  const node = stack.packageJson.dependencies.node
   const pinned = new RegExp(`^node:${(node ?? "").replaceAll(".", "\\.")}-[a-z]+-slim(@sha256:[0-9a-f]{64})?$`)
   if (node === undefined || !node.startsWith("24.") || !pinned.test(base)) {
     problems.push(`FROM ${base} is not node:${node}-<debian>-slim (package.json's node)`)

@@ -424,12 +424,15 @@ const ErrorShaping = HttpRouter.middleware(
  */
 const boundedRequest =
   (health: typeof DatabaseHealth.Service, timeout: Duration.Duration) =>
-  <A, E, R>(url: string, handled: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseTimeout, R> =>
+  <E, R>(
+    url: string,
+    handled: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | DatabaseTimeout, R> =>
     !isOrganizationApiPath(url) && !url.startsWith(`${adminBasePath}/`)
       ? handled
       : Effect.flatMap(health.down, (down) =>
           down
-            ? Effect.fail(new DatabaseTimeout({ timeout: Duration.zero }))
+            ? Effect.succeed(unavailable)
             : Effect.timeoutOrElse(handled, {
                 duration: timeout,
                 orElse: () => Effect.fail(new DatabaseTimeout({ timeout }))

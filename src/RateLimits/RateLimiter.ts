@@ -183,7 +183,7 @@ export class RateLimiter extends Context.Service<
       const clock = yield* Clock.Clock
       const entries = new Map<string, Entry>()
       const refusedKeys = new Map<string, RefusedKey>()
-      /** `refusalOf`'s answers, per request, once it found the request's key among the refused ones (null: go on). */
+      /** `refusalOf`'s answers, per request, once it looked the request's key up (null: go on). */
       const decided = new WeakMap<HttpServerRequest.HttpServerRequest, Refusal | null>()
       /** When the next look for idle organizations is due (ms). */
       let nextSweep = 0
@@ -354,7 +354,11 @@ export class RateLimiter extends Context.Service<
         if (authorization === undefined || !isOrganizationApiPath(request.url)) return undefined
         const key = keyOf(authorization)
         const refused = refusedKeys.get(key)
-        if (refused === undefined) return undefined
+        if (refused === undefined) {
+          // The tracer and the middleware both ask: hash the header once per request.
+          decided.set(request, null)
+          return undefined
+        }
         const verdict = decide(refused, key, clock.currentTimeMillisUnsafe())
         decided.set(request, verdict ?? null)
         return verdict

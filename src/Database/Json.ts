@@ -15,11 +15,32 @@
  *
  * Timestamps are ISO 8601 in UTC with microseconds: `2026-11-22T08:02:07.123456Z`.
  */
-import { type Schema, SchemaAST } from "effect"
+import { Schema, SchemaAST } from "effect"
 import { AiAgent, HumanAgent } from "../Domain/Agent.ts"
+import type { JsonObject } from "../Domain/Common.ts"
+import { Content } from "../Domain/Content.ts"
 import { Conversation } from "../Domain/Conversation.ts"
 import { Message } from "../Domain/Message.ts"
 import { Session } from "../Domain/Session.ts"
+
+/**
+ * The text a `json` column stores for a JSON object (a session's or a
+ * message's `metadata`): compact, members in the order given, which is the
+ * order the client sent them (migration `0018_json_as_sent.ts`). PostgreSQL
+ * embeds it as it is in the JSON it builds, and the service reads it back with
+ * `JSON.parse`, so every response and webhook renders it alike (issue 39 item 8).
+ */
+export const jsonColumnText = (value: JsonObject): string => JSON.stringify(value)
+
+const encodeContent = Schema.encodeSync(Content)
+
+/**
+ * The text the `json` column `messages.content` stores: the content as every
+ * response renders it (`Content` encoded: `type` first, the other members in
+ * the order given), compact. Issue 39 item 8: POST, GET, search, export and
+ * the webhooks render `{"type":"text","text":"Hello!"}` alike.
+ */
+export const contentColumnText = (content: Content): string => JSON.stringify(encodeContent(content))
 
 /** SQL text formatting a timestamptz expression as ISO 8601 UTC (null stays null). */
 export const isoTimestamp = (expression: string): string =>

@@ -13,10 +13,11 @@
 import type { Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
 
-/** The PostgreSQL types of parameters and their TypeScript values (`jsonb`: JSON text). */
+/** The PostgreSQL types of parameters and their TypeScript values (`json`, `jsonb`: JSON text). */
 interface ParameterTypes {
   readonly uuid: string
   readonly text: string
+  readonly json: string
   readonly jsonb: string
   readonly boolean: boolean
   readonly bytea: Uint8Array

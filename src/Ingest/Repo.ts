@@ -32,6 +32,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
+import { contentColumnText, jsonColumnText } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
@@ -67,7 +68,7 @@ const stepParameters = {
   newSessionId: "uuid",
   reuseOpen: "boolean",
   role: "text?",
-  content: "jsonb?",
+  content: "json?",
   append: "boolean",
   messageEventId: "uuid",
   requestedAgentId: "uuid?",
@@ -174,7 +175,7 @@ const ingestMessageCtes = (
     sessionId: "s.id",
     repliedProviderMessageId: "NULL",
     runId: "NULL",
-    metadata: "'{}'::jsonb",
+    metadata: "'{}'::json",
     from: "s"
   })
 
@@ -199,11 +200,11 @@ export const ingestOpenStatement = fixedStatement(
     contactName: "text?",
     threadId: "uuid?",
     agentId: "uuid?",
-    metadata: "jsonb",
+    metadata: "json",
     sessionEventId: "uuid",
     messageId: "uuid?",
     role: "text?",
-    content: "jsonb?",
+    content: "json?",
     providerMessageId: "text?",
     messageEventId: "uuid",
     traceContext: "jsonb?"
@@ -244,7 +245,7 @@ export const ingestMessageStatement = fixedStatement(
     organizationId: "uuid",
     messageId: "uuid",
     role: "text",
-    content: "jsonb",
+    content: "json",
     providerMessageId: "text?",
     messageEventId: "uuid",
     traceContext: "jsonb?"
@@ -365,7 +366,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         newSessionId: input.newSessionId,
         reuseOpen: input.reuseOpen,
         role: message?.role ?? null,
-        content: message === undefined ? null : JSON.stringify(message.content),
+        content: message === undefined ? null : contentColumnText(message.content),
         append: input.append && message !== undefined,
         messageEventId: input.newId(),
         requestedAgentId: input.requestedAgentId,
@@ -386,11 +387,11 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         contactName: input.contactName,
         threadId: input.threadId,
         agentId: input.agentId,
-        metadata: JSON.stringify(input.metadata),
+        metadata: jsonColumnText(input.metadata),
         sessionEventId: input.newId(),
         messageId: message?.id ?? null,
         role: message?.role ?? null,
-        content: message === undefined ? null : JSON.stringify(message.content),
+        content: message === undefined ? null : contentColumnText(message.content),
         providerMessageId: message?.providerMessageId ?? null,
         messageEventId: input.newId(),
         traceContext: input.traceContext
@@ -415,7 +416,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         organizationId,
         messageId: message.id,
         role: message.role,
-        content: JSON.stringify(message.content),
+        content: contentColumnText(message.content),
         providerMessageId: message.providerMessageId,
         messageEventId: eventId,
         traceContext

@@ -17,7 +17,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { messageJson } from "../Database/Json.ts"
+import { contentColumnText, jsonColumnText, messageJson } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -140,11 +140,11 @@ const insertMessageParameters = {
   organizationId: "uuid",
   messageId: "uuid",
   role: "text",
-  content: "jsonb",
+  content: "json",
   providerMessageId: "text?",
   repliedProviderMessageId: "text?",
   runId: "text?",
-  metadata: "jsonb",
+  metadata: "json",
   eventId: "uuid",
   traceContext: "jsonb?",
   /** False: this process wakes its own delivery worker after the statement (`Webhooks/Wakeup.ts`). */
@@ -263,11 +263,11 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         organizationId,
         messageId: newId(),
         role: message.role,
-        content: JSON.stringify(message.content),
+        content: contentColumnText(message.content),
         providerMessageId: message.provider_message_id,
         repliedProviderMessageId: message.replied_provider_message_id,
         runId: message.run_id,
-        metadata: JSON.stringify(message.metadata ?? {}),
+        metadata: jsonColumnText(message.metadata ?? {}),
         eventId: newId(),
         traceContext,
         notify

@@ -12,7 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { columnsOf, conversationJson, sessionJson, sessionMembers } from "../Database/Json.ts"
+import { columnsOf, conversationJson, jsonColumnText, sessionJson, sessionMembers } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -181,7 +181,7 @@ const createStatement = fixedStatement(
     threadId: "uuid?",
     status: "text",
     agentId: "uuid?",
-    metadata: "jsonb",
+    metadata: "json",
     sessionEventId: "uuid",
     traceContext: "jsonb?"
   },
@@ -264,7 +264,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
         threadId: row.threadId,
         status: row.status,
         agentId: row.agentId,
-        metadata: JSON.stringify(row.metadata),
+        metadata: jsonColumnText(row.metadata),
         sessionEventId: newId(),
         traceContext
       })
@@ -298,7 +298,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
     if (fields.status !== undefined) set.status = fields.status
     if (fields.agentId !== undefined) set.agent_id = fields.agentId
     if (fields.threadId !== undefined) set.thread_id = fields.threadId
-    if (fields.metadata !== undefined) set.metadata = sql.json(fields.metadata)
+    if (fields.metadata !== undefined) set.metadata = jsonColumnText(fields.metadata)
     if (fields.endingSurveySubmissionId !== undefined) set.ending_survey_submission_id = fields.endingSurveySubmissionId
     return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = statement_timestamp() WHERE id = ${sessionId}`.pipe(
       Effect.asVoid
@@ -323,7 +323,9 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
     const conditions = [sql`s.organization_id = ${organizationId}`]
     if (search.contactId !== undefined) conditions.push(sql`s.contact_id = ${search.contactId}`)
     if (search.status !== undefined) conditions.push(sql`s.status = ${search.status}`)
-    if (search.metadata !== undefined) conditions.push(sql`s.metadata @> ${sql.json(search.metadata)}`)
+    if (search.metadata !== undefined)
+      // The GIN index is on metadata::jsonb (migration 0018).
+      conditions.push(sql`s.metadata::jsonb @> ${sql.json(search.metadata)}`)
     return sql`SELECT ${sessionColumns}
       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
       WHERE ${sql.and(conditions)}

@@ -128,7 +128,9 @@ describe("migration 0018 (issue 39 item 8)", () => {
           SELECT content::text, metadata::text FROM messages WHERE id = ${ids!.message}`
         assert.strictEqual(message!.content, '{"type":"audio","url":"https://example.com/a.ogg","transcript":"hi"}')
         assert.strictEqual(message!.metadata, '{"k":{"v":1}}')
-        const [session] = yield* sql<{ metadata: string }>`SELECT metadata::text FROM sessions WHERE id = ${ids!.session}`
+        const [session] = yield* sql<{
+          metadata: string
+        }>`SELECT metadata::text FROM sessions WHERE id = ${ids!.session}`
         assert.strictEqual(session!.metadata, '{"a":[1,2],"b":1}')
         const found = yield* sql`SELECT id FROM sessions WHERE metadata::jsonb @> '{"a": [2]}'`
         assert.strictEqual(found.length, 1)

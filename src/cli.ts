@@ -166,7 +166,10 @@ const agentCreate = Command.make(
   })
 ).pipe(Command.withDescription("Create an agent (ai needs --assistant-id, human --profile-id)"))
 
-/** A settings value on the command line: a whole number, or `none` (null: no limit, or the default burst). */
+/**
+ * A settings value on the command line: a whole number, or `none` (null: no limit, the default burst, or kept
+ * forever).
+ */
 const limitFlag = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.withDescription(`${description}; "none" clears it`), Flag.optional)
 
@@ -188,16 +191,29 @@ const settingsSet = Command.make(
   {
     org: orgFlag,
     rate: limitFlag("rate-limit-per-second", "Requests per second of the organization's API keys (D20)"),
-    burst: limitFlag("rate-limit-burst", "Requests allowed at once (D20; default twice the rate)")
+    burst: limitFlag("rate-limit-burst", "Requests allowed at once (D20; default twice the rate)"),
+    messageRetention: limitFlag(
+      "message-retention-days",
+      "Whole days a closed session is kept, 1-36500 (D21; default: forever)"
+    ),
+    eventRetention: limitFlag("event-retention-days", "Whole days a webhook event is kept, 1-3650 (D21; default 30)")
   },
-  Effect.fn(function* ({ org, rate, burst }) {
+  Effect.fn(function* ({ org, rate, burst, messageRetention, eventRetention }) {
     const patch = yield* decodeAsBody(UpdateSettingsPayload)({
       ...Option.match(rate, { onNone: () => ({}), onSome: (text) => ({ rate_limit_per_second: limitValue(text) }) }),
-      ...Option.match(burst, { onNone: () => ({}), onSome: (text) => ({ rate_limit_burst: limitValue(text) }) })
+      ...Option.match(burst, { onNone: () => ({}), onSome: (text) => ({ rate_limit_burst: limitValue(text) }) }),
+      ...Option.match(messageRetention, {
+        onNone: () => ({}),
+        onSome: (text) => ({ message_retention_days: limitValue(text) })
+      }),
+      ...Option.match(eventRetention, {
+        onNone: () => ({}),
+        onSome: (text) => ({ event_retention_days: limitValue(text) })
+      })
     })
     yield* show(yield* (yield* Admin).updateSettings(org, patch))
   })
-).pipe(Command.withDescription("Change an organization's rate limit (D20); prints the settings"))
+).pipe(Command.withDescription("Change an organization's rate limit (D20) and retention (D21); prints the settings"))
 
 const appRotateSecret = Command.make(
   "rotate-secret",

@@ -46,6 +46,12 @@ export const UpdateSettingsPayload = Schema.Struct({
   ),
   rate_limit_burst: Schema.optionalKey(
     Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 2_000_000 }))))
+  ),
+  message_retention_days: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 36_500 }))))
+  ),
+  event_retention_days: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 3_650 }))))
   )
 })
 

@@ -160,7 +160,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
       : Effect.succeed(false)
 
   const settingsColumns = sql.literal(
-    "reply_debounce_seconds, session_idle_timeout_seconds, default_agent_id::text AS default_agent_id, rate_limit_per_second, rate_limit_burst"
+    "reply_debounce_seconds, session_idle_timeout_seconds, default_agent_id::text AS default_agent_id, rate_limit_per_second, rate_limit_burst, message_retention_days, event_retention_days"
   )
 
   const getSettings = (organizationId: string) =>
@@ -171,14 +171,16 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
   const upsertSettings = (organizationId: string, settings: Settings) =>
     sql<Settings>`INSERT INTO organization_settings
         (organization_id, reply_debounce_seconds, session_idle_timeout_seconds, default_agent_id,
-          rate_limit_per_second, rate_limit_burst, updated_at)
+          rate_limit_per_second, rate_limit_burst, message_retention_days, event_retention_days, updated_at)
       VALUES (${organizationId}, ${settings.reply_debounce_seconds}, ${settings.session_idle_timeout_seconds},
-        ${settings.default_agent_id}, ${settings.rate_limit_per_second}, ${settings.rate_limit_burst}, now())
+        ${settings.default_agent_id}, ${settings.rate_limit_per_second}, ${settings.rate_limit_burst},
+        ${settings.message_retention_days}, ${settings.event_retention_days}, now())
       ON CONFLICT (organization_id) DO UPDATE SET
         reply_debounce_seconds = EXCLUDED.reply_debounce_seconds,
         session_idle_timeout_seconds = EXCLUDED.session_idle_timeout_seconds,
         default_agent_id = EXCLUDED.default_agent_id, rate_limit_per_second = EXCLUDED.rate_limit_per_second,
-        rate_limit_burst = EXCLUDED.rate_limit_burst, updated_at = now()
+        rate_limit_burst = EXCLUDED.rate_limit_burst, message_retention_days = EXCLUDED.message_retention_days,
+        event_retention_days = EXCLUDED.event_retention_days, updated_at = now()
       RETURNING ${settingsColumns}`.pipe(Effect.map((rows) => rows[0]!))
 
   return {

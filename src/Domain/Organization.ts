@@ -31,7 +31,8 @@ export type ApiKeyCreated = typeof ApiKeyCreated.Type
  * idle timeout in seconds before automatic closing (null = never, D16), the
  * agent given to new ingest sessions without one (D9), and the rate limit of
  * the conversations and assistants APIs (D20: requests per second, null =
- * unlimited; burst, null = twice the rate).
+ * unlimited; burst, null = twice the rate), and how long closed sessions and
+ * events are kept (D21: whole days, null = forever).
  */
 export const Settings = Schema.Struct({
   reply_debounce_seconds: Schema.Int.annotate({
@@ -49,17 +50,30 @@ export const Settings = Schema.Struct({
   }),
   rate_limit_burst: Schema.NullOr(Schema.Int).annotate({
     description: "The bucket's size: requests allowed at once after a quiet period (D20); null: twice the rate."
+  }),
+  message_retention_days: Schema.NullOr(Schema.Int).annotate({
+    description:
+      "Whole days a closed session is kept after it closed (1-36500; D21): then it is deleted with everything of it (messages, runs, ingest receipts, schedules, reply jobs, assignments), and its conversation and contact with their last session. Open sessions are never deleted. null (the default): kept forever."
+  }),
+  event_retention_days: Schema.NullOr(Schema.Int).annotate({
+    description:
+      "Whole days a webhook event is kept (1-3650, default 30; D21): then it is deleted with its deliveries and their attempt logs, unless a delivery of it is still `pending`. null: kept forever."
   })
 }).annotate({ identifier: "Settings" })
 export type Settings = typeof Settings.Type
 
-/** The settings of an organization before any PATCH (O6): debounce 3 s, no idle timeout, no default agent, no rate limit. */
+/**
+ * The settings of an organization before any PATCH (O6): debounce 3 s, no idle timeout, no default agent, no rate
+ * limit, sessions kept forever and events 30 days (D21).
+ */
 export const defaultSettings: Settings = {
   reply_debounce_seconds: 3,
   session_idle_timeout_seconds: null,
   default_agent_id: null,
   rate_limit_per_second: null,
-  rate_limit_burst: null
+  rate_limit_burst: null,
+  message_retention_days: null,
+  event_retention_days: 30
 }
 
 /** The organization of the request's API key, provided by the bearer middleware. */

@@ -158,7 +158,13 @@ withApp()("admin API", (it) => {
       const org = (yield* admin("POST", "/organizations", { name: "Settings" })).body
       const other = (yield* admin("POST", "/organizations", { name: "Other" })).body
       const defaults = yield* admin("GET", `/organizations/${org.id}/settings`)
-      const noLimit = { rate_limit_per_second: null, rate_limit_burst: null }
+      // No rate limit (D20); sessions kept forever, events 30 days (D21).
+      const noLimit = {
+        rate_limit_per_second: null,
+        rate_limit_burst: null,
+        message_retention_days: null,
+        event_retention_days: 30
+      }
       assert.deepStrictEqual(defaults.body, {
         reply_debounce_seconds: 3,
         session_idle_timeout_seconds: null,
@@ -203,6 +209,33 @@ withApp()("admin API", (it) => {
       assert.strictEqual(foreign.status, 400)
       assert.deepStrictEqual(foreign.body, { detail: "Agent not found" })
       assert.deepStrictEqual((yield* admin("GET", `/organizations/${org.id}/settings`)).body, cleared.body)
+    })
+  )
+
+  it.effect("D21: retention settings in whole days, null keeps forever, bounds 1-36500 and 1-3650", () =>
+    Effect.gen(function* () {
+      const org = (yield* admin("POST", "/organizations", { name: "Retention" })).body
+      const path = `/organizations/${org.id}/settings`
+      const set = yield* admin("PATCH", path, { message_retention_days: 365, event_retention_days: 7 })
+      assert.strictEqual(set.status, 200)
+      assert.deepStrictEqual([set.body.message_retention_days, set.body.event_retention_days], [365, 7])
+      const highest = yield* admin("PATCH", path, { message_retention_days: 36_500, event_retention_days: 3_650 })
+      assert.deepStrictEqual([highest.body.message_retention_days, highest.body.event_retention_days], [36_500, 3_650])
+      for (const refused of [
+        { message_retention_days: 0 },
+        { message_retention_days: 36_501 },
+        { message_retention_days: 1.5 },
+        { event_retention_days: 0 },
+        { event_retention_days: 3_651 },
+        { event_retention_days: "30" }
+      ]) {
+        const response = yield* admin("PATCH", path, refused)
+        assert.strictEqual(response.status, 422, JSON.stringify(refused))
+        assert.deepStrictEqual(response.body.detail[0].loc, ["body", Object.keys(refused)[0]])
+      }
+      const forever = yield* admin("PATCH", path, { message_retention_days: null, event_retention_days: null })
+      assert.deepStrictEqual([forever.body.message_retention_days, forever.body.event_retention_days], [null, null])
+      assert.deepStrictEqual((yield* admin("GET", path)).body, forever.body)
     })
   )
 })

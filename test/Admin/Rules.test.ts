@@ -250,7 +250,9 @@ onDatabase()("Admin on PostgreSQL", (it) => {
               session_idle_timeout_seconds: null,
               default_agent_id: null,
               rate_limit_per_second: null,
-              rate_limit_burst: null
+              rate_limit_burst: null,
+              message_retention_days: null,
+              event_retention_days: 30
             })
             const agent = yield* admin.createAgent(org.id, { name: "bot", type: "ai", assistant_id: "a" })
             const all = {
@@ -258,7 +260,9 @@ onDatabase()("Admin on PostgreSQL", (it) => {
               session_idle_timeout_seconds: 600,
               default_agent_id: agent.id,
               rate_limit_per_second: 50,
-              rate_limit_burst: null
+              rate_limit_burst: null,
+              message_retention_days: 90,
+              event_retention_days: null
             }
             assert.deepStrictEqual(yield* admin.updateSettings(org.id, all), all)
             assert.deepStrictEqual(yield* admin.updateSettings(org.id, { reply_debounce_seconds: 7 }), {
@@ -275,7 +279,9 @@ onDatabase()("Admin on PostgreSQL", (it) => {
               session_idle_timeout_seconds: null,
               default_agent_id: null,
               rate_limit_per_second: 50,
-              rate_limit_burst: null
+              rate_limit_burst: null,
+              message_retention_days: 90,
+              event_retention_days: null
             })
             assert.deepStrictEqual(yield* admin.getSettings(org.id), cleared)
           })

@@ -465,7 +465,9 @@ const defaultSettings = {
   session_idle_timeout_seconds: null,
   default_agent_id: null,
   rate_limit_per_second: null,
-  rate_limit_burst: null
+  rate_limit_burst: null,
+  message_retention_days: null,
+  event_retention_days: 30
 }
 const EVENTS = ["message.created", "message.updated", "session.created", "session.finished", "conversation.created"]
 

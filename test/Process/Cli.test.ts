@@ -225,7 +225,7 @@ describe("parley CLI", () => {
   )
 
   it.live(
-    "issue 15 (D20): settings set changes the rate limit (none clears it), checked like the admin API; settings show prints them",
+    "issue 15 (D20), issue 40 (D21): settings set changes the rate limit and retention (none clears it), checked like the admin API; settings show prints them",
     () =>
       withCli(async (cli) => {
         const org = parse((await cli("org", "create", "--name", "Limited")).stdout) as { id: string }
@@ -247,6 +247,25 @@ describe("parley CLI", () => {
           [shown.rate_limit_per_second, shown.rate_limit_burst, shown.reply_debounce_seconds],
           ["", "500", "3"]
         )
+        // D21: retention in whole days, "none" keeps forever; checked like the admin API.
+        const retention = await cli(
+          "settings",
+          "set",
+          "--org",
+          org.id,
+          "--message-retention-days",
+          "90",
+          "--event-retention-days",
+          "none"
+        )
+        assert.strictEqual(retention.code, 0, retention.stderr)
+        assert.deepStrictEqual(
+          [parse(retention.stdout).message_retention_days, parse(retention.stdout).event_retention_days],
+          ["90", ""]
+        )
+        const tooLong = await cli("settings", "set", "--org", org.id, "--event-retention-days", "3651")
+        assert.strictEqual(tooLong.code, 1)
+        assert.match(tooLong.stderr.trim(), /^Error: event_retention_days: /)
       }),
     120_000
   )

@@ -131,6 +131,10 @@ export interface SettingsFixture {
   /** D20: requests per second, or null for no limit (the default). */
   readonly rate_limit_per_second?: number | null
   readonly rate_limit_burst?: number | null
+  /** D21: whole days a closed session is kept, or null for forever (the default). */
+  readonly message_retention_days?: number | null
+  /** D21: whole days an event is kept (default 30), or null for forever. */
+  readonly event_retention_days?: number | null
 }
 
 /** Sets organization settings (O6) over the current ones, as the admin API's PATCH does (`SqlClient` required). */

@@ -247,6 +247,8 @@ export const AppConfigSpec = Config.all({
   otlpEndpoint: optionalUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318"),
   serviceName: Config.schema(NonBlank, "OTEL_SERVICE_NAME").pipe(Config.withDefault("parley")),
   sessionExpirySweepInterval: duration("SESSION_EXPIRY_SWEEP_INTERVAL", "30s", "1s", "24h"),
+  /** Interval of the retention sweeper (D21, `Retention/Retention.ts`). */
+  retentionSweepInterval: duration("RETENTION_SWEEP_INTERVAL", "1m", "1s", "24h"),
   maxBodyBytes: integer("MAX_BODY_BYTES", 1_048_576, 1_024, 268_435_456, "bytes"),
   /** How long opening a connection to PostgreSQL may take (issue 38 item 1). */
   databaseConnectTimeout: duration("DATABASE_CONNECT_TIMEOUT", "5s", "100ms", "5m"),
@@ -322,6 +324,7 @@ export const VARIABLES = [
   "OTEL_EXPORTER_OTLP_ENDPOINT",
   "OTEL_SERVICE_NAME",
   "SESSION_EXPIRY_SWEEP_INTERVAL",
+  "RETENTION_SWEEP_INTERVAL",
   "MAX_BODY_BYTES",
   "DATABASE_CONNECT_TIMEOUT",
   "DATABASE_STATEMENT_TIMEOUT",

@@ -17,6 +17,7 @@ import { Messages } from "./Messages/Messages.ts"
 import { RateLimiter } from "./RateLimits/RateLimiter.ts"
 import { Replies } from "./Replies/Replies.ts"
 import { RepliesWorkerLive } from "./Replies/Worker.ts"
+import { Retention, RetentionSweeperLive } from "./Retention/Retention.ts"
 import { Models } from "./Runtime/Models.ts"
 import { Runtime } from "./Runtime/Runtime.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
@@ -51,6 +52,7 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Export.layer,
     Webhooks.layer,
     Replies.layer,
+    Retention.layer,
     Runtime.layer.pipe(Layer.provide(models))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
@@ -64,7 +66,8 @@ export const ServicesLive = servicesWith(Models.layer)
  * The background workers of the process's role (O1): with `PARLEY_ROLE` `all`
  * or `worker`, the webhook delivery worker (W2-W6), the replies worker (reply
  * jobs, schedules: R1, D15), the session expiry sweeper (`Sessions/Sweeper.ts`,
- * D16), the sweep of expired Idempotency-Key responses (D19) and the sampler of
+ * D16), the retention sweeper (`Retention/Retention.ts`, D21), the sweep of
+ * expired Idempotency-Key responses (D19) and the sampler of
  * the database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient`, `DatabaseLocation` (where the webhook worker opens its own
@@ -78,6 +81,7 @@ export const WorkersLive = Layer.unwrap(
           WebhookWorkerLive,
           RepliesWorkerLive,
           SessionExpirySweeperLive,
+          RetentionSweeperLive,
           IdempotencySweeperLive,
           GaugeSamplerLive
         )

@@ -13,6 +13,8 @@
  *   `parley.webhook.attempt.duration` (histogram, s).
  * - `parley.reply.latency` (histogram, s): from a reply job's due time to its
  *   run's end (R1), by `status`; `parley.runs` (counter) by `trigger`, `status`.
+ * - `parley.retention.deleted` (counter): rows the retention sweeper deleted
+ *   (D21), by `table`.
  * - Sampled every {@link SAMPLE_INTERVAL_MS} by each worker process (gauges,
  *   database-wide): `parley.outbox.lag` (s, age of the oldest undelivered
  *   webhook delivery), `parley.queue.depth` by `queue` (`deliveries`,
@@ -57,6 +59,11 @@ export const replyLatency = Metric.histogram("parley.reply.latency", {
 
 /** `parley.runs` by `trigger` and `status`. */
 export const runs = Metric.counter("parley.runs", { description: "AI runtime runs by trigger and status" })
+
+/** `parley.retention.deleted` by `table`: rows deleted by the retention sweeper (D21). */
+export const retentionDeleted = Metric.counter("parley.retention.deleted", {
+  description: "Rows deleted by the retention sweeper (D21), by table"
+})
 
 /** `parley.outbox.lag`, seconds. */
 const outboxLag = Metric.gauge("parley.outbox.lag", {

@@ -108,6 +108,14 @@ describe("configuration", () => {
       "Expected a duration from 1s to 24h"
     ],
     [
+      "RETENTION_SWEEP_INTERVAL",
+      "retentionSweepInterval",
+      ["1s", 1_000],
+      ["24h", 86_400_000],
+      ["999ms", "86400001ms"],
+      "Expected a duration from 1s to 24h"
+    ],
+    [
       "DATABASE_CONNECT_TIMEOUT",
       "databaseConnectTimeout",
       ["100ms", 100],

@@ -1,0 +1,259 @@
+/**
+ * SQL of retention (DECISIONS.md D21, issue 40 item 1; migrations/0020): the
+ * one place that deletes rows by age. Each method is one short transaction of
+ * a batch: the rows it takes are locked `FOR UPDATE SKIP LOCKED`, so several
+ * sweepers (one per worker process) take different batches and never wait for
+ * each other, and no transaction deletes more than about
+ * {@link ROWS_PER_BATCH} rows of one kind. Every statement filters by
+ * organization (O11), is planned on every call (run unprepared, as
+ * `Database/Statement.ts` `plannedPerCall` explains: a generic plan made while
+ * the tables were small would scan them whole once they grew), and runs under
+ * the delivery worker's planner settings (`WORKER_PLANNER_SETTINGS`, set for
+ * the batch's transaction only): without statistics of a table that just grew,
+ * PostgreSQL took `session_id = ANY(...)` of 40 sessions for a fifth of
+ * `runs` and read it whole, and checked old events for pending deliveries
+ * with a hash join over all of `deliveries`. test/Retention/Plans.test.ts
+ * asserts that no batch scans a grown table whole.
+ *
+ * Deleting writes no event (D21). The rows of the owners' tables (sessions,
+ * messages, runs, schedules, reply jobs, assignments, receipts,
+ * conversations, contacts, events, deliveries) are deleted here rather than
+ * by each owner, because one batch must take a session's rows of every table
+ * in one transaction under the session's lock.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { WORKER_PLANNER_SETTINGS } from "../Webhooks/Repo.ts"
+
+/** Rows of one kind a batch deletes at most (its transaction's budget of child rows). */
+export const ROWS_PER_BATCH = 1_000
+
+/** Closed sessions a batch takes at most. */
+export const SESSIONS_PER_BATCH = 100
+
+/** Events a batch takes at most (with their deliveries, one per subscribed app). */
+export const EVENTS_PER_BATCH = 500
+
+/** The tables retention deletes from, the `table` attribute of `parley.retention.deleted`. */
+export const RETENTION_TABLES = [
+  "messages",
+  "runs",
+  "session_schedules",
+  "reply_jobs",
+  "session_assignments",
+  "ingest_receipts",
+  "sessions",
+  "conversations",
+  "contacts",
+  "deliveries",
+  "events"
+] as const
+
+/** One of {@link RETENTION_TABLES}. */
+export type RetentionTable = (typeof RETENTION_TABLES)[number]
+
+/** Rows deleted per table (absent: none). */
+export type DeletedRows = Partial<Record<RetentionTable, number>>
+
+/** An organization with a retention in effect, in whole days (null: kept forever). */
+export interface RetentionPolicy {
+  readonly organization_id: string
+  readonly message_retention_days: number | null
+  readonly event_retention_days: number | null
+}
+
+/** What one batch of closed sessions did: how many sessions it took, and whether all of them went. */
+export interface SessionBatch {
+  readonly taken: number
+  readonly finished: boolean
+  readonly deleted: DeletedRows
+}
+
+/** What one batch of events did: how many events it took, and the rows deleted. */
+export interface EventBatch {
+  readonly taken: number
+  readonly deleted: DeletedRows
+}
+
+/**
+ * The children of a session, deleted before it in this order, each within the
+ * batch's remaining budget: the columns of the key that names a row, and
+ * whether the table has `organization_id` (`session_assignments` has not).
+ */
+const SESSION_CHILDREN: ReadonlyArray<{
+  readonly table: RetentionTable
+  readonly key: string
+  readonly organization: boolean
+}> = [
+  { table: "messages", key: "id", organization: true },
+  { table: "runs", key: "id", organization: true },
+  { table: "session_schedules", key: "id", organization: true },
+  // Only pending and running jobs exist (R1); the closing trigger dropped a closed session's pending one.
+  { table: "reply_jobs", key: "id", organization: true },
+  { table: "session_assignments", key: "session_id, assistant_id", organization: false },
+  { table: "ingest_receipts", key: "conversation_id, provider_message_id", organization: true }
+]
+
+/** The retention repository (D21). */
+export class RetentionRepo extends Context.Service<
+  RetentionRepo,
+  {
+    /**
+     * The organizations with a retention of sessions or events in effect:
+     * those whose settings name one, and those without stored settings
+     * (events: `defaultEventRetentionDays`, D21's default).
+     */
+    readonly policies: (
+      defaultEventRetentionDays: number | null
+    ) => Effect.Effect<ReadonlyArray<RetentionPolicy>, SqlError.SqlError>
+    /**
+     * One batch (one transaction) of the organization's sessions closed before
+     * `closedBefore` (ISO 8601): takes at most {@link SESSIONS_PER_BATCH}, oldest
+     * first, skipping those another sweeper holds and those with a reply job or
+     * schedule running; deletes their children within {@link ROWS_PER_BATCH}
+     * rows; when none is left, the sessions, then their conversations and
+     * contacts that have no session left. `finished` is false when the
+     * budget ran out first (the next batch takes the same sessions).
+     */
+    readonly deleteClosedSessions: (
+      organizationId: string,
+      closedBefore: string
+    ) => Effect.Effect<SessionBatch, SqlError.SqlError>
+    /**
+     * One batch (one transaction) of the organization's events written before
+     * `createdBefore` (ISO 8601): takes at most {@link EVENTS_PER_BATCH}, oldest
+     * first, none with a delivery still `pending`, skipping those another
+     * sweeper holds; deletes their deliveries (with the attempt logs inside),
+     * then the events. An event whose delivery became pending meanwhile (an
+     * admin retry) stays, with that delivery.
+     */
+    readonly deleteEvents: (
+      organizationId: string,
+      createdBefore: string
+    ) => Effect.Effect<EventBatch, SqlError.SqlError>
+  }
+>()("parley/Retention/RetentionRepo") {
+  /** The repository on PostgreSQL. Requires `SqlClient`. */
+  static readonly layer = Layer.effect(
+    RetentionRepo,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+
+      const plannerNames = Object.keys(WORKER_PLANNER_SETTINGS)
+      const plannerValues = Object.values(WORKER_PLANNER_SETTINGS)
+      /** Sets the planner settings for the rest of the transaction. */
+      const indexProbes = sql`SELECT set_config(k, v, true)
+        FROM unnest(${plannerNames}::text[], ${plannerValues}::text[]) AS s(k, v)`.unprepared
+
+      const policies = (defaultEventRetentionDays: number | null) =>
+        sql<RetentionPolicy>`SELECT o.id::text AS organization_id, s.message_retention_days,
+            CASE WHEN s.organization_id IS NULL THEN ${defaultEventRetentionDays}::int4
+              ELSE s.event_retention_days END AS event_retention_days
+          FROM organizations o LEFT JOIN organization_settings s ON s.organization_id = o.id
+          WHERE s.organization_id IS NULL OR s.message_retention_days IS NOT NULL
+            OR s.event_retention_days IS NOT NULL
+          ORDER BY o.id`.unprepared
+
+      /** Deletes at most `limit` rows of a child table of the sessions; returns how many. */
+      const deleteChildren = (
+        child: (typeof SESSION_CHILDREN)[number],
+        organizationId: string,
+        sessions: ReadonlyArray<string>,
+        limit: number
+      ) => {
+        const table = sql(child.table)
+        const key = sql.literal(child.key)
+        const ofOrganization = child.organization ? sql`organization_id = ${organizationId}::uuid AND` : sql.literal("")
+        return Effect.map(
+          sql<{ n: number }>`WITH gone AS (
+              DELETE FROM ${table} WHERE ${ofOrganization} (${key}) IN (
+                SELECT ${key} FROM ${table}
+                WHERE ${ofOrganization} session_id = ANY(${sessions}::uuid[])
+                LIMIT ${limit})
+              RETURNING 1)
+            SELECT count(*)::int AS n FROM gone`.unprepared,
+          (rows) => rows[0]?.n ?? 0
+        )
+      }
+
+      const deleteClosedSessions = (organizationId: string, closedBefore: string) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* indexProbes
+            const taken = yield* sql<{ id: string; contact_id: string }>`SELECT s.id::text AS id, s.contact_id
+              FROM sessions s
+              WHERE s.organization_id = ${organizationId}::uuid AND s.status = 'closed'
+                AND coalesce(s.updated_at, s.created_at) < ${closedBefore}::timestamptz
+                AND NOT EXISTS (SELECT 1 FROM reply_jobs j WHERE j.session_id = s.id AND j.status = 'running')
+                AND NOT EXISTS (SELECT 1 FROM session_schedules x WHERE x.session_id = s.id AND x.status = 'running')
+              ORDER BY coalesce(s.updated_at, s.created_at), s.id
+              LIMIT ${SESSIONS_PER_BATCH}
+              FOR UPDATE OF s SKIP LOCKED`.unprepared
+            const deleted: Record<string, number> = {}
+            if (taken.length === 0) return { taken: 0, finished: true, deleted }
+            const ids = taken.map((row) => row.id)
+            let budget = ROWS_PER_BATCH
+            for (const child of SESSION_CHILDREN) {
+              const n = yield* deleteChildren(child, organizationId, ids, budget)
+              if (n > 0) deleted[child.table] = n
+              budget -= n
+              // The budget ran out: rows may be left; the next batch takes these sessions again.
+              if (budget === 0) return { taken: taken.length, finished: false, deleted }
+            }
+            const contacts = [...new Set(taken.map((row) => row.contact_id))].sort()
+            // The contacts' rows first, in one order, as POST /sessions and ingest take them before their
+            // conversation: two sweepers deleting the last sessions of one contact then decide one after the
+            // other, and the later sees what the earlier deleted (a conversation is never left without sessions).
+            yield* sql`SELECT 1 FROM contacts WHERE organization_id = ${organizationId}::uuid
+              AND contact_id = ANY(${contacts}::text[]) ORDER BY contact_id FOR UPDATE`.unprepared
+            const sessions = yield* sql<{ conversation_id: string }>`DELETE FROM sessions
+              WHERE organization_id = ${organizationId}::uuid AND id = ANY(${ids}::uuid[])
+              RETURNING conversation_id::text AS conversation_id`.unprepared
+            if (sessions.length > 0) deleted.sessions = sessions.length
+            const conversations = [...new Set(sessions.map((row) => row.conversation_id))].sort()
+            const goneConversations = yield* sql`DELETE FROM conversations c
+              WHERE c.organization_id = ${organizationId}::uuid AND c.id = ANY(${conversations}::uuid[])
+                AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.conversation_id = c.id)
+              RETURNING 1`.unprepared
+            if (goneConversations.length > 0) deleted.conversations = goneConversations.length
+            const goneContacts = yield* sql`DELETE FROM contacts ct
+              WHERE ct.organization_id = ${organizationId}::uuid AND ct.contact_id = ANY(${contacts}::text[])
+                AND NOT EXISTS (SELECT 1 FROM sessions s
+                  WHERE s.organization_id = ct.organization_id AND s.contact_id = ct.contact_id)
+              RETURNING 1`.unprepared
+            if (goneContacts.length > 0) deleted.contacts = goneContacts.length
+            return { taken: taken.length, finished: true, deleted }
+          })
+        )
+
+      const deleteEvents = (organizationId: string, createdBefore: string) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* indexProbes
+            const taken = yield* sql<{ id: string }>`SELECT e.id::text AS id FROM events e
+              WHERE e.organization_id = ${organizationId}::uuid AND e.created_at < ${createdBefore}::timestamptz
+                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+              ORDER BY e.created_at, e.id
+              LIMIT ${EVENTS_PER_BATCH}
+              FOR UPDATE OF e SKIP LOCKED`.unprepared
+            const deleted: Record<string, number> = {}
+            if (taken.length === 0) return { taken: 0, deleted }
+            const ids = taken.map((row) => row.id)
+            // A delivery made pending since (an admin retry, W5) is not deleted, and keeps its event.
+            const deliveries = yield* sql`DELETE FROM deliveries
+              WHERE organization_id = ${organizationId}::uuid AND event_id = ANY(${ids}::uuid[]) AND status <> 'pending'
+              RETURNING 1`.unprepared
+            if (deliveries.length > 0) deleted.deliveries = deliveries.length
+            const events = yield* sql`DELETE FROM events e
+              WHERE e.organization_id = ${organizationId}::uuid AND e.id = ANY(${ids}::uuid[])
+                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+              RETURNING 1`.unprepared
+            if (events.length > 0) deleted.events = events.length
+            return { taken: taken.length, deleted }
+          })
+        )
+
+      return RetentionRepo.of({ policies, deleteClosedSessions, deleteEvents })
+    })
+  )
+}

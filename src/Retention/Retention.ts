@@ -1,0 +1,132 @@
+/**
+ * Retention (DECISIONS.md D21, issue 40 item 1): the service that sweeps what
+ * the organizations' settings let go, and the worker-role sweeper that runs it
+ * every `RETENTION_SWEEP_INTERVAL`.
+ *
+ * A sweep walks every organization with a retention in effect
+ * (`RetentionRepo.policies`): its sessions closed more than
+ * `message_retention_days` ago, with everything of them, and then its events
+ * written more than `event_retention_days` ago with their deliveries, in
+ * batches of one short transaction each (`Retention/Repo.ts`), until a batch
+ * comes back short. Days are whole days of 24 hours before the sweep's start
+ * (`Clock`). It writes no event, adds what it deleted to
+ * `parley.retention.deleted` (by `table`), and logs one INFO line with the
+ * counts per table when it deleted anything. A failure in one organization is
+ * logged (an outage once, O9) and the sweep goes on with the next.
+ */
+import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { AppConfig } from "../Config.ts"
+import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
+import { defaultSettings } from "../Domain/Organization.ts"
+import * as Metrics from "../Telemetry/Metrics.ts"
+import {
+  type DeletedRows,
+  EVENTS_PER_BATCH,
+  RETENTION_TABLES,
+  RetentionRepo,
+  type RetentionTable,
+  SESSIONS_PER_BATCH
+} from "./Repo.ts"
+
+/** Milliseconds in a retention day (D21: whole days). */
+const DAY_MS = 86_400_000
+
+/** The retention service (D21). */
+export class Retention extends Context.Service<
+  Retention,
+  {
+    /**
+     * One sweep over every organization (see the module): returns the rows it
+     * deleted per table (absent: none). Never fails: a failing organization is
+     * logged and skipped.
+     */
+    readonly sweep: Effect.Effect<DeletedRows>
+  }
+>()("parley/Retention") {
+  /** The service without its repository. Requires `RetentionRepo` and `DatabaseHealth` (to log failures). */
+  static readonly layerNoDeps = Layer.effect(
+    Retention,
+    Effect.gen(function* () {
+      const repo = yield* RetentionRepo
+      const health = yield* DatabaseHealth
+
+      /** Adds `more` to `total`. */
+      const add = (total: Record<string, number>, more: DeletedRows) => {
+        for (const [table, n] of Object.entries(more)) total[table] = (total[table] ?? 0) + (n ?? 0)
+      }
+
+      /** Every batch of the organization's sessions closed before `before`, until one comes back short. */
+      const sessionsOf = (organizationId: string, before: string, total: Record<string, number>) =>
+        Effect.gen(function* () {
+          for (;;) {
+            const batch = yield* repo.deleteClosedSessions(organizationId, before)
+            add(total, batch.deleted)
+            if (batch.finished && batch.taken < SESSIONS_PER_BATCH) return
+          }
+        })
+
+      /** Every batch of the organization's events written before `before`, until one comes back short. */
+      const eventsOf = (organizationId: string, before: string, total: Record<string, number>) =>
+        Effect.gen(function* () {
+          for (;;) {
+            const batch = yield* repo.deleteEvents(organizationId, before)
+            add(total, batch.deleted)
+            if (batch.taken < EVENTS_PER_BATCH) return
+          }
+        })
+
+      const sweep = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const before = (days: number) => new Date(now - days * DAY_MS).toISOString()
+        const total: Record<string, number> = {}
+        const policies = yield* Effect.catchCause(repo.policies(defaultSettings.event_retention_days), (cause) =>
+          Effect.as(logUnlessOutage("Retention sweep failed", cause), [])
+        )
+        for (const policy of policies) {
+          yield* Effect.gen(function* () {
+            if (policy.message_retention_days !== null)
+              yield* sessionsOf(policy.organization_id, before(policy.message_retention_days), total)
+            if (policy.event_retention_days !== null)
+              yield* eventsOf(policy.organization_id, before(policy.event_retention_days), total)
+          }).pipe(
+            Effect.catchCause((cause) =>
+              logUnlessOutage(`Retention sweep failed for organization ${policy.organization_id}`, cause)
+            )
+          )
+        }
+        const deleted: DeletedRows = {}
+        for (const table of RETENTION_TABLES) {
+          const n = total[table]
+          if (n === undefined || n === 0) continue
+          deleted[table] = n
+          yield* Metrics.record(Metrics.retentionDeleted, n, { table })
+        }
+        if (Object.keys(deleted).length > 0) yield* Effect.logInfo("Retention sweep deleted rows", deleted)
+        return deleted
+      }).pipe(Effect.withSpan("Retention.sweep"), Effect.provideService(DatabaseHealth, health))
+
+      return Retention.of({ sweep })
+    })
+  )
+
+  /** The service. Requires `SqlClient` and `DatabaseHealth`. */
+  static readonly layer = Retention.layerNoDeps.pipe(Layer.provide(RetentionRepo.layer))
+}
+
+/**
+ * The retention sweeper as a layer (D21, O1): in every process with
+ * `PARLEY_ROLE` `all` or `worker`, a sweep every `RETENTION_SWEEP_INTERVAL`
+ * (the first one interval after start). Several processes may sweep at once:
+ * their batches skip each other's rows. Its fiber stops with the layer's
+ * scope. Requires `Retention` and `AppConfig`.
+ */
+export const RetentionSweeperLive = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const retention = yield* Retention
+    const config = yield* AppConfig
+    const interval = Duration.toMillis(config.retentionSweepInterval)
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), retention.sweep)))
+  })
+)
+
+export type { DeletedRows, RetentionTable }

@@ -34,6 +34,11 @@ const benchmarks: Record<
     description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
     load: () => import("./suites/export.ts")
   },
+  lifecycle: {
+    description:
+      "Retention (D21): a sweep deleting 1,000,000 messages, rows/s, and another organization's POST message p99 meanwhile",
+    load: () => import("./suites/lifecycle.ts")
+  },
   ingest: {
     description: "POST /ingest: 1,000 distinct (to, from) pairs and one hot pair, Parley vs the baseline",
     load: () => import("./suites/ingest.ts")

@@ -3,8 +3,8 @@
  * one place that deletes rows by age. Each method is one short transaction of
  * a batch: the rows it takes are locked `FOR UPDATE SKIP LOCKED`, so several
  * sweepers (one per worker process) take different batches and never wait for
- * each other, and no transaction deletes more than about
- * {@link ROWS_PER_BATCH} rows of one kind. Every statement filters by
+ * each other, and no statement deletes more than {@link ROWS_PER_BATCH} rows
+ * (or {@link EVENTS_PER_BATCH} events with their deliveries). Every statement filters by
  * organization (O11), is planned on every call (run unprepared, as
  * `Database/Statement.ts` `plannedPerCall` explains: a generic plan made while
  * the tables were small would scan them whole once they grew), and runs under
@@ -25,7 +25,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { WORKER_PLANNER_SETTINGS } from "../Webhooks/Repo.ts"
 
-/** Rows of one kind a batch deletes at most (its transaction's budget of child rows). */
+/** Rows of one table a batch deletes at most (each of a session's children, one statement each). */
 export const ROWS_PER_BATCH = 1_000
 
 /** Closed sessions a batch takes at most. */
@@ -76,9 +76,10 @@ export interface EventBatch {
 }
 
 /**
- * The children of a session, deleted before it in this order, each within the
- * batch's remaining budget: the columns of the key that names a row, and
- * whether the table has `organization_id` (`session_assignments` has not).
+ * The children of a session, deleted before it in this order, at most
+ * {@link ROWS_PER_BATCH} rows of each per batch: the columns of the key that
+ * names a row, and whether the table has `organization_id`
+ * (`session_assignments` has not).
  */
 const SESSION_CHILDREN: ReadonlyArray<{
   readonly table: RetentionTable
@@ -110,10 +111,10 @@ export class RetentionRepo extends Context.Service<
      * One batch (one transaction) of the organization's sessions closed before
      * `closedBefore` (ISO 8601): takes at most {@link SESSIONS_PER_BATCH}, oldest
      * first, skipping those another sweeper holds and those with a reply job or
-     * schedule running; deletes their children within {@link ROWS_PER_BATCH}
-     * rows; when none is left, the sessions, then their conversations and
-     * contacts that have no session left. `finished` is false when the
-     * budget ran out first (the next batch takes the same sessions).
+     * schedule running; deletes at most {@link ROWS_PER_BATCH} rows of each of
+     * their child tables; when none is left, the sessions, then their conversations and
+     * contacts that have no session left. `finished` is false when a child
+     * table had more rows (the next batch takes the same sessions).
      */
     readonly deleteClosedSessions: (
       organizationId: string,
@@ -192,14 +193,14 @@ export class RetentionRepo extends Context.Service<
             const deleted: Record<string, number> = {}
             if (taken.length === 0) return { taken: 0, finished: true, deleted }
             const ids = taken.map((row) => row.id)
-            let budget = ROWS_PER_BATCH
+            let more = false
             for (const child of SESSION_CHILDREN) {
-              const n = yield* deleteChildren(child, organizationId, ids, budget)
+              const n = yield* deleteChildren(child, organizationId, ids, ROWS_PER_BATCH)
               if (n > 0) deleted[child.table] = n
-              budget -= n
-              // The budget ran out: rows may be left; the next batch takes these sessions again.
-              if (budget === 0) return { taken: taken.length, finished: false, deleted }
+              // Rows of this table may be left: the next batch takes these sessions again.
+              if (n === ROWS_PER_BATCH) more = true
             }
+            if (more) return { taken: taken.length, finished: false, deleted }
             const contacts = [...new Set(taken.map((row) => row.contact_id))].sort()
             // The contacts' rows first, in one order, as POST /sessions and ingest take them before their
             // conversation: two sweepers deleting the last sessions of one contact then decide one after the

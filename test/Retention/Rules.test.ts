@@ -174,6 +174,25 @@ onDatabase()("Retention on PostgreSQL (D21)", (it) => {
     })
   )
 
+  it.effect("a session with more messages than one batch deletes goes over several batches (D21: small batches)", () =>
+    Effect.gen(function* () {
+      const retention = yield* Retention
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* organization("Retention long session")
+      yield* setSettings(org, { message_retention_days: 1, event_retention_days: null })
+      const long = yield* conversationOf(org, "ivy", 1, true)
+      // 2,500 more messages: three batches of at most 1,000 (ROWS_PER_BATCH) each.
+      yield* sql`INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
+        SELECT gen_random_uuid(), ${org}, ${long.sessionId}, ${long.conversationId}, 'user', '{"type":"text","text":"x"}',
+          now() FROM generate_series(1, 2500)`
+      yield* daysLater(2)
+      const deleted = yield* retention.sweep
+      assert.isAtLeast(deleted.messages ?? 0, 2_501)
+      const after = yield* tableCounts(org)
+      assert.deepStrictEqual([after.sessions, after.messages, after.conversations, after.contacts], [0, 0, 0, 0])
+    })
+  )
+
   it.effect(
     "events older than event_retention_days go with their deliveries, except while a delivery of theirs is pending",
     () =>

@@ -1,0 +1,183 @@
+/**
+ * `npm run bench -- lifecycle`: what letting data go costs (issue 40 item 5).
+ * Retention part (D21): one organization with `BENCH_LIFECYCLE_MESSAGES`
+ * messages (default 1,000,000, each with an ingest receipt) in 1,000 sessions
+ * closed 40 days ago and `message_retention_days` 30; another organization's
+ * POST message at `BENCH_LIFECYCLE_CONNECTIONS` connections (default 50) for
+ * `BENCH_LIFECYCLE_SECONDS` (default 20) on an API-role server, first alone,
+ * then while a worker-role process (`RETENTION_SWEEP_INTERVAL=1s`) sweeps.
+ * Reports the messages deleted per second (from the first to the last seen
+ * gone, polled every 200 ms) and the POST message p99 alone and during the
+ * sweep. Goals: >= 20,000 rows/s, p99 within 1.5x.
+ */
+import { makeCleanup } from "../lib/cleanup.ts"
+import { runStatement, startDatabase } from "../lib/database.ts"
+import { envInt } from "../lib/env.ts"
+import { expectJson } from "../lib/http.ts"
+import { type LoadResult, runLoad } from "../lib/load.ts"
+import { startParley } from "../lib/parley.ts"
+import { freePort, rootDirectory, sleep, startServer } from "../lib/process.ts"
+import { environment, writeResults } from "../lib/results.ts"
+import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
+
+const log = (line: string) => process.stdout.write(`${line}\n`)
+
+/** Runs the benchmark; `args` are ignored. */
+export const run = async (_args: ReadonlyArray<string>) => {
+  const messages = envInt("BENCH_LIFECYCLE_MESSAGES", 1_000_000)
+  const connections = envInt("BENCH_LIFECYCLE_CONNECTIONS", 50)
+  const seconds = envInt("BENCH_LIFECYCLE_SECONDS", 20)
+  const cleanup = makeCleanup()
+  try {
+    const database = await startDatabase("parley_bench_lifecycle")
+    cleanup.add("database", database.close)
+    log(
+      `lifecycle: database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion}), ${messages} messages to let go`
+    )
+    // The API server sweeps nothing (PARLEY_ROLE=api); the worker started below does.
+    const { server: api, token, admin } = await startParley(database.url, cleanup, { PARLEY_ROLE: "api" })
+    const old = await admin(201, "POST", "/organizations", { name: "old" })
+    await admin(200, "PATCH", `/organizations/${old.id}/settings`, {
+      message_retention_days: 30,
+      event_retention_days: null
+    })
+
+    const loadStart = performance.now()
+    await runStatement(
+      database.url,
+      `INSERT INTO contacts (organization_id, contact_id, created_at)
+       SELECT '${old.id}', 'old-' || i, now() - interval '60 days' FROM generate_series(1, 1000) AS i`
+    )
+    await runStatement(
+      database.url,
+      `INSERT INTO conversations (id, organization_id, contact_id, created_at)
+       SELECT gen_random_uuid(), '${old.id}', 'old-' || i, now() - interval '60 days' FROM generate_series(1, 1000) AS i`
+    )
+    await runStatement(
+      database.url,
+      `INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at, updated_at)
+       SELECT gen_random_uuid(), c.organization_id, c.id, c.contact_id, 'closed', now() - interval '60 days',
+         now() - interval '40 days'
+       FROM conversations c WHERE c.organization_id = '${old.id}'`
+    )
+    await runStatement(
+      database.url,
+      `INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
+       SELECT gen_random_uuid(), s.organization_id, s.id, s.conversation_id, 'user',
+         '{"type":"text","text":"An old message of the benchmark"}', now() - interval '50 days'
+       FROM sessions s CROSS JOIN generate_series(1, ${Math.ceil(messages / 1000)})
+       WHERE s.organization_id = '${old.id}'`
+    )
+    await runStatement(
+      database.url,
+      `INSERT INTO ingest_receipts (organization_id, conversation_id, provider_message_id, message_id, session_id, created_at)
+       SELECT organization_id, conversation_id, id::text, id, session_id, created_at FROM messages
+       WHERE organization_id = '${old.id}'`
+    )
+    await runStatement(database.url, "VACUUM ANALYZE")
+    const [loaded] = await runStatement<{ n: number }>(
+      database.url,
+      `SELECT count(*)::int AS n FROM messages WHERE organization_id = '${old.id}'`
+    )
+    const total = loaded!.n
+    log(`lifecycle: loaded ${total} messages in ${fixed((performance.now() - loadStart) / 1000, 1)} s`)
+
+    // The neighbour: POST message into an open session of the benchmark's organization.
+    const session = await expectJson(201, "POST", `${api.baseUrl}/conversations/v2/api/v1/sessions`, {
+      token,
+      body: { contact_id: "neighbour", contact_name: "Neighbour" }
+    })
+    const load = () =>
+      runLoad({
+        url: `${api.baseUrl}/conversations/v2/api/v1/sessions/${session.id}/messages`,
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ role: "user", content: { type: "text", text: "Still here" } }),
+        connections,
+        duration: seconds,
+        serverPid: api.pid
+      })
+    const alone = await load()
+    log(`lifecycle: POST message alone: ${fixed(alone.requestsPerSecond, 0)}/s, p99 ${alone.p99} ms`)
+
+    // The sweeper: a worker process sweeping every second.
+    const workerPort = await freePort()
+    const worker = await startServer({
+      name: "parley-worker",
+      args: ["src/main.ts"],
+      port: workerPort,
+      env: {
+        DATABASE_URL: database.url,
+        PORT: String(workerPort),
+        HOST: "127.0.0.1",
+        PARLEY_ROLE: "worker",
+        RETENTION_SWEEP_INTERVAL: "1s",
+        LOG_LEVEL: "warn",
+        LOG_FORMAT: "json"
+      },
+      readyPath: "/readyz",
+      cwd: rootDirectory
+    })
+    cleanup.add("parley-worker", () => worker.stop())
+    let first: number | undefined
+    let last: number | undefined
+    let polling = true
+    const poll = (async () => {
+      while (polling) {
+        const [left] = await runStatement<{ n: number }>(
+          database.url,
+          `SELECT count(*)::int AS n FROM messages WHERE organization_id = '${old.id}'`
+        )
+        const now = performance.now()
+        if (left!.n < total && first === undefined) first = now
+        if (left!.n === 0) {
+          last = now
+          return
+        }
+        await sleep(200)
+      }
+    })()
+    const during: LoadResult = await load()
+    // Without load, wait for the sweep to end (at most 10 minutes).
+    for (let waited = 0; last === undefined && waited < 600_000; waited += 500) await sleep(500)
+    polling = false
+    await poll
+    if (first === undefined || last === undefined) throw new Error("the sweep did not delete every message in time")
+    const sweepSeconds = (last - first) / 1000
+    const rowsPerSecond = total / sweepSeconds
+    log(
+      `lifecycle: retention deleted ${total} messages in ${fixed(sweepSeconds, 1)} s (${fixed(rowsPerSecond, 0)} messages/s)`
+    )
+
+    const columns: ReadonlyArray<Column> = [
+      { header: "run", align: "left" },
+      { header: "requests/s" },
+      { header: "p50 ms" },
+      { header: "p99 ms" },
+      { header: "p99 ratio" },
+      { header: "non-2xx" }
+    ]
+    const tableRows = [
+      ["POST message alone", fixed(alone.requestsPerSecond, 0), alone.p50, alone.p99, "1.00", alone.non2xx],
+      [
+        "POST message during the sweep",
+        fixed(during.requestsPerSecond, 0),
+        during.p50,
+        during.p99,
+        fixed(during.p99 / alone.p99, 2),
+        during.non2xx
+      ]
+    ]
+    const summary = `retention: ${total} messages (with their receipts, sessions, conversations, contacts) in ${fixed(sweepSeconds, 1)} s = ${fixed(rowsPerSecond, 0)} messages/s (goal >= 20,000); POST message p99 ${fixed(during.p99 / alone.p99, 2)}x (goal <= 1.5x), ${connections} connections, ${seconds} s each`
+    log(formatTable(columns, tableRows))
+    log(summary)
+    const files = writeResults(
+      "lifecycle",
+      { environment: environment(), messages: total, connections, seconds, sweepSeconds, rowsPerSecond, alone, during },
+      `# lifecycle\n\n${summary}\n\n${markdownTable(columns, tableRows)}\n`
+    )
+    log(`lifecycle: results in ${files.markdown}`)
+  } finally {
+    await cleanup.run()
+  }
+}

@@ -202,9 +202,10 @@ export class RetentionRepo extends Context.Service<
             }
             if (more) return { taken: taken.length, finished: false, deleted }
             const contacts = [...new Set(taken.map((row) => row.contact_id))].sort()
-            // The contacts' rows first, in one order, as POST /sessions and ingest take them before their
-            // conversation: two sweepers deleting the last sessions of one contact then decide one after the
-            // other, and the later sees what the earlier deleted (a conversation is never left without sessions).
+            // The contacts' rows first, in one order (contacts before conversations, as POST /sessions and
+            // ingest write them): two sweepers deleting the last sessions of one contact then decide one after
+            // the other, and the later sees what the earlier deleted (a conversation is never left without
+            // sessions).
             yield* sql`SELECT 1 FROM contacts WHERE organization_id = ${organizationId}::uuid
               AND contact_id = ANY(${contacts}::text[]) ORDER BY contact_id FOR UPDATE`.unprepared
             const sessions = yield* sql<{ conversation_id: string }>`DELETE FROM sessions

@@ -8,6 +8,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "./Admin/Api.ts"
 import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
+import { ErasuresApi } from "./Erasures/Api.ts"
 import { ExportApi } from "./Export/Api.ts"
 import { IngestApi } from "./Ingest/Api.ts"
 import { MessagesApi } from "./Messages/Api.ts"
@@ -27,6 +28,7 @@ const Contract = HttpApi.make("parley")
   .add(AssistantsAdminApi)
   .add(ExportApi)
   .add(AppsApi)
+  .add(ErasuresApi)
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotate(HttpApi.AdditionalSchemas, webhookSchemas)

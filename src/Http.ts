@@ -37,6 +37,7 @@ import { isStorableString, STRING_INVALID_MESSAGE, unstorableStringPaths } from 
 import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
 import { dedupeIssues, validationIssues } from "./Domain/Validation.ts"
+import { ErasuresHttp } from "./Erasures/Http.ts"
 import { ExportHttp } from "./Export/Http.ts"
 import { Idempotency } from "./Idempotency/Idempotency.ts"
 import { IngestHttp } from "./Ingest/Http.ts"
@@ -489,7 +490,8 @@ const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json"
     AssistantsHttp,
     AssistantsAdminHttp,
     ExportHttp,
-    AppsHttp
+    AppsHttp,
+    ErasuresHttp
   ]),
   Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
 )

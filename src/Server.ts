@@ -9,6 +9,8 @@ import { Assistants } from "./Assistants/Assistants.ts"
 import { AppConfig, ConfigWarningsLive } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { DatabaseHealth } from "./Database/Health.ts"
+import { Erasures } from "./Erasures/Erasures.ts"
+import { ErasureWorkerLive } from "./Erasures/Worker.ts"
 import { Export } from "./Export/Export.ts"
 import { ServerLive } from "./Http.ts"
 import { Idempotency, IdempotencySweeperLive } from "./Idempotency/Idempotency.ts"
@@ -53,6 +55,7 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Webhooks.layer,
     Replies.layer,
     Retention.layer,
+    Erasures.layer,
     Runtime.layer.pipe(Layer.provide(models))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
@@ -68,7 +71,8 @@ export const ServicesLive = servicesWith(Models.layer)
  * jobs, schedules: R1, D15), the session expiry sweeper (`Sessions/Sweeper.ts`,
  * D16), the retention sweeper (`Retention/Retention.ts`, D21), the sweep of
  * expired Idempotency-Key responses (D19) and the sampler of
- * the database-wide gauges (`Telemetry/Metrics.ts`); none with `api`. They
+ * the database-wide gauges (`Telemetry/Metrics.ts`) and the erasure worker
+ * (`Erasures/Worker.ts`, D22); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient`, `DatabaseLocation` (where the webhook worker opens its own
  * pool) and `AppConfig`.
@@ -83,7 +87,8 @@ export const WorkersLive = Layer.unwrap(
           SessionExpirySweeperLive,
           RetentionSweeperLive,
           IdempotencySweeperLive,
-          GaugeSamplerLive
+          GaugeSamplerLive,
+          ErasureWorkerLive
         )
   )
 )

@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { Uuid } from "./Common.ts"
 import { Conversation } from "./Conversation.ts"
+import { ContactErased } from "./Erasure.ts"
 import { Message } from "./Message.ts"
 import { Session } from "./Session.ts"
 
@@ -17,7 +18,8 @@ export const eventTypes = [
   "session.transferred",
   "session.finished",
   "session.closed",
-  "conversation.created"
+  "conversation.created",
+  "contact.erased"
 ] as const
 
 /** An event type (W1). */
@@ -43,7 +45,9 @@ export const eventDescriptions: { readonly [T in EventType]: string } = {
   "session.transferred": "A session's agent changed after its creation: transfer, PATCH or ingest.",
   "session.finished": 'A session was finished: finish, PATCH to closed, or automatic closing (`action: "expired"`).',
   "session.closed": 'A session closed, by any path (ingest\'s included: `action: "ingest"`).',
-  "conversation.created": "A conversation was created: a contact's first session on a channel (D8)."
+  "conversation.created": "A conversation was created: a contact's first session on a channel (D8).",
+  "contact.erased":
+    "Everything Parley held of a contact was deleted (D22): erase your copies too. Carries only the contact's id and the erasure's."
 }
 
 /** The schema identifier of an event type's schema: `message.created` -> `MessageCreatedEvent`. */
@@ -82,7 +86,8 @@ export const eventSchemas = {
   "session.transferred": envelope("session.transferred", Session),
   "session.finished": envelope("session.finished", closedSession("session.finished")),
   "session.closed": envelope("session.closed", closedSession("session.closed")),
-  "conversation.created": envelope("conversation.created", Conversation)
+  "conversation.created": envelope("conversation.created", Conversation),
+  "contact.erased": envelope("contact.erased", ContactErased)
 } as const satisfies { readonly [T in EventType]: Schema.Top }
 
 /** Any event (W1, W3), told apart by `type`. */

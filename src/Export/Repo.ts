@@ -109,9 +109,18 @@ const tables = {
     table: "sessions",
     alias: "s",
     columns: columnsOf(sessionMembers("s", "a")),
-    join: "LEFT JOIN agents a ON a.id = s.agent_id"
+    join: "LEFT JOIN agents a ON a.id = s.agent_id",
+    // D22: the sessions of a contact being erased are left out.
+    visible: "s.erasure_id IS NULL"
   },
-  messages: { table: "messages", alias: "m", columns: columnsOf(messageMembers("m")), join: "" }
+  messages: {
+    table: "messages",
+    alias: "m",
+    columns: columnsOf(messageMembers("m")),
+    join: "",
+    // D22: so are their messages (a probe of sessions_erased_idx, which holds only sessions being erased).
+    visible: "NOT EXISTS (SELECT 1 FROM sessions x WHERE x.id = m.session_id AND x.erasure_id IS NOT NULL)"
+  }
 } as const
 
 const keyOf = (alias: string, sortBy: SortBy) =>
@@ -161,12 +170,13 @@ const makeSqlRepo = (sql: PgClient.PgClient): ExportRepo["Service"] => {
    * rows to JSON in PostgreSQL or encoding them with the schema.
    */
   const page = (kind: ExportKind, query: PageQuery) => {
-    const { table, alias, columns, join } = tables[kind]
+    const { table, alias, columns, join, visible } = tables[kind]
     const a = sql.literal(alias)
     const key = sql.literal(keyOf(alias, query.sortBy))
     const updatedKey = sql.literal(keyOf(alias, "updated_at"))
     const conditions = [
       sql`${a}.organization_id = ${query.organizationId}`,
+      sql.literal(visible),
       sql`${key} < ${query.horizon}::timestamptz`
     ]
     if (query.after !== undefined) {
@@ -199,7 +209,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): ExportRepo["Service"] => {
   const sessionsByIds = (organizationId: string, ids: ReadonlyArray<string>) =>
     sql<{ body: string }>`SELECT ${sql.literal(sessionJson("s", "a"))}::text AS body
       FROM unnest(${[...ids]}::uuid[]) WITH ORDINALITY AS wanted(id, position)
-      JOIN sessions s ON s.id = wanted.id AND s.organization_id = ${organizationId}
+      JOIN sessions s ON s.id = wanted.id AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL
       LEFT JOIN agents a ON a.id = s.agent_id
       ORDER BY wanted.position`
 

@@ -162,7 +162,7 @@ const insertMessageText = (
   stored?: ReturnType<typeof statementStoredParts>,
   subscribed = subscribedSql(p.organizationId, "'message.created'")
 ) => `WITH ${stored === undefined ? "" : `${stored.ctes}, `}s AS (
-  SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId}${stored === undefined ? "" : ` AND ${stored.locked}`} FOR SHARE
+  SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId} AND erasure_id IS NULL${stored === undefined ? "" : ` AND ${stored.locked}`} FOR SHARE
 ), ${insertMessageCtes({
   id: p.messageId,
   organizationId: p.organizationId,
@@ -315,7 +315,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   > => {
     if (!isUuid(sessionId)) return Effect.succeed({ sessionFound: false, message: undefined })
     return sql<{ session_found: boolean; message: unknown }>`
-      SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId}) AS session_found,
+      SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId}
+        AND erasure_id IS NULL) AS session_found,
         CASE WHEN m.id IS NULL THEN NULL ELSE ${messageJsonFragment} END AS message
       FROM (SELECT 1) AS one
       LEFT JOIN messages m ON m.id = ${isUuid(messageId) ? messageId : null}::uuid`.pipe(
@@ -374,7 +375,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   const sessionExists = (organizationId: string, sessionId: string) =>
     isUuid(sessionId)
       ? sql<{ found: boolean }>`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId}
-          AND organization_id = ${organizationId}) AS found`.pipe(Effect.map((rows) => rows[0]!.found))
+          AND organization_id = ${organizationId} AND erasure_id IS NULL) AS found`.pipe(
+          Effect.map((rows) => rows[0]!.found)
+        )
       : Effect.succeed(false)
 
   /** The latest `limit` text messages of the session, oldest first (R2). */

@@ -119,7 +119,7 @@ const makeRepo = Effect.gen(function* () {
           WITH s AS (
             SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id FROM sessions s
             LEFT JOIN agents a ON a.id = s.agent_id
-            WHERE s.id = ${job.sessionId} AND s.organization_id = ${job.organizationId}
+            WHERE s.id = ${job.sessionId} AND s.organization_id = ${job.organizationId} AND s.erasure_id IS NULL
             FOR SHARE OF s
           ), j AS (
             ${upsertJob(job, sql`SELECT s.id FROM s WHERE ${acceptedFragment}`)}
@@ -356,7 +356,7 @@ const makeRepo = Effect.gen(function* () {
     isUuid(sessionId)
       ? sql<{ readonly id: string; readonly status: string }>`
           SELECT s.id, s.status FROM sessions s
-          WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}
+          WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL
           FOR SHARE OF s`.pipe(Effect.map((rows) => rows[0]))
       : Effect.succeed(undefined)
 

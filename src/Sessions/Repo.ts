@@ -280,14 +280,14 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
     Result: Session,
     execute: ({ organizationId, sessionId }) => sql`SELECT ${sessionColumns}
       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
-      WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}`
+      WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL`
   })
 
   /** Locks the session row for update (inside a transaction) and reads its state. */
   const lock = (organizationId: string, sessionId: string) =>
     isUuid(sessionId)
       ? sql<SessionState>`SELECT id, status, agent_id, thread_id FROM sessions
-          WHERE id = ${sessionId} AND organization_id = ${organizationId} FOR UPDATE`.pipe(
+          WHERE id = ${sessionId} AND organization_id = ${organizationId} AND erasure_id IS NULL FOR UPDATE`.pipe(
           Effect.map((rows) => rows[0])
         )
       : Effect.succeed(undefined)
@@ -320,7 +320,8 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
 
   /** Sessions matching `search`, newest first (D2), decoded. */
   const search = (organizationId: string, search: SessionSearch) => {
-    const conditions = [sql`s.organization_id = ${organizationId}`]
+    // D22: the sessions of a contact being erased are not readable.
+    const conditions = [sql`s.organization_id = ${organizationId}`, sql`s.erasure_id IS NULL`]
     if (search.contactId !== undefined) conditions.push(sql`s.contact_id = ${search.contactId}`)
     if (search.status !== undefined) conditions.push(sql`s.status = ${search.status}`)
     if (search.metadata !== undefined)
@@ -340,7 +341,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
   const idleSessions = (limit: number) =>
     sql<{ id: string; organization_id: string }>`
       SELECT s.id, s.organization_id FROM organization_settings os
-      JOIN sessions s ON s.organization_id = os.organization_id AND s.status = 'open'
+      JOIN sessions s ON s.organization_id = os.organization_id AND s.status = 'open' AND s.erasure_id IS NULL
         AND s.created_at < statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)
       WHERE os.session_idle_timeout_seconds IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
@@ -361,7 +362,9 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
   const runState = (organizationId: string, sessionId: string) =>
     sql<RunState>`SELECT s.id, s.status, a.type AS agent_type, a.assistant_id, s.current_node_id
       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
-      WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId}`.pipe(Effect.map((rows) => rows[0]))
+      WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL`.pipe(
+      Effect.map((rows) => rows[0])
+    )
 
   /** Sets the node the session's next turn starts from (R2 `next_node`). */
   const setCurrentNode = (sessionId: string, nodeId: string | null) =>

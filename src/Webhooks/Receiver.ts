@@ -84,7 +84,13 @@ export const verifyWebhook = (
 /**
  * The id of the conversation an event is about (W7: the key its app's
  * `ordering: "conversation"` orders by): a conversation.created event's
- * conversation, and the `conversation_id` of a session or message event.
+ * conversation, and the `conversation_id` of a session or message event;
+ * null for `contact.erased`, which is about a contact (D22) and is ordered
+ * after nothing.
  */
-export const conversationOf = (event: WebhookEvent): string =>
-  event.type === "conversation.created" ? event.data.object.id : event.data.object.conversation_id
+export const conversationOf = (event: WebhookEvent): string | null =>
+  event.type === "contact.erased"
+    ? null
+    : event.type === "conversation.created"
+      ? event.data.object.id
+      : event.data.object.conversation_id

@@ -126,6 +126,13 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
  *   tactic measured by `npm run bench -- webhooks` (ordered burst, 1,947 ->
  *   4,004 deliveries/s; bench/README.md "webhooks: delivery"; measured in "The
  *   ordered claim's heads" of `git show 73e3eb4:bench/README.md`).
+ *
+ * A delivery of an event of a conversation being erased (D22) is never
+ * leased, so never sent from the erasure's 202 on: one probe of
+ * `conversations_erased_idx` (migrations/0021), which holds only the
+ * conversations being erased, per delivery leased. The erasure's job deletes
+ * such deliveries first (`src/Erasures/Erasures.ts`); until then they may be
+ * picked and left again.
  */
 export const claimStatement = fixedStatement(
   {
@@ -194,6 +201,7 @@ export const claimStatement = fixedStatement(
 UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
 FROM picked p, apps a, events e, async_commit
 WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
+  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = e.conversation_id AND c.erasure_id IS NOT NULL)
 RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
   CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
   e.trace_context->>'traceparent' AS traceparent`

@@ -120,6 +120,9 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
               case "conversation.created":
                 assert.strictEqual(event.data.object.id, session.conversation_id)
                 break
+              case "contact.erased":
+                assert.fail("no contact was erased")
+                break
               default:
                 assert.strictEqual(event.data.object.id, session.id)
             }

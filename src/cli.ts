@@ -28,9 +28,11 @@ import { AssistantsRepo } from "./Assistants/Repo.ts"
 import { Rollouts } from "./Assistants/Rollouts.ts"
 import { AppConfig, readConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
+import type { Erasure } from "./Domain/Erasure.ts"
 import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { validationIssues } from "./Domain/Validation.ts"
 import { reportFatal, serverTeardown } from "./Fatal.ts"
+import { Erasures } from "./Erasures/Erasures.ts"
 import { Ids } from "./Shared/Ids.ts"
 import { RecoverPayload } from "./Webhooks/Api.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
@@ -38,6 +40,8 @@ import { Webhooks } from "./Webhooks/Webhooks.ts"
 const AdminLive = Admin.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
 
 const WebhooksLive = Webhooks.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
+
+const ErasuresLive = Erasures.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
 
 const RolloutsLive = Rollouts.layerNoDeps.pipe(
   Layer.provide([AssistantsRepo.layer, Ids.layer]),
@@ -248,6 +252,36 @@ const appRecover = Command.make(
   )
 )
 
+/** An erasure as `key=value` lines, its counts as `counts.<kind>=n` once completed (D22). */
+const showErasure = ({ counts, ...erasure }: Erasure) =>
+  show({
+    ...erasure,
+    ...Object.fromEntries(Object.entries(counts ?? {}).map(([kind, n]) => [`counts.${kind}`, n]))
+  })
+
+const contactErase = Command.make(
+  "erase",
+  {
+    org: orgFlag,
+    contact: Flag.String("contact").pipe(Flag.withDescription("Your id of the contact (its contact_id, D8)"))
+  },
+  Effect.fn(function* ({ org, contact }) {
+    yield* showErasure(yield* (yield* Erasures).erase(org, contact))
+  })
+).pipe(
+  Command.withDescription(
+    "Erase everything of a contact (D22): at once unreadable, deleted in the background by a server's worker; prints the erasure"
+  )
+)
+
+const erasureShow = Command.make(
+  "show",
+  { org: orgFlag, erasure: Flag.String("erasure").pipe(Flag.withDescription("Erasure id")) },
+  Effect.fn(function* ({ org, erasure }) {
+    yield* showErasure(yield* (yield* Erasures).get(org, erasure))
+  })
+).pipe(Command.withDescription("Print an erasure: its status, and its counts once completed (D22)"))
+
 const assistantFlag = Flag.String("assistant").pipe(Flag.withDescription("Assistant id"))
 
 const rolloutShow = Command.make(
@@ -349,6 +383,14 @@ export const parley = Command.make("parley").pipe(
         rolloutStart.pipe(Command.provide(RolloutsLive)),
         rolloutEnd.pipe(Command.provide(RolloutsLive))
       ])
+    ),
+    Command.make("contact").pipe(
+      Command.withDescription("Contacts (D22)"),
+      Command.withSubcommands([contactErase.pipe(Command.provide(ErasuresLive))])
+    ),
+    Command.make("erasure").pipe(
+      Command.withDescription("Erasures of contacts (D22)"),
+      Command.withSubcommands([erasureShow.pipe(Command.provide(ErasuresLive))])
     ),
     Command.make("settings").pipe(
       Command.withDescription("Organization settings"),

@@ -26,6 +26,13 @@
  * const { commits } = yield* parley.assistants.runStats({ params: { assistant_id }, query: {} })
  * ```
  *
+ * Erasing a contact (D22) and following the erasure:
+ *
+ * ```ts
+ * const erasure = yield* parley.erasures.erase({ params: { contact_id: "+15550100" } })
+ * const { status, counts } = yield* parley.erasures.get({ params: { erasure_id: erasure.id } })
+ * ```
+ *
  * Each method fails with the errors its endpoint declares, decoded as tagged
  * errors (`SessionNotFound`, `MergeConflict {paths}`, ...), so a client tells
  * them apart by `_tag` while the wire stays `{detail}`.

@@ -563,6 +563,10 @@ const makeFixtures = Effect.gen(function* () {
       })
     )
     ok("finish", yield* org.call("POST", `/sessions/${finished.id}/finish`, {}))
+    // D22: a contact for DELETE /contacts/{contact_id} (made again after each erasure), and an erasure to GET.
+    yield* org.session({ contact_id: "+15550006" })
+    yield* org.session({ contact_id: "+15550007" })
+    const erasure = ok("erasure", yield* org.call("DELETE", "/contacts/%2B15550007"))
     const deliveries: ReadonlyArray<{ id: string }> = ok(
       "deliveries",
       yield* admin("GET", `/apps/${app.id}/deliveries?limit=5`)
@@ -573,6 +577,7 @@ const makeFixtures = Effect.gen(function* () {
       spareSession: spares.map((s) => s.id),
       message: [message.id],
       schedule: [schedule.id],
+      erasure: [erasure.id],
       legacy: [legacy.id],
       spareApp: [spareApp],
       key: [key.id],
@@ -591,6 +596,7 @@ const makeFixtures = Effect.gen(function* () {
     session_ids: sessions,
     message_id: [ref("message")],
     schedule_id: [ref("schedule")],
+    erasure_id: [ref("erasure")],
     assistant_id: [assistant.id, assistant.id, ref("legacy")],
     branch_name: branches,
     source_branch_name: branches,
@@ -626,6 +632,7 @@ const makeFixtures = Effect.gen(function* () {
   }
   const deletable: Record<string, ReadonlyArray<string>> = {
     app_id: [ref("spareApp")],
+    contact_id: ["+15550006"],
     branch_name: ["spare", "feature", "main"]
   }
   const finishable = { session_id: [ref("spareSession", 0), ref("spareSession", 1)] }

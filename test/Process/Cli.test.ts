@@ -353,6 +353,33 @@ describe("parley CLI", () => {
   )
 
   it.live(
+    "issue 40 item 2 (D22): contact erase prints the pending erasure, again the same one; erasure show; 404s as errors",
+    () =>
+      withCli(async (cli, db) => {
+        const org = parse((await cli("org", "create", "--name", "Erasing")).stdout) as { id: string }
+        await db`INSERT INTO contacts (organization_id, contact_id, name, created_at)
+          VALUES (${org.id}, '+15550123', 'Ada', now())`
+        const first = await cli("contact", "erase", "--org", org.id, "--contact", "+15550123")
+        assert.strictEqual(first.code, 0, first.stderr)
+        const erasure = parse(first.stdout)
+        assert.deepStrictEqual(Object.keys(erasure), ["id", "contact_id", "status", "requested_at", "completed_at"])
+        assert.strictEqual(erasure.contact_id, "+15550123")
+        assert.strictEqual(erasure.status, "pending")
+        const again = await cli("contact", "erase", "--org", org.id, "--contact", "+15550123")
+        assert.deepStrictEqual(parse(again.stdout), erasure)
+        const shown = await cli("erasure", "show", "--org", org.id, "--erasure", erasure.id!)
+        assert.deepStrictEqual(parse(shown.stdout), erasure)
+        const unknown = await cli("contact", "erase", "--org", org.id, "--contact", "nobody")
+        assert.strictEqual(unknown.code, 1)
+        assert.strictEqual(unknown.stderr.trim(), "Error: Contact not found")
+        const missing = await cli("erasure", "show", "--org", org.id, "--erasure", crypto.randomUUID())
+        assert.strictEqual(missing.code, 1)
+        assert.strictEqual(missing.stderr.trim(), "Error: Erasure not found")
+      }),
+    120_000
+  )
+
+  it.live(
     "serve runs the server as npm start does: ready, the API responding, exit 0 on SIGTERM (O5)",
     () =>
       Effect.promise(async () => {

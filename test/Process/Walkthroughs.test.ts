@@ -115,12 +115,18 @@ const runSection = async (heading: string) => {
 }
 
 describe("The walkthroughs (README.md, docs/walkthroughs.md), as written", () => {
-  it("Walkthrough: bootstrap, a session, a message, read back, ingest", { timeout: 180_000 }, async () => {
+  it("Walkthrough: bootstrap, a session, a message, read back, ingest, the contact erased", {
+    timeout: 180_000
+  }, async () => {
     const run = await runSection("## Walkthrough")
     expect(run.code, run.output).toBe(0)
     expect(run.output).toMatch(/"contact_name"|"contact_id":"\+4915112345678"/)
     expect(run.output).toContain('"text":"Hello!"')
     expect(run.output).toContain('"created_conversation":true')
+    // D22: the erased contact's session is gone at once; the erasure completes with its counts.
+    expect(run.output).toMatch(/session: 404$/m)
+    expect(run.output).toMatch(/"contact_id":"\+4915112345678","status":"completed"/)
+    expect(run.output).toMatch(/"counts":\{"contacts":1,"conversations":2,"sessions":2,"messages":2,/)
   })
 
   it("Admin API walkthrough: organization, API key, agent, settings, and the default agent on ingest", {

@@ -312,7 +312,9 @@ withApp()("the OpenAPI document", (it) => {
           "message.updated": "Message",
           "session.created": "Session",
           "session.transferred": "Session",
-          "conversation.created": "Conversation"
+          "conversation.created": "Conversation",
+          // D22: the contact's id and the erasure's, nothing else.
+          "contact.erased": "ContactErased"
         }
         for (const type of eventTypes) {
           const operation = doc.webhooks[type].post
@@ -331,6 +333,11 @@ withApp()("the OpenAPI document", (it) => {
           const object = event.properties.data.properties.object
           if (objects[type] !== undefined) {
             assert.strictEqual(object.$ref, `#/components/schemas/${objects[type]}`, type)
+            if (type === "contact.erased") {
+              const erased = resolve(doc, object)
+              assert.deepStrictEqual(Object.keys(erased.properties), ["contact_id", "erasure_id"])
+              assert.deepStrictEqual(erased.required, ["contact_id", "erasure_id"])
+            }
           } else {
             // session.finished and session.closed: the session with its action (W1).
             assert.includeMembers(object.required, ["id", "status", "action"], type)

@@ -185,6 +185,9 @@ export class RetentionRepo extends Context.Service<
               FROM sessions s
               WHERE s.organization_id = ${organizationId}::uuid AND s.status = 'closed'
                 AND coalesce(s.updated_at, s.created_at) < ${closedBefore}::timestamptz
+                -- D22: a session being erased is its erasure's to delete (the erasure keeps its conversation
+                -- until the end: the delivery claim and the erasure's job find the contact's events by it).
+                AND s.erasure_id IS NULL
                 AND NOT EXISTS (SELECT 1 FROM reply_jobs j WHERE j.session_id = s.id AND j.status = 'running')
                 AND NOT EXISTS (SELECT 1 FROM session_schedules x WHERE x.session_id = s.id AND x.status = 'running')
               ORDER BY coalesce(s.updated_at, s.created_at), s.id

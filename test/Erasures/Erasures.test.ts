@@ -10,6 +10,7 @@ import { assert } from "@effect/vitest"
 import { Effect, Logger, References } from "effect"
 import { SqlClient } from "effect/sql"
 import { Erasures } from "../../src/Erasures/Erasures.ts"
+import { Retention } from "../../src/Retention/Retention.ts"
 import { claimStatement } from "../../src/Webhooks/Repo.ts"
 import { ADMIN_TOKEN, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
 import { createApp } from "../support/Webhooks.ts"
@@ -362,6 +363,31 @@ withApp({ allowPrivateNetworkTargets: true })("erasure of a contact (D22)", (it)
       assert.strictEqual(mine[0]!.annotations["erased.messages"], 1)
       const text = JSON.stringify(mine)
       for (const secret of ["+15550160", "Loggable Name", "a very private sentence"]) assert.notInclude(text, secret)
+    })
+  )
+
+  it.effect("retention (D21) leaves the sessions of an erasure in progress to it; the erasure still counts them", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const settings = yield* api.request("PATCH", `/admin/v1/organizations/${org.id}/settings`, {
+        token: ADMIN_TOKEN,
+        body: { message_retention_days: 1 }
+      })
+      assert.strictEqual(settings.status, 200, settings.text)
+      const session = yield* org.session({ contact_id: "old", status: "closed" })
+      yield* sql`UPDATE sessions SET updated_at = now() - interval '3 days' WHERE id = ${session.id}`
+      const response = yield* erase(org, "old")
+      yield* (yield* Retention).sweep
+      const [left] = yield* sql<{ sessions: number; conversations: number }>`SELECT
+        (SELECT count(*) FROM sessions WHERE id = ${session.id})::int AS sessions,
+        (SELECT count(*) FROM conversations WHERE id = ${session.conversation_id})::int AS conversations`
+      assert.deepStrictEqual(left, { sessions: 1, conversations: 1 })
+      yield* runJob("0193a000-0000-7000-8000-0000000000e1")
+      const done = (yield* org.call("GET", `/erasures/${response.body.id}`)).body
+      assert.strictEqual(done.counts.sessions, 1)
+      assert.strictEqual(done.counts.conversations, 1)
     })
   )
 

@@ -32,7 +32,7 @@ const kindDescriptions: { readonly [K in ErasureKind]: string } = {
   runs: "The AI runs of those sessions (R2).",
   schedules: "The schedules of those sessions (D15).",
   reply_jobs: "Their reply jobs not yet run (R1).",
-  assignments: "Their rollout assignments (A-decisions on rollouts).",
+  assignments: "Their assistant assignments of rollouts (A12).",
   ingest_receipts: "The ingest receipts of the conversations (D10).",
   events: "The events that carried the contact's data (W1).",
   deliveries: "Those events' webhook deliveries, with their attempt logs, pending ones included (never sent)."

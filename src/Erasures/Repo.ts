@@ -89,8 +89,9 @@ const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const { newId } = yield* Ids
 
+  /** The first row as an {@link Erasure}, or undefined when there is none. */
   const toErasure = (rows: ReadonlyArray<unknown>) =>
-    rows[0] === undefined ? Effect.succeed(undefined) : Effect.map(decodeErasure(rows[0]), (erasure) => erasure)
+    rows[0] === undefined ? Effect.succeed(undefined) : decodeErasure(rows[0])
 
   /** The erasure of the organization, or undefined (unknown id, another organization's). */
   const find = (organizationId: string, erasureId: string) =>
@@ -112,13 +113,14 @@ const makeRepo = Effect.gen(function* () {
    * erased.
    */
   const lockContact = (organizationId: string, contactId: string) =>
-    sql<{ found: boolean; contacts: number }>`WITH c AS (
+    sql<{ contacts: number; conversations: number }>`WITH c AS (
         SELECT 1 FROM contacts WHERE organization_id = ${organizationId} AND contact_id = ${contactId} FOR UPDATE
       ), v AS (
         SELECT 1 FROM conversations WHERE organization_id = ${organizationId} AND contact_id = ${contactId} FOR UPDATE
       )
-      SELECT (SELECT count(*) FROM c)::int AS contacts,
-        EXISTS (SELECT 1 FROM c) OR EXISTS (SELECT 1 FROM v) AS found`.pipe(Effect.map((rows) => rows[0]!))
+      SELECT (SELECT count(*) FROM c)::int AS contacts, (SELECT count(*) FROM v)::int AS conversations`.pipe(
+      Effect.map(([row]) => ({ contacts: row!.contacts, found: row!.contacts > 0 || row!.conversations > 0 }))
+    )
 
   /**
    * Starts an erasure (D22), inside the request's transaction: inserts it

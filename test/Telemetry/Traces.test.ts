@@ -191,4 +191,52 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
       )
     })
   )
+
+  it.effect("no span carries what a contact, an agent or the AI wrote (issue 40 item 4)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const fx = yield* aiFixture(snapshotOf([llm("start")]))
+      const settings = yield* api.request("PATCH", `/admin/v1/organizations/${fx.org.id}/settings`, {
+        token: ADMIN_TOKEN,
+        body: { reply_debounce_seconds: 0 }
+      })
+      assert.strictEqual(settings.status, 200, settings.text)
+      // Every piece of a person's data carries the mark; the scripted model answers "Reply to: <text>".
+      const mark = "Zq7Mark"
+      const ingested = yield* api.request("POST", "/conversations/v2/api/v1/ingest", {
+        token: fx.org.token,
+        body: {
+          to: "+15550000",
+          from: "+15557777",
+          agent_id: fx.agentId,
+          contact: { name: `${mark} name` },
+          content: { type: "text", text: `${mark} contact words` }
+        }
+      })
+      assert.strictEqual(ingested.status, 200, ingested.text)
+      const sessionId: string = ingested.body.session_id
+      yield* waitFor(runsOf(sessionId), (rows) => rows.length === 1)
+      const posted = yield* api.request("POST", `/conversations/v2/api/v1/sessions/${sessionId}/messages`, {
+        token: fx.org.token,
+        body: { role: "assistant", content: { type: "text", text: `${mark} agent words` } }
+      })
+      assert.strictEqual(posted.status, 201, posted.text)
+      const answer = (yield* messagesOf(fx.org, sessionId)).find((m: { run_id: string | null }) => m.run_id !== null)
+      assert.include(answer.content.text, mark, "the AI's answer carries the mark")
+      const finished = yield* waitFor(
+        Effect.sync(() => byName("Runtime.run").filter((span) => span.attributes["parley.session_id"] === sessionId)),
+        (found) => found.length === 1
+      )
+      assert.strictEqual(finished.length, 1)
+      const carrying = spans()
+        .map((span) => ({
+          name: span.name,
+          attributes: span.attributes,
+          events: span.events.map((event) => ({ name: event.name, attributes: event.attributes })),
+          status: span.status
+        }))
+        .filter((span) => JSON.stringify(span).includes(mark))
+      assert.deepStrictEqual(carrying, [], "spans carrying message content or a contact's name")
+    })
+  )
 })

@@ -327,4 +327,41 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
       }).pipe(Effect.scoped),
     180_000
   )
+
+  it.effect(
+    "the check can fail: Prism reports a response the document does not describe (a changed enum, a status left out)",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const document = structuredClone((yield* api.request("GET", "/openapi.json")).body)
+        document.components.schemas.Session.properties.status.enum = ["tampered"]
+        delete document.paths[`${C}/sessions/search`].post.responses["200"]
+        const prism = yield* prismProxy(document, api.baseUrl)
+        const org = yield* api.organization()
+        const session = yield* org.session()
+        const through = (method: string, path: string, body: unknown) =>
+          Effect.promise(async () => {
+            const response = await fetch(`${prism.url}${C}${path}`, {
+              method,
+              headers: { authorization: `Bearer ${org.token}`, "content-type": "application/json" },
+              ...(method === "GET" ? {} : { body: JSON.stringify(body) })
+            })
+            await response.text()
+            return { status: response.status, violations: violationsOf(response.headers).map(violationText) }
+          })
+        const got = yield* through("GET", `/sessions/${session.id}`, undefined)
+        const searched = yield* through("POST", "/sessions/search", { contact_id: session.contact_id })
+        assert.strictEqual(got.status, 200)
+        assert.isTrue(
+          got.violations.some((v) => v.includes("response.body.status")),
+          `GET session: ${got.violations.join("; ")}`
+        )
+        assert.strictEqual(searched.status, 200)
+        assert.isTrue(
+          searched.violations.some((v) => v.startsWith("Error response")),
+          `POST search: ${searched.violations.join("; ")}`
+        )
+      }).pipe(Effect.scoped),
+    60_000
+  )
 })

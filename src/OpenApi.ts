@@ -223,10 +223,11 @@ const rateLimitHeaders = {
   }
 }
 
-/** The request id of every response (O8). */
+/** The request id of every response (O8): required, so a validating proxy (Prism) checks each response has it. */
 const requestIdHeader = {
   description:
     "The request's id (O8): the client's `X-Request-Id` when it is 1-200 visible ASCII characters, else a new UUIDv7; the server's log lines and spans of the request carry it.",
+  required: true,
   schema: { type: "string" }
 }
 

@@ -36,7 +36,12 @@ import { ADMIN_TOKEN, C, TestApi, withApp } from "../support/TestApp.ts"
 interface Exchange {
   readonly method: string
   readonly url: string
-  readonly valid: boolean
+  /**
+   * `valid`: valid by the document and meant to succeed; `refused`: valid by the document, answered with the
+   * documented error `expected`; `invalid`: not valid by the document.
+   */
+  readonly kind: "valid" | "refused" | "invalid"
+  readonly expected: number | undefined
   readonly operation: Operation | undefined
   readonly status: number
   readonly text: string
@@ -78,13 +83,14 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
 
         const exchanges: Array<Exchange> = []
         const send = (
-          valid: boolean,
+          kind: Exchange["kind"],
           method: string,
           url: string,
           options: {
             readonly body?: unknown
             readonly token?: string | null
             readonly headers?: Record<string, string>
+            readonly expected?: number
           } = {}
         ) =>
           Effect.promise(async () => {
@@ -107,7 +113,8 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
             const exchange: Exchange = {
               method,
               url,
-              valid,
+              kind,
+              expected: options.expected,
               operation,
               status: response.status,
               text: responseText,
@@ -122,10 +129,13 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           })
         /** A valid request: it must get a 2xx without violations. Returns the parsed body. */
         const call = (method: string, url: string, body?: unknown, headers?: Record<string, string>) =>
-          send(true, method, url, { ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) })
-        /** An invalid request: Prism must report a request violation. */
+          send("valid", method, url, { ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) })
+        /** A valid request the app refuses: it must get the documented `expected` status without violations. */
+        const refused = (expected: number, method: string, url: string, body?: unknown) =>
+          send("refused", method, url, { expected, ...(body !== undefined ? { body } : {}) })
+        /** An invalid request: Prism must report a request violation, and the app refuse it (4xx) with a documented answer. */
         const invalid = (method: string, url: string, options: Parameters<typeof send>[3] = {}) =>
-          send(false, method, url, options)
+          send("invalid", method, url, options)
 
         const org = `/admin/v1/organizations/${fixtures.orgId}`
         const session = fixture("session", 0)
@@ -273,6 +283,19 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("DELETE", `${assistant}/branches/prism-fork`)
         yield* call("POST", `${A}/assistants/${fixture("legacy")}/migrate`)
 
+        // Valid requests the app refuses with a documented error: the errors' shapes are checked too.
+        const unknown = "0190a000-0000-7000-8000-000000000000"
+        yield* refused(404, "GET", `${C}/sessions/${unknown}`)
+        yield* refused(400, "POST", `${C}/sessions/${created?.id}/finish`)
+        yield* refused(404, "GET", `${C}/sessions/${aiSession}/messages/${unknown}`)
+        yield* refused(404, "GET", `${C}/erasures/${unknown}`)
+        yield* refused(404, "GET", `/admin/v1/organizations/${unknown}`)
+        yield* refused(404, "GET", `${org}/apps/${unknown}`)
+        yield* refused(409, "POST", `${assistant}/branches`, { name: "main" })
+        yield* refused(404, "GET", `${assistant}/branches/nowhere/draft`)
+        yield* refused(404, "GET", `${assistant}/rollout`)
+        yield* refused(404, "GET", `${A}/assistants/${unknown}/versions`)
+
         // Invalid requests: each breaks the document, and Prism must say so.
         yield* invalid("POST", `${C}/sessions`, { body: { contact_id: "+15550102" } })
         yield* invalid("POST", `${C}/sessions`, { body: { contact_id: 15550102, contact_name: "Ada" } })
@@ -288,8 +311,9 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* fixtures.settle
 
         const seconds = (performance.now() - started) / 1000
-        const valid = exchanges.filter((exchange) => exchange.valid)
-        const invalidOnes = exchanges.filter((exchange) => !exchange.valid)
+        const valid = exchanges.filter((exchange) => exchange.kind === "valid")
+        const refusals = exchanges.filter((exchange) => exchange.kind === "refused")
+        const invalidOnes = exchanges.filter((exchange) => exchange.kind === "invalid")
         const covered = new Set(
           valid.flatMap((exchange) => (exchange.operation ? [exchange.operation.operationId] : []))
         )
@@ -297,8 +321,9 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         const reported = invalidOnes.filter((exchange) =>
           exchange.violations.some((violation) => violation.location[0] === "request")
         )
+        const count = (list: ReadonlyArray<Exchange>) => list.reduce((n, e) => n + e.violations.length, 0)
         process.stderr.write(
-          `[prism] Prism ${prism.version}: ${exchanges.length} requests (${valid.length} valid, ${invalidOnes.length} invalid) in ${seconds.toFixed(1)} s; operations covered ${covered.size}/${operations.length}; violations on valid requests: ${valid.reduce((n, e) => n + e.violations.length, 0)}; violations on invalid requests: ${invalidOnes.reduce((n, e) => n + e.violations.length, 0)} (${reported.length}/${invalidOnes.length} requests reported)\n`
+          `[prism] Prism ${prism.version}: ${exchanges.length} requests (${valid.length} valid, ${refusals.length} valid and refused, ${invalidOnes.length} invalid) in ${seconds.toFixed(1)} s; operations covered ${covered.size}/${operations.length}; violations: ${count(valid) + count(refusals)} on valid requests, ${count(invalidOnes)} on invalid requests (${reported.length}/${invalidOnes.length} reported)\n`
         )
 
         const problems: Array<string> = []
@@ -309,11 +334,24 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           if (exchange.status < 200 || exchange.status > 299) {
             problems.push(`${describe(exchange)}: a valid request did not succeed: ${exchange.text.slice(0, 300)}`)
           }
-          for (const violation of exchange.violations)
+        }
+        for (const exchange of refusals) {
+          if (exchange.status !== exchange.expected) {
+            problems.push(`${describe(exchange)}: expected ${exchange.expected}: ${exchange.text.slice(0, 300)}`)
+          }
+        }
+        for (const exchange of [...valid, ...refusals]) {
+          for (const violation of exchange.violations) {
             problems.push(`${describe(exchange)}: ${violationText(violation)}`)
+          }
         }
         for (const exchange of invalidOnes) {
           if (!reported.includes(exchange)) problems.push(`${describe(exchange)}: Prism reported no request violation`)
+          if (exchange.status < 400 || exchange.status > 499) {
+            problems.push(
+              `${describe(exchange)}: the app did not refuse an invalid request: ${exchange.text.slice(0, 300)}`
+            )
+          }
           for (const violation of exchange.violations.filter((v) => v.location[0] !== "request")) {
             problems.push(`${describe(exchange)}: the answer to an invalid request: ${violationText(violation)}`)
           }
@@ -336,6 +374,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         const document = structuredClone((yield* api.request("GET", "/openapi.json")).body)
         document.components.schemas.Session.properties.status.enum = ["tampered"]
         delete document.paths[`${C}/sessions/search`].post.responses["200"]
+        document.components.headers["X-Request-Id"] = {
+          required: true,
+          schema: { type: "string", pattern: "^tampered$" }
+        }
         const prism = yield* prismProxy(document, api.baseUrl)
         const org = yield* api.organization()
         const session = yield* org.session()
@@ -354,6 +396,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         assert.strictEqual(got.status, 200)
         assert.isTrue(
           got.violations.some((v) => v.includes("response.body.status")),
+          `GET session: ${got.violations.join("; ")}`
+        )
+        assert.isTrue(
+          got.violations.some((v) => v.includes("x-request-id")),
           `GET session: ${got.violations.join("; ")}`
         )
         assert.strictEqual(searched.status, 200)

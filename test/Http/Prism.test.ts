@@ -37,11 +37,11 @@ interface Exchange {
   readonly method: string
   readonly url: string
   /**
-   * `valid`: valid by the document and meant to succeed; `refused`: valid by the document, answered with the
-   * documented error `expected`; `invalid`: not valid by the document.
+   * `valid`: valid by the document and meant to succeed; `refused`: valid by the document, answered with one of
+   * the statuses `expected` (a documented error); `invalid`: not valid by the document.
    */
   readonly kind: "valid" | "refused" | "invalid"
-  readonly expected: number | undefined
+  readonly expected: ReadonlyArray<number>
   readonly operation: Operation | undefined
   readonly status: number
   readonly text: string
@@ -90,7 +90,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
             readonly body?: unknown
             readonly token?: string | null
             readonly headers?: Record<string, string>
-            readonly expected?: number
+            readonly expected?: ReadonlyArray<number>
           } = {}
         ) =>
           Effect.promise(async () => {
@@ -114,7 +114,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
               method,
               url,
               kind,
-              expected: options.expected,
+              expected: options.expected ?? [],
               operation,
               status: response.status,
               text: responseText,
@@ -131,8 +131,12 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         const call = (method: string, url: string, body?: unknown, headers?: Record<string, string>) =>
           send("valid", method, url, { ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) })
         /** A valid request the app refuses: it must get the documented `expected` status without violations. */
-        const refused = (expected: number, method: string, url: string, body?: unknown) =>
-          send("refused", method, url, { expected, ...(body !== undefined ? { body } : {}) })
+        const refused = (expected: number, method: string, url: string, body?: unknown, token?: string) =>
+          send("refused", method, url, {
+            expected: [expected],
+            ...(body !== undefined ? { body } : {}),
+            ...(token !== undefined ? { token } : {})
+          })
         /** An invalid request: Prism must report a request violation, and the app refuse it (4xx) with a documented answer. */
         const invalid = (method: string, url: string, options: Parameters<typeof send>[3] = {}) =>
           send("invalid", method, url, options)
@@ -158,6 +162,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("POST", `${C}/sessions/search`, { contact_id: "+15550001" })
         yield* call("POST", `${C}/sessions/search`, { status: "open", metadata: { plan: "gold" }, limit: 5 })
         yield* call("GET", `${C}/sessions/${session}`)
+        yield* call("GET", `${C}/sessions/${aiSession}`)
         yield* call("PATCH", `${C}/sessions/${session}`, { fields: { metadata: { plan: "silver" } } })
         yield* call("POST", `${C}/sessions/${created?.id}/transfer`, { agent_id: aiAgent })
         yield* call("POST", `${C}/sessions/${withBody?.id}/transfer`)
@@ -172,6 +177,16 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           provider_message_id: "wamid.prism.1",
           replied_provider_message_id: "wamid.fuzz.1"
         })
+        yield* call("POST", `${C}/sessions/${session}/messages`, text("Hello through Prism"), {
+          "idempotency-key": "prism-message-1"
+        })
+        for (const content of [
+          { type: "audio", url: PUBLIC_URL, transcript: "Hello" },
+          { type: "video", url: PUBLIC_URL },
+          { type: "file", url: PUBLIC_URL, mime_type: "application/pdf", name: "a.pdf" }
+        ]) {
+          yield* call("POST", `${C}/sessions/${session}/messages`, { role: "user", content })
+        }
         yield* call("POST", `${C}/sessions/${session}/messages/search`, { session_id: session, role: "user" })
         yield* call("GET", `${C}/sessions/${session}/messages/${message}`)
         yield* call("PATCH", `${C}/sessions/${session}/messages/${message}`, {
@@ -295,6 +310,25 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* refused(404, "GET", `${assistant}/branches/nowhere/draft`)
         yield* refused(404, "GET", `${assistant}/rollout`)
         yield* refused(404, "GET", `${A}/assistants/${unknown}/versions`)
+        yield* refused(400, "POST", `${C}/sessions/${session}/messages`, {
+          role: "user",
+          content: { type: "function_call", name: "lookup" }
+        })
+        yield* refused(422, "POST", `${C}/sessions/${session}/messages`, { role: "user", content: { type: "image" } })
+
+        // An organization over its rate limit (D20): RateLimit-* on every response, then 429 with Retry-After.
+        const limited = yield* api.organization()
+        yield* api.request("PATCH", `/admin/v1/organizations/${limited.id}/settings`, {
+          token: ADMIN_TOKEN,
+          body: { rate_limit_per_second: 1, rate_limit_burst: 1 }
+        })
+        for (let i = 0; i < 4; i++) {
+          yield* send("refused", "POST", `${C}/sessions/search`, {
+            body: { limit: 1 },
+            token: limited.token,
+            expected: [200, 429]
+          })
+        }
 
         // Invalid requests: each breaks the document, and Prism must say so.
         yield* invalid("POST", `${C}/sessions`, { body: { contact_id: "+15550102" } })
@@ -307,6 +341,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* invalid("POST", `${C}/sessions/${session}/messages`, {
           body: text("keyed"),
           headers: { "idempotency-key": "a b" }
+        })
+        yield* invalid("POST", `${C}/sessions`, {
+          body: "contact_id=+15550103",
+          headers: { "content-type": "application/x-www-form-urlencoded" }
         })
         yield* fixtures.settle
 
@@ -336,8 +374,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           }
         }
         for (const exchange of refusals) {
-          if (exchange.status !== exchange.expected) {
-            problems.push(`${describe(exchange)}: expected ${exchange.expected}: ${exchange.text.slice(0, 300)}`)
+          if (!exchange.expected.includes(exchange.status)) {
+            problems.push(
+              `${describe(exchange)}: expected ${exchange.expected.join(" or ")}: ${exchange.text.slice(0, 300)}`
+            )
           }
         }
         for (const exchange of [...valid, ...refusals]) {
@@ -356,6 +396,9 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
             problems.push(`${describe(exchange)}: the answer to an invalid request: ${violationText(violation)}`)
           }
         }
+        const limits = refusals.filter((exchange) => exchange.operation?.operationId === "sessions.search")
+        if (!limits.some((exchange) => exchange.status === 429))
+          problems.push("the rate-limited organization got no 429")
         if (missing.length > 0) problems.push(`operations not driven with a valid request: ${missing.join(", ")}`)
         if (problems.length > 0) {
           assert.fail(

@@ -6,7 +6,9 @@
  * `sl-violations` response header (a JSON array; prism-http-server's
  * `addViolationHeader`), and without `--errors` it forwards invalid requests
  * too, so the upstream's answer to them is checked as well. Prism sends no
- * telemetry and needs no network beyond the loopback interface.
+ * telemetry and needs no network beyond the loopback interface. Its packages
+ * depend on `@scarf/scarf`, whose install script reports installs unless the
+ * root package opts out: package.json's `scarfSettings.enabled: false` does.
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"

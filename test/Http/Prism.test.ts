@@ -3,11 +3,15 @@
  * validation proxy (test/support/Prism.ts) in front of the real app, loaded
  * with the app's own `/openapi.json`. Every operation of the document is
  * driven at least once with valid requests, the variants without their
- * optional body included (finish, transfer, reply, publish), and a few
- * invalid ones. A valid request must get a 2xx and no violation of any
- * severity, of the request or of the response; an invalid request must be
- * reported by Prism as a request violation, and the app's answer to it must
- * still conform to the document. The operations are read from the document,
+ * optional body included (finish, transfer, reply, publish); then valid
+ * requests the app refuses with a documented error (unknown ids, a closed
+ * session, a content type clients may not send, an organization over its rate
+ * limit: D12, D20), and a few invalid ones. A valid request must get a 2xx
+ * (or the documented error expected) and no violation of any severity, of
+ * the request or of the response (body, status, headers: `X-Request-Id` is
+ * required on every response, O8); an invalid request must be reported by
+ * Prism as a request violation, and the app must refuse it (4xx) with an
+ * answer that conforms to the document. The operations are read from the document,
  * so an operation added without a request here fails the run by its
  * operationId: the document and the server are kept in step from now on.
  *

@@ -36,7 +36,7 @@ export interface Operation {
 }
 
 /** The HTTP methods operations are read for. */
-export const METHODS = ["get", "put", "post", "delete", "patch"] as const
+const METHODS = ["get", "put", "post", "delete", "patch"] as const
 
 /** Every operation of an OpenAPI document (`paths`), with its parameters, JSON body schema and kind of credential. */
 export const operationsOf = (doc: any): ReadonlyArray<Operation> =>
@@ -66,7 +66,7 @@ export const operationsOf = (doc: any): ReadonlyArray<Operation> =>
 // fixtures renewed before every chunk of requests.
 
 /** A reference to the `index`th current value of a used-up fixture, resolved by {@link resolveRefs}. */
-export const ref = (name: string, index = 0) => `@@${name}.${index}@@`
+const ref = (name: string, index = 0) => `@@${name}.${index}@@`
 
 /** The current values of the references, by name. */
 export type Current = Readonly<Record<string, ReadonlyArray<string>>>
@@ -104,7 +104,7 @@ export interface Fixtures {
 }
 
 /** The body of a 2xx response; throws naming `what` otherwise. */
-export const ok = (what: string, response: TestResponse) => {
+const ok = (what: string, response: TestResponse) => {
   if (response.status < 200 || response.status > 299) {
     throw new Error(`fixture ${what} failed: ${response.status} ${response.text}`)
   }
@@ -115,9 +115,9 @@ export const ok = (what: string, response: TestResponse) => {
 export const text = (value: string) => ({ role: "user", content: { type: "text", text: value } })
 
 /** The nodes of the fixture assistant's `main` branch. */
-export const NODES = [llm("start", { next_node: "next", tools: ["lookup"] }), llm("next"), llm("extra")]
+const NODES = [llm("start", { next_node: "next", tools: ["lookup"] }), llm("next"), llm("extra")]
 /** The variable of the fixture assistant. */
-export const VARIABLE = { name: "plan", permission: "read_write", type: "string", default_value: "free" }
+const VARIABLE = { name: "plan", permission: "read_write", type: "string", default_value: "free" }
 /** An organization's default settings. */
 export const defaultSettings = {
   reply_debounce_seconds: 3,

@@ -6,11 +6,12 @@
 import * as crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import type { Agent } from "../Domain/Agent.ts"
+import { DEFAULT_PAGE_LIMIT, type PageQuery } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
-import type { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
+import type { ApiKey, ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { Ids } from "../Shared/Ids.ts"
-import type { CreateAgentPayload, CreateApiKeyPayload, UpdateSettingsPayload } from "./Api.ts"
-import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound } from "./Errors.ts"
+import type { CreateAgentPayload, CreateApiKeyPayload, UpdateAgentPayload, UpdateSettingsPayload } from "./Api.ts"
+import { AdminAgentNotFound, AgentInUse, AgentNotFound, ApiKeyNotFound, OrganizationNotFound } from "./Errors.ts"
 import { AdminRepo } from "./Repo.ts"
 
 /** Prefix of Parley API tokens, so leaked tokens are recognizable by scanners. */
@@ -25,6 +26,9 @@ export const hashToken = (token: string): Uint8Array => crypto.createHash("sha25
 /** Body of POST /organizations/{id}/agents (O6), as its schema decodes it (`Api.ts`). */
 export type CreateAgent = typeof CreateAgentPayload.Type
 
+/** Body of PATCH /organizations/{id}/agents/{agent_id} (issue 39 item 6): members present are changed. */
+export type AgentPatch = typeof UpdateAgentPayload.Type
+
 /** Body of PATCH /organizations/{id}/settings (O6): members present are changed. */
 export type SettingsPatch = typeof UpdateSettingsPayload.Type
 
@@ -36,6 +40,17 @@ export class Admin extends Context.Service<
   {
     createOrganization(name: string): Effect.Effect<Organization>
     getOrganization(organizationId: string): Effect.Effect<Organization, OrganizationNotFound>
+    /**
+     * GET /organizations (O6, issue 39 item 6): every organization, oldest first,
+     * `limit` of them (default {@link DEFAULT_PAGE_LIMIT}) after `after_id`.
+     */
+    listOrganizations(page: PageQuery): Effect.Effect<ReadonlyArray<Organization>>
+    /**
+     * GET /organizations/{id}/api-keys (issue 39 item 6): the keys, oldest first,
+     * revoked ones included; never a token, only its last 4 characters. Fails
+     * with OrganizationNotFound.
+     */
+    listApiKeys(organizationId: string): Effect.Effect<ReadonlyArray<ApiKey>, OrganizationNotFound>
     /**
      * POST /organizations/{id}/api-keys (O6): a new key; the token appears only
      * in this response. `expires_at` (ISO 8601, kept to the microsecond) null or
@@ -54,7 +69,32 @@ export class Admin extends Context.Service<
       organizationId: string,
       input: CreateAgent
     ): Effect.Effect<Agent, OrganizationNotFound | ValidationFailed>
+    /** The agents not deleted, oldest first. */
     listAgents(organizationId: string): Effect.Effect<ReadonlyArray<Agent>, OrganizationNotFound>
+    /** GET /agents/{agent_id}: AdminAgentNotFound (404) for an agent of another organization or deleted. */
+    getAgent(organizationId: string, agentId: string): Effect.Effect<Agent, OrganizationNotFound | AdminAgentNotFound>
+    /**
+     * PATCH /agents/{agent_id} (issue 39 item 6): changes the members present.
+     * `assistant_id` on a human agent or `profile_id` on an AI agent is
+     * ValidationFailed (422 at that member, `extra_forbidden`): the type never
+     * changes. AdminAgentNotFound (404).
+     */
+    updateAgent(
+      organizationId: string,
+      agentId: string,
+      patch: AgentPatch
+    ): Effect.Effect<Agent, OrganizationNotFound | AdminAgentNotFound | ValidationFailed>
+    /**
+     * DELETE /agents/{agent_id} (issue 39 item 6): marks the agent deleted (its
+     * sessions keep it in their history; it can no longer be read here nor
+     * assigned, D6) and clears it as the default agent (D9). AgentInUse (409)
+     * while an open session has it; AdminAgentNotFound (404). The agent's row
+     * is locked while the open sessions are checked, so two deletes agree.
+     */
+    deleteAgent(
+      organizationId: string,
+      agentId: string
+    ): Effect.Effect<void, OrganizationNotFound | AdminAgentNotFound | AgentInUse>
     getSettings(organizationId: string): Effect.Effect<Settings, OrganizationNotFound>
     /** Fails with AgentNotFound (400) for a default agent of another organization. */
     updateSettings(
@@ -85,6 +125,18 @@ export class Admin extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
+      const listOrganizations = Effect.fn("Admin.listOrganizations")((page: PageQuery) =>
+        repo.listOrganizations({ limit: page.limit ?? DEFAULT_PAGE_LIMIT, afterId: page.after_id }).pipe(Effect.orDie)
+      )
+
+      const listApiKeys = Effect.fn("Admin.listApiKeys")(
+        function* (organizationId: string) {
+          yield* requireOrganization(organizationId)
+          return yield* repo.listApiKeys(organizationId)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
       const createApiKey = Effect.fn("Admin.createApiKey")(
         function* (organizationId: string, payload: typeof CreateApiKeyPayload.Type) {
           yield* requireOrganization(organizationId)
@@ -95,6 +147,7 @@ export class Admin extends Context.Service<
             organizationId,
             name: payload.name ?? null,
             tokenHash: hashToken(token),
+            tokenLast4: token.slice(-4),
             expiresAt: payload.expires_at ?? null
           })
           return { id, name: payload.name ?? null, token, created_at: row.created_at, expires_at: row.expires_at }
@@ -145,6 +198,58 @@ export class Admin extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
+      const agentNotFound = (agentId: string) => new AdminAgentNotFound({ agent_id: agentId })
+
+      const getAgent = Effect.fn("Admin.getAgent")(
+        function* (organizationId: string, agentId: string) {
+          yield* requireOrganization(organizationId)
+          const agent = yield* repo.findAgent(organizationId, agentId)
+          if (agent === undefined) return yield* agentNotFound(agentId)
+          return agent
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const updateAgent = Effect.fn("Admin.updateAgent")(
+        function* (organizationId: string, agentId: string, patch: AgentPatch) {
+          const agent = yield* getAgent(organizationId, agentId)
+          const foreign = agent.type === "ai" ? "profile_id" : "assistant_id"
+          if (patch[foreign] !== undefined) {
+            return yield* ValidationFailed.one(
+              ["body", foreign],
+              `Not allowed for an agent of type ${agent.type}: the type of an agent never changes`,
+              "extra_forbidden"
+            )
+          }
+          const updated = yield* repo.updateAgent(organizationId, agentId, {
+            name: patch.name,
+            assistantId: patch.assistant_id,
+            profileId: patch.profile_id
+          })
+          if (updated === undefined) return yield* agentNotFound(agentId)
+          return updated
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const deleteAgent = Effect.fn("Admin.deleteAgent")(
+        function* (organizationId: string, agentId: string) {
+          yield* requireOrganization(organizationId)
+          yield* repo.withTransaction(
+            Effect.gen(function* () {
+              if ((yield* repo.findAgent(organizationId, agentId, true)) === undefined) {
+                return yield* agentNotFound(agentId)
+              }
+              if (yield* repo.agentHasOpenSession(organizationId, agentId)) {
+                return yield* new AgentInUse({ agent_id: agentId })
+              }
+              yield* repo.markAgentDeleted(organizationId, agentId)
+            })
+          )
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
       const getSettings = Effect.fn("Admin.getSettings")(
         function* (organizationId: string) {
           yield* requireOrganization(organizationId)
@@ -170,11 +275,16 @@ export class Admin extends Context.Service<
       return Admin.of({
         createOrganization,
         getOrganization,
+        listOrganizations,
+        listApiKeys,
         createApiKey,
         revokeApiKey,
         authenticate,
         createAgent,
         listAgents,
+        getAgent,
+        updateAgent,
+        deleteAgent,
         getSettings,
         updateSettings
       })

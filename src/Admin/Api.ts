@@ -6,12 +6,12 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Agent } from "../Domain/Agent.ts"
 import { adminBasePath } from "../Domain/BasePaths.ts"
-import { DateTimeInput, Identifier, ShortText } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, PageQuery, ShortText } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { Int32 } from "../Domain/Limits.ts"
-import { ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
+import { ApiKey, ApiKeyCreated, Organization, Settings } from "../Domain/Organization.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
-import { AgentNotFound, ApiKeyNotFound, OrganizationNotFound } from "./Errors.ts"
+import { AdminAgentNotFound, AgentInUse, AgentNotFound, ApiKeyNotFound, OrganizationNotFound } from "./Errors.ts"
 
 const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255)))
 
@@ -31,6 +31,17 @@ export const CreateAgentPayload = Schema.Struct({
   assistant_id: Schema.optionalKey(Identifier),
   profile_id: Schema.optionalKey(Identifier)
 }).annotate({ examples: [{ name: "Support bot", type: "ai", assistant_id: "0190a000-0000-7000-8000-00000000a001" }] })
+
+/**
+ * PATCH /organizations/{id}/agents/{agent_id} body (issue 39 item 6): members
+ * present are changed; `assistant_id` only for an `ai` agent, `profile_id`
+ * only for a `human` one (else 422 at that member). The type never changes.
+ */
+export const UpdateAgentPayload = Schema.Struct({
+  name: Schema.optionalKey(NonEmptyName),
+  assistant_id: Schema.optionalKey(Identifier),
+  profile_id: Schema.optionalKey(Identifier)
+}).annotate({ examples: [{ name: "Support bot (v2)" }] })
 
 /** PATCH /organizations/{id}/settings body: members present are changed. */
 export const UpdateSettingsPayload = Schema.Struct({
@@ -56,6 +67,7 @@ export const UpdateSettingsPayload = Schema.Struct({
 })
 
 const organizationPath = { org_id: Identifier }
+const agentPath = { org_id: Identifier, agent_id: Identifier }
 
 /** The admin group. */
 export class AdminApi extends HttpApiGroup.make("admin")
@@ -67,6 +79,16 @@ export class AdminApi extends HttpApiGroup.make("admin")
       OpenApi.annotations({
         summary: "Create an organization",
         description: "A new organization: every conversation, assistant, app and API key belongs to one (O6)."
+      })
+    ),
+    HttpApiEndpoint.get("listOrganizations", "/organizations", {
+      query: PageQuery,
+      success: Schema.Array(Organization)
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List organizations",
+        description:
+          "Every organization, oldest first, in pages: `limit` 1-1000 (default 100), next page with `after_id` = the last id of the previous page (O6, issue 39 item 6)."
       })
     ),
     HttpApiEndpoint.get("getOrganization", "/organizations/:org_id", {
@@ -89,6 +111,17 @@ export class AdminApi extends HttpApiGroup.make("admin")
         summary: "Create an API key",
         description:
           "A new API key of the organization for the conversations and assistants APIs. The key (`prl_` and 43 characters) is in this response only: Parley keeps its SHA-256 (O6). `expires_at` null or omitted: it never expires."
+      })
+    ),
+    HttpApiEndpoint.get("listApiKeys", "/organizations/:org_id/api-keys", {
+      params: organizationPath,
+      success: Schema.Array(ApiKey),
+      error: OrganizationNotFound.Wire
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List API keys",
+        description:
+          "The organization's API keys, oldest first, revoked ones included (`revoked_at`). Never the token: only its last 4 characters, `token_last4` (O6, issue 39 item 6)."
       })
     ),
     HttpApiEndpoint.delete("revokeApiKey", "/organizations/:org_id/api-keys/:key_id", {
@@ -120,6 +153,39 @@ export class AdminApi extends HttpApiGroup.make("admin")
     }).annotateMerge(
       OpenApi.annotations({ summary: "List agents", description: "The organization's agents, oldest first (O6)." })
     ),
+    HttpApiEndpoint.get("getAgent", "/organizations/:org_id/agents/:agent_id", {
+      params: agentPath,
+      success: Agent,
+      error: [OrganizationNotFound.Wire, AdminAgentNotFound.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Get an agent",
+        description: "The agent, or 404 `Agent not found` for an agent the organization does not have or deleted (O6)."
+      })
+    ),
+    HttpApiEndpoint.patch("updateAgent", "/organizations/:org_id/agents/:agent_id", {
+      params: agentPath,
+      payload: UpdateAgentPayload,
+      success: Agent,
+      error: [OrganizationNotFound.Wire, AdminAgentNotFound.Wire, ValidationFailed.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Update an agent",
+        description:
+          "Changes the members present: `name`, `assistant_id` (an `ai` agent only) or `profile_id` (a `human` agent only; the other gets 422). The type never changes. Sessions embedding the agent show the change (issue 39 item 6)."
+      })
+    ),
+    HttpApiEndpoint.delete("deleteAgent", "/organizations/:org_id/agents/:agent_id", {
+      params: agentPath,
+      success: HttpApiSchema.NoContent,
+      error: [OrganizationNotFound.Wire, AdminAgentNotFound.Wire, AgentInUse.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Delete an agent",
+        description:
+          "204: the agent is gone from the agent list and reads, cannot be assigned any more (400 `Agent not found`, D6) and stops being the default agent; the sessions it served keep it in their history. 409 `Agent is in use` while an open session has it: transfer or close that session first (issue 39 item 6)."
+      })
+    ),
     HttpApiEndpoint.get("getSettings", "/organizations/:org_id/settings", {
       params: organizationPath,
       success: Settings,
@@ -148,6 +214,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
   .annotateMerge(
     OpenApi.annotations({
       title: "Admin",
-      description: "Organizations, their API keys, agents and settings (O6). Requests use the server's `ADMIN_TOKEN`."
+      description:
+        "Organizations, their API keys, agents and settings (O6, issue 39 item 6). Requests use the server's `ADMIN_TOKEN`."
     })
   ) {}

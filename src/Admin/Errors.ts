@@ -33,3 +33,28 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()(
 ) {
   static readonly Wire = ApiKeyNotFound.pipe(asDetail(Schema.Literal("API key not found")))
 }
+
+/**
+ * 404 `Agent not found` (O6) on the admin API's `/agents/{agent_id}`: an
+ * agent the organization does not have, or one it deleted. D6's 400 of the
+ * same text (`AgentNotFound`) is for an `agent_id` named in a request body.
+ */
+export class AdminAgentNotFound extends Schema.TaggedError<AdminAgentNotFound>()(
+  "AdminAgentNotFound",
+  { detail: detailDefault("Agent not found"), agent_id: Schema.optionalKey(Schema.String) },
+  { httpApiStatus: 404 }
+) {
+  static readonly Wire = AdminAgentNotFound.pipe(asDetail(Schema.Literal("Agent not found")))
+}
+
+/**
+ * 409 `Agent is in use` (issue 39 item 6, docs/behaviour.md): DELETE of an
+ * agent assigned to an open session; transfer the session or close it first.
+ */
+export class AgentInUse extends Schema.TaggedError<AgentInUse>()(
+  "AgentInUse",
+  { detail: detailDefault("Agent is in use"), agent_id: Schema.optionalKey(Schema.String) },
+  { httpApiStatus: 409 }
+) {
+  static readonly Wire = AgentInUse.pipe(asDetail(Schema.Literal("Agent is in use")))
+}

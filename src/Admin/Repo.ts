@@ -4,10 +4,11 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
+import type { WithTransaction } from "../Database/Database.ts"
 import { isoTimestamp } from "../Database/Json.ts"
 import type { Agent } from "../Domain/Agent.ts"
 import { isUuid } from "../Domain/Common.ts"
-import { defaultSettings, type Organization, type Settings } from "../Domain/Organization.ts"
+import { type ApiKey, defaultSettings, type Organization, type Settings } from "../Domain/Organization.ts"
 
 /**
  * The API-key check behind every request (fixed text, prepared once): $1 the
@@ -23,6 +24,8 @@ export interface NewApiKey {
   readonly organizationId: string
   readonly name: string | null
   readonly tokenHash: Uint8Array
+  /** The token's last 4 characters, the one part of it the key list shows (issue 39 item 6). */
+  readonly tokenLast4: string
   /** ISO 8601 text: PostgreSQL reads it to the microsecond. */
   readonly expiresAt: string | null
 }
@@ -37,6 +40,19 @@ export interface NewAgent {
   readonly profileId: string | null
 }
 
+/** The members of an agent to change (issue 39 item 6); absent ones are kept. */
+export interface AgentChanges {
+  readonly name?: string | undefined
+  readonly assistantId?: string | undefined
+  readonly profileId?: string | undefined
+}
+
+/** A page of a list paged by id, oldest first (`Domain/Common.ts` `PageQuery`). */
+export interface Page {
+  readonly limit: number
+  readonly afterId?: string | undefined
+}
+
 /**
  * The admin repository: SQL only, no rules. Every method may fail with
  * `SqlError`. Ids that are not UUIDs find nothing. Timestamps are ISO 8601
@@ -45,10 +61,16 @@ export interface NewAgent {
 export class AdminRepo extends Context.Service<
   AdminRepo,
   {
+    /** Runs `self` in one transaction (nested: a savepoint). */
+    readonly withTransaction: WithTransaction
     /** Inserts an organization created now. */
     readonly insertOrganization: (id: string, name: string) => Effect.Effect<Organization, SqlError.SqlError>
     /** The organization, or undefined. */
     readonly findOrganization: (id: string) => Effect.Effect<Organization | undefined, SqlError.SqlError>
+    /** Organizations in id order (creation order: UUIDv7) after `afterId`; none after an `afterId` that is no UUID. */
+    readonly listOrganizations: (page: Page) => Effect.Effect<ReadonlyArray<Organization>, SqlError.SqlError>
+    /** The organization's keys, revoked ones included, oldest first (created_at, id); never a token (issue 39 item 6). */
+    readonly listApiKeys: (organizationId: string) => Effect.Effect<ReadonlyArray<ApiKey>, SqlError.SqlError>
     /** Inserts a key created now; returns its `created_at` and `expires_at` (ISO 8601, null = never). */
     readonly insertApiKey: (
       row: NewApiKey
@@ -59,9 +81,25 @@ export class AdminRepo extends Context.Service<
     readonly organizationOfToken: (tokenHash: Uint8Array) => Effect.Effect<string | undefined, SqlError.SqlError>
     /** Inserts an agent created now; returns it in the spec's shape. */
     readonly insertAgent: (row: NewAgent) => Effect.Effect<Agent, SqlError.SqlError>
-    /** The organization's agents, oldest first (created_at, id). */
+    /** The organization's agents not deleted, oldest first (created_at, id). */
     readonly listAgents: (organizationId: string) => Effect.Effect<ReadonlyArray<Agent>, SqlError.SqlError>
-    /** Whether the agent exists in the organization. */
+    /** The organization's agent unless deleted; `forUpdate` locks its row. */
+    readonly findAgent: (
+      organizationId: string,
+      agentId: string,
+      forUpdate?: boolean
+    ) => Effect.Effect<Agent | undefined, SqlError.SqlError>
+    /** Changes the members given of an agent not deleted; returns it, or undefined when there is none. */
+    readonly updateAgent: (
+      organizationId: string,
+      agentId: string,
+      changes: AgentChanges
+    ) => Effect.Effect<Agent | undefined, SqlError.SqlError>
+    /** Whether an open session of the organization has the agent (`sessions`, read only: Sessions writes it). */
+    readonly agentHasOpenSession: (organizationId: string, agentId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** Marks the agent deleted now and clears it as the organization's default agent. */
+    readonly markAgentDeleted: (organizationId: string, agentId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Whether the agent exists in the organization and is not deleted. */
     readonly agentExists: (organizationId: string, agentId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /** The organization's settings; `defaultSettings` (O6) when none were stored. */
     readonly getSettings: (organizationId: string) => Effect.Effect<Settings, SqlError.SqlError>
@@ -81,6 +119,8 @@ export class AdminRepo extends Context.Service<
 /** The repository over PostgreSQL client `sql`. */
 const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
   const organizationColumns = sql.literal(`id::text, name, ${isoTimestamp("created_at")} AS created_at`)
+  const apiKeyColumns = sql.literal(`id::text, name, token_last4, ${isoTimestamp("created_at")} AS created_at,
+    ${isoTimestamp("expires_at")} AS expires_at, ${isoTimestamp("revoked_at")} AS revoked_at`)
   const agentColumns = sql.literal(`id::text, name, type, assistant_id, profile_id, organization_id::text,
     ${isoTimestamp("created_at")} AS created_at`)
   const toAgent = (row: {
@@ -121,10 +161,21 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
         )
       : Effect.succeed(undefined)
 
+  const listOrganizations = (page: Page) =>
+    page.afterId !== undefined && !isUuid(page.afterId)
+      ? Effect.succeed([])
+      : sql<Organization>`SELECT ${organizationColumns} FROM organizations
+          ${page.afterId === undefined ? sql`` : sql`WHERE id > ${page.afterId}`}
+          ORDER BY id LIMIT ${page.limit}`
+
+  const listApiKeys = (organizationId: string) =>
+    sql<ApiKey>`SELECT ${apiKeyColumns} FROM api_keys WHERE organization_id = ${organizationId}
+      ORDER BY created_at, id`
+
   const insertApiKey = (row: NewApiKey) =>
     sql<{ created_at: string; expires_at: string | null }>`
-      INSERT INTO api_keys (id, organization_id, name, token_hash, created_at, expires_at)
-      VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.tokenHash}, now(), ${row.expiresAt})
+      INSERT INTO api_keys (id, organization_id, name, token_hash, token_last4, created_at, expires_at)
+      VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.tokenHash}, ${row.tokenLast4}, now(), ${row.expiresAt})
       RETURNING ${sql.literal(`${isoTimestamp("created_at")} AS created_at, ${isoTimestamp("expires_at")} AS expires_at`)}`.pipe(
       Effect.map((rows) => rows[0]!)
     )
@@ -148,16 +199,44 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
       RETURNING ${agentColumns}`.pipe(Effect.map((rows) => toAgent(rows[0] as never)))
 
   const listAgents = (organizationId: string) =>
-    sql`SELECT ${agentColumns} FROM agents WHERE organization_id = ${organizationId} ORDER BY created_at, id`.pipe(
-      Effect.map((rows) => rows.map((row) => toAgent(row as never)))
+    sql`SELECT ${agentColumns} FROM agents WHERE organization_id = ${organizationId} AND deleted_at IS NULL
+      ORDER BY created_at, id`.pipe(Effect.map((rows) => rows.map((row) => toAgent(row as never))))
+
+  const findAgent = (organizationId: string, agentId: string, forUpdate = false) =>
+    isUuid(agentId)
+      ? sql`SELECT ${agentColumns} FROM agents
+          WHERE id = ${agentId} AND organization_id = ${organizationId} AND deleted_at IS NULL
+          ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(
+          Effect.map((rows) => (rows[0] === undefined ? undefined : toAgent(rows[0] as never)))
+        )
+      : Effect.succeed(undefined)
+
+  const updateAgent = (organizationId: string, agentId: string, changes: AgentChanges) =>
+    isUuid(agentId)
+      ? sql`UPDATE agents SET name = coalesce(${changes.name ?? null}, name),
+            assistant_id = coalesce(${changes.assistantId ?? null}, assistant_id),
+            profile_id = coalesce(${changes.profileId ?? null}, profile_id)
+          WHERE id = ${agentId} AND organization_id = ${organizationId} AND deleted_at IS NULL
+          RETURNING ${agentColumns}`.pipe(
+          Effect.map((rows) => (rows[0] === undefined ? undefined : toAgent(rows[0] as never)))
+        )
+      : Effect.succeed(undefined)
+
+  const agentHasOpenSession = (organizationId: string, agentId: string) =>
+    sql`SELECT 1 FROM sessions WHERE organization_id = ${organizationId} AND agent_id = ${agentId}
+      AND status = 'open' LIMIT 1`.pipe(Effect.map((rows) => rows.length > 0))
+
+  const markAgentDeleted = (organizationId: string, agentId: string) =>
+    sql`UPDATE agents SET deleted_at = now() WHERE id = ${agentId} AND organization_id = ${organizationId}`.pipe(
+      Effect.andThen(
+        sql`UPDATE organization_settings SET default_agent_id = NULL, updated_at = now()
+          WHERE organization_id = ${organizationId} AND default_agent_id = ${agentId}`
+      ),
+      Effect.asVoid
     )
 
   const agentExists = (organizationId: string, agentId: string) =>
-    isUuid(agentId)
-      ? sql`SELECT 1 FROM agents WHERE id = ${agentId} AND organization_id = ${organizationId}`.pipe(
-          Effect.map((rows) => rows.length > 0)
-        )
-      : Effect.succeed(false)
+    Effect.map(findAgent(organizationId, agentId), (agent) => agent !== undefined)
 
   const settingsColumns = sql.literal(
     "reply_debounce_seconds, session_idle_timeout_seconds, default_agent_id::text AS default_agent_id, rate_limit_per_second, rate_limit_burst, message_retention_days, event_retention_days"
@@ -184,13 +263,20 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
       RETURNING ${settingsColumns}`.pipe(Effect.map((rows) => rows[0]!))
 
   return {
+    withTransaction: sql.withTransaction,
     insertOrganization,
+    listOrganizations,
+    listApiKeys,
     findOrganization,
     insertApiKey,
     revokeApiKey,
     organizationOfToken,
     insertAgent,
     listAgents,
+    findAgent,
+    updateAgent,
+    agentHasOpenSession,
+    markAgentDeleted,
     agentExists,
     getSettings,
     upsertSettings

@@ -32,11 +32,12 @@ import {
   VariableInput
 } from "../Domain/Assistant.ts"
 import { adminBasePath, assistantsBasePath } from "../Domain/BasePaths.ts"
-import { DateTimeInput, Identifier, JsonObjectInput, Limit, NoBody, Offset } from "../Domain/Common.ts"
+import { DateTimeInput, Identifier, JsonObjectInput, Limit, NoBody, Offset, PageQuery } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { AdminAuthorization, Authorization } from "../Domain/Security.ts"
 import {
   AssistantAlreadyVersioned,
+  AssistantInUse,
   AssistantNotFound,
   AssistantNotVersioned,
   BranchAlreadyExists,
@@ -126,6 +127,15 @@ export const CreateAssistantPayload = Schema.Struct({
   versioned: Schema.optionalKey(Schema.Boolean),
   snapshot: Schema.optionalKey(SnapshotInput)
 })
+
+/**
+ * PATCH /assistants/{id} body (issue 39 item 6): `name` (1-255 characters) and
+ * `description` (null clears it), each changed when present.
+ */
+export const UpdateAssistantPayload = Schema.Struct({
+  name: Schema.optionalKey(CreateAssistantPayload.fields.name),
+  description: CreateAssistantPayload.fields.description
+}).annotate({ examples: [{ name: "Support bot", description: "Answers billing questions" }] })
 
 /** Body of creating and of forking a branch: the new branch's name (A3). */
 export const BranchNamePayload = Schema.Struct({ name: BranchName })
@@ -317,12 +327,44 @@ const singletonEndpoints = <const Kind extends string, S extends Schema.Top, I e
   ] as const
 }
 
+/** The OpenAPI description of the assistant list, in both groups. */
+const LIST_DESCRIPTION =
+  "The organization's assistants, oldest first, in pages: `limit` 1-1000 (default 100), next page with `after_id` = the last id of the previous page (issue 39 item 6)."
+
+/** The OpenAPI description of an assistant's deletion, in both groups. */
+const DELETE_DESCRIPTION =
+  "204: the assistant is deleted with its branches, drafts, commits and rollout (the runs of sessions stay). 409 `Assistant is in use by an agent` while an AI agent of the organization answers from it: delete the agent or point it at another assistant first (issue 39 item 6)."
+
+/** The OpenAPI description of an assistant's update, in both groups. */
+const UPDATE_DESCRIPTION =
+  "Changes `name` and `description` (null clears it) when present. The draft's `context` (its own `assistant_name`) is versioned content and does not change (issue 39 item 6)."
+
 /**
  * The assistants group (API-key auth). Each endpoint lists the failures its
  * operation can respond with; every one may also respond 401 and 422 (middleware).
  */
 export class AssistantsApi extends HttpApiGroup.make("assistants")
   .add(
+    HttpApiEndpoint.get("listAssistants", "/assistants", {
+      query: PageQuery,
+      success: Schema.Array(Assistant)
+    }).annotateMerge(doc("List assistants", LIST_DESCRIPTION)),
+    HttpApiEndpoint.get("getAssistant", "/assistants/:assistant_id", {
+      params: assistantPath,
+      success: Assistant,
+      error: AssistantNotFound.Wire
+    }).annotateMerge(doc("Get an assistant", "The assistant, or 404 `Assistant not found` (A1, issue 39 item 6).")),
+    HttpApiEndpoint.patch("updateAssistant", "/assistants/:assistant_id", {
+      params: assistantPath,
+      payload: UpdateAssistantPayload,
+      success: Assistant,
+      error: AssistantNotFound.Wire
+    }).annotateMerge(doc("Update an assistant", UPDATE_DESCRIPTION)),
+    HttpApiEndpoint.delete("deleteAssistant", "/assistants/:assistant_id", {
+      params: assistantPath,
+      success: HttpApiSchema.NoContent,
+      error: [AssistantNotFound.Wire, AssistantInUse.Wire]
+    }).annotateMerge(doc("Delete an assistant", DELETE_DESCRIPTION)),
     HttpApiEndpoint.patch("applyChangeset", draft, {
       params: branchPath,
       payload: ChangesetPayload,
@@ -642,13 +684,38 @@ export class AssistantsAdminApi extends HttpApiGroup.make("assistantsAdmin")
         description:
           "An assistant of the organization. Versioned (default): a branch `main` with no HEAD and a draft holding `snapshot` (A2). With `versioned: false`, a legacy assistant answering from `snapshot` until migrated (A11)."
       })
-    )
+    ),
+    HttpApiEndpoint.get("listAssistants", "/organizations/:org_id/assistants", {
+      params: { org_id: Identifier },
+      query: PageQuery,
+      success: Schema.Array(Assistant),
+      error: OrganizationNotFound.Wire
+    }).annotateMerge(doc("List an organization's assistants", LIST_DESCRIPTION)),
+    HttpApiEndpoint.get("getAssistant", "/organizations/:org_id/assistants/:assistant_id", {
+      params: { org_id: Identifier, assistant_id: Identifier },
+      success: Assistant,
+      error: [OrganizationNotFound.Wire, AssistantNotFound.Wire]
+    }).annotateMerge(
+      doc("Get an organization's assistant", "The assistant, or 404 `Assistant not found` (A1, issue 39 item 6).")
+    ),
+    HttpApiEndpoint.patch("updateAssistant", "/organizations/:org_id/assistants/:assistant_id", {
+      params: { org_id: Identifier, assistant_id: Identifier },
+      payload: UpdateAssistantPayload,
+      success: Assistant,
+      error: [OrganizationNotFound.Wire, AssistantNotFound.Wire]
+    }).annotateMerge(doc("Update an organization's assistant", UPDATE_DESCRIPTION)),
+    HttpApiEndpoint.delete("deleteAssistant", "/organizations/:org_id/assistants/:assistant_id", {
+      params: { org_id: Identifier, assistant_id: Identifier },
+      success: HttpApiSchema.NoContent,
+      error: [OrganizationNotFound.Wire, AssistantNotFound.Wire, AssistantInUse.Wire]
+    }).annotateMerge(doc("Delete an organization's assistant", DELETE_DESCRIPTION))
   )
   .middleware(AdminAuthorization)
   .prefix(adminBasePath)
   .annotateMerge(
     OpenApi.annotations({
       title: "Admin: assistants",
-      description: "Creating an organization's assistants (O6). Requests use the server's `ADMIN_TOKEN`."
+      description:
+        "An organization's assistants: create, list, read, update and delete (O6, issue 39 item 6). Requests use the server's `ADMIN_TOKEN`."
     })
   ) {}

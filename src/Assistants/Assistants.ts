@@ -2,7 +2,8 @@
  * The assistants domain (assistants.md; DECISIONS.md A1-A14), in five services
  * over one `AssistantsRepo`:
  *
- * - `Assistants` (this file): an assistant as a whole: creation (O6, A2), the
+ * - `Assistants` (this file): an assistant as a whole: creation (O6, A2), its
+ *   list, read, update and deletion (issue 39 item 6), the
  *   runtime reads (A11, R2; per session with rollouts and pinning, A12, A13)
  *   and the one-way migration of a legacy assistant (A11);
  * - `Drafts` (`Drafts.ts`): the working copy of a branch (changesets, items,
@@ -18,13 +19,20 @@
 import { Cache, Context, Duration, Effect, Exit, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { Assistant, Snapshot, SnapshotInput } from "../Domain/Assistant.ts"
+import { DEFAULT_PAGE_LIMIT, type PageQuery } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { type AssistantAccessError, MAIN, makeAccess } from "./Access.ts"
-import type { CreateAssistantPayload, MigrateResponse, RuntimeResponse } from "./Api.ts"
+import type { CreateAssistantPayload, MigrateResponse, RuntimeResponse, UpdateAssistantPayload } from "./Api.ts"
 import { Branches } from "./Branches.ts"
 import { Drafts } from "./Drafts.ts"
-import { AssistantAlreadyVersioned, AssistantNotFound, type BranchNotFound, NoPublishedVersion } from "./Errors.ts"
+import {
+  AssistantAlreadyVersioned,
+  AssistantInUse,
+  AssistantNotFound,
+  type BranchNotFound,
+  NoPublishedVersion
+} from "./Errors.ts"
 import { filesFromSnapshot, referenceIssues, snapshotOf } from "./Files.ts"
 import { type AssistantRow, AssistantsRepo } from "./Repo.ts"
 import { inRollout, Rollouts } from "./Rollouts.ts"
@@ -48,6 +56,34 @@ export class Assistants extends Context.Service<
       organizationId: string,
       payload: typeof CreateAssistantPayload.Type
     ) => Effect.Effect<Assistant, ValidationFailed>
+    /**
+     * GET /assistants (issue 39 item 6): the organization's assistants, oldest
+     * first, `limit` of them (default {@link DEFAULT_PAGE_LIMIT}) after `after_id`.
+     */
+    readonly list: (organizationId: string, page: PageQuery) => Effect.Effect<ReadonlyArray<Assistant>>
+    /** GET /assistants/{id} (issue 39 item 6): `AssistantNotFound` for another organization's or an unknown one (A1). */
+    readonly get: (organizationId: string, assistantId: string) => Effect.Effect<Assistant, AssistantNotFound>
+    /**
+     * PATCH /assistants/{id} (issue 39 item 6): changes `name` and `description`
+     * (null clears it) when present. The draft's `context` is not touched: it
+     * is versioned content (A2). `AssistantNotFound` (A1).
+     */
+    readonly update: (
+      organizationId: string,
+      assistantId: string,
+      patch: typeof UpdateAssistantPayload.Type
+    ) => Effect.Effect<Assistant, AssistantNotFound>
+    /**
+     * DELETE /assistants/{id} (issue 39 item 6): deletes the assistant with its
+     * whole version control (branches, drafts, commits, rollout); the runs of
+     * sessions stay. `AssistantInUse` (409) while an AI agent of the
+     * organization, not deleted, answers from it; `AssistantNotFound` (A1).
+     * The assistant's row is locked while its agents are checked.
+     */
+    readonly delete: (
+      organizationId: string,
+      assistantId: string
+    ) => Effect.Effect<void, AssistantNotFound | AssistantInUse>
     /**
      * GET /runtime, and what the AI runtime answers from (R2, A11): the snapshot of
      * HEAD of `main`, or of a legacy assistant its legacy snapshot with `commit_id:
@@ -199,6 +235,44 @@ const makeAssistants = (
     Effect.catchTag("SqlError", Effect.die)
   )
 
+  const list = Effect.fn("Assistants.list")((organizationId: string, page: PageQuery) =>
+    repo
+      .listAssistants(organizationId, { limit: page.limit ?? DEFAULT_PAGE_LIMIT, afterId: page.after_id })
+      .pipe(Effect.orDie)
+  )
+
+  const get = Effect.fn("Assistants.get")(
+    function* (organizationId: string, assistantId: string) {
+      const assistant = yield* repo.getAssistant(organizationId, assistantId)
+      if (assistant === undefined) return yield* new AssistantNotFound()
+      return assistant
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  const update = Effect.fn("Assistants.update")(
+    function* (organizationId: string, assistantId: string, patch: typeof UpdateAssistantPayload.Type) {
+      const assistant = yield* repo.updateAssistant(organizationId, assistantId, patch)
+      if (assistant === undefined) return yield* new AssistantNotFound()
+      return assistant
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  const remove = Effect.fn("Assistants.delete")(
+    (organizationId: string, assistantId: string) =>
+      repo.withTransaction(
+        Effect.gen(function* () {
+          if ((yield* repo.findAssistant(organizationId, assistantId, true)) === undefined) {
+            return yield* new AssistantNotFound()
+          }
+          if (yield* repo.assistantHasAgent(organizationId, assistantId)) return yield* new AssistantInUse()
+          yield* repo.deleteAssistant(organizationId, assistantId)
+        })
+      ),
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
   const runtime = Effect.fn("Assistants.runtime")(
     function* (organizationId: string, assistantId: string) {
       const assistant = yield* repo.findAssistant(organizationId, assistantId)
@@ -297,5 +371,5 @@ const makeAssistants = (
   const checkVersioned = (organizationId: string, assistantId: string) =>
     access.versioned(organizationId, assistantId).pipe(Effect.asVoid, Effect.catchTag("SqlError", Effect.die))
 
-  return { create, runtime, checkVersioned, sessionRuntime, migrate }
+  return { create, list, get, update, delete: remove, runtime, checkVersioned, sessionRuntime, migrate }
 }

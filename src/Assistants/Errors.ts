@@ -71,6 +71,21 @@ export class AssistantNotVersioned extends Schema.TaggedError<AssistantNotVersio
   static readonly Wire = fixedWire(AssistantNotVersioned, () => new AssistantNotVersioned())
 }
 
+/**
+ * 409 `Assistant is in use by an agent`: DELETE of an assistant an AI agent of
+ * the organization answers from (issue 39 item 6, docs/behaviour.md); delete
+ * the agent or point it at another assistant first.
+ */
+export class AssistantInUse extends Schema.TaggedError<AssistantInUse>()("AssistantInUse", {}, { httpApiStatus: 409 }) {
+  get detail(): string {
+    return "Assistant is in use by an agent"
+  }
+  override get message(): string {
+    return this.detail
+  }
+  static readonly Wire = fixedWire(AssistantInUse, () => new AssistantInUse())
+}
+
 /** 409 `Assistant is already versioned`: a second migrate (A11). */
 export class AssistantAlreadyVersioned extends Schema.TaggedError<AssistantAlreadyVersioned>()(
   "AssistantAlreadyVersioned",

@@ -78,6 +78,11 @@ export const AssistantsHttp = HttpApiBuilder.group(
     const context = singleton("context")
 
     return handlers.handleAll({
+      listAssistants: ({ query }) => withOrganization((org) => assistants.list(org, query)),
+      getAssistant: ({ params }) => withOrganization((org) => assistants.get(org, params.assistant_id)),
+      updateAssistant: ({ params, payload }) =>
+        withOrganization((org) => assistants.update(org, params.assistant_id, payload)),
+      deleteAssistant: ({ params }) => withOrganization((org) => assistants.delete(org, params.assistant_id)),
       applyChangeset: ({ params, payload }) =>
         withOrganization((org) => drafts.applyChangeset(org, params.assistant_id, params.branch_name, payload)),
       getDraft: ({ params, query }) =>
@@ -143,16 +148,25 @@ export const AssistantsHttp = HttpApiBuilder.group(
   })
 )
 
-/** The admin assistant handler; requires `Assistants` and `Admin` (`Organization not found` is Admin's, O6). */
+/** The admin assistant handlers; require `Assistants` and `Admin` (`Organization not found` is Admin's, O6). */
 export const AssistantsAdminHttp = HttpApiBuilder.group(
   ParleyApi,
   "assistantsAdmin",
   Effect.fnUntraced(function* (handlers) {
     const assistants = yield* Assistants
     const admin = yield* Admin
+    /** Runs `f` once the organization is known (else `Organization not found`, O6). */
+    const inOrganization = <A, E, R>(organizationId: string, f: Effect.Effect<A, E, R>) =>
+      Effect.flatMap(admin.getOrganization(organizationId), () => f)
     return handlers.handleAll({
       createAssistant: ({ params, payload }) =>
-        Effect.flatMap(admin.getOrganization(params.org_id), () => assistants.create(params.org_id, payload))
+        inOrganization(params.org_id, assistants.create(params.org_id, payload)),
+      listAssistants: ({ params, query }) => inOrganization(params.org_id, assistants.list(params.org_id, query)),
+      getAssistant: ({ params }) => inOrganization(params.org_id, assistants.get(params.org_id, params.assistant_id)),
+      updateAssistant: ({ params, payload }) =>
+        inOrganization(params.org_id, assistants.update(params.org_id, params.assistant_id, payload)),
+      deleteAssistant: ({ params }) =>
+        inOrganization(params.org_id, assistants.delete(params.org_id, params.assistant_id))
     })
   })
 )

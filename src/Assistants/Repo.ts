@@ -32,6 +32,12 @@ export interface NewAssistant {
   readonly legacySnapshot: unknown
 }
 
+/** The members of an assistant to change (issue 39 item 6): absent ones are kept; `description` null clears it. */
+export interface AssistantChanges {
+  readonly name?: string | undefined
+  readonly description?: string | null | undefined
+}
+
 /** A new branch whose HEAD is `head`. */
 export interface NewBranch {
   readonly id: string
@@ -101,6 +107,39 @@ export class AssistantsRepo extends Context.Service<
     readonly withTransaction: WithTransaction
     /** Inserts an assistant; returns it as the admin API does (O6). */
     readonly insertAssistant: (row: NewAssistant) => Effect.Effect<Assistant, SqlError.SqlError>
+    /**
+     * The organization's assistants in id order (creation order: UUIDv7), `limit`
+     * of them after `afterId`; none after an `afterId` that is no UUID (issue 39 item 6).
+     */
+    readonly listAssistants: (
+      organizationId: string,
+      page: { readonly limit: number; readonly afterId?: string | undefined }
+    ) => Effect.Effect<ReadonlyArray<Assistant>, SqlError.SqlError>
+    /** The organization's assistant as the APIs show it, or undefined (A1). */
+    readonly getAssistant: (
+      organizationId: string,
+      assistantId: string
+    ) => Effect.Effect<Assistant | undefined, SqlError.SqlError>
+    /** Changes the members given; returns the assistant, or undefined when the organization has none of that id. */
+    readonly updateAssistant: (
+      organizationId: string,
+      assistantId: string,
+      changes: AssistantChanges
+    ) => Effect.Effect<Assistant | undefined, SqlError.SqlError>
+    /**
+     * Whether an AI agent of the organization, not deleted, answers from the
+     * assistant (`agents`, read only: Admin writes it).
+     */
+    readonly assistantHasAgent: (
+      organizationId: string,
+      assistantId: string
+    ) => Effect.Effect<boolean, SqlError.SqlError>
+    /**
+     * Deletes the assistant with everything of its version control (files,
+     * commits, branches, drafts, rollout, session assignments: `ON DELETE
+     * CASCADE`); run records stay (they are sessions' history).
+     */
+    readonly deleteAssistant: (organizationId: string, assistantId: string) => Effect.Effect<void, SqlError.SqlError>
     /** The organization's assistant (A1); `forUpdate` locks its row. An id that is no UUID finds nothing. */
     readonly findAssistant: (
       organizationId: string,
@@ -242,6 +281,10 @@ export class AssistantsRepo extends Context.Service<
   )
 }
 
+/** The columns of {@link Assistant}. */
+const assistantColumns = `id::text, organization_id::text, name, description, versioned,
+  ${isoTimestamp("created_at")} AS created_at, ${isoTimestamp("updated_at")} AS updated_at`
+
 const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_id,
   ${isoTimestamp("b.created_at")} AS created_at, ${isoTimestamp("b.updated_at")} AS updated_at`
 
@@ -285,8 +328,44 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
       sql`INSERT INTO assistants (id, organization_id, name, description, versioned, legacy_snapshot, created_at)
         VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.description}, ${row.versioned},
           ${row.legacySnapshot === undefined ? null : sql.json(row.legacySnapshot)}, statement_timestamp())
-        RETURNING id::text, organization_id::text, name, versioned,
-          ${sql.literal(isoTimestamp("created_at"))} AS created_at`
+        RETURNING ${sql.literal(assistantColumns)}`
+  })
+
+  const listAssistantRows = SqlSchema.findAll({
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      limit: Schema.Int,
+      afterId: Schema.optionalKey(Schema.String)
+    }),
+    Result: Assistant,
+    execute: ({ organizationId, limit, afterId }) =>
+      sql`SELECT ${sql.literal(assistantColumns)} FROM assistants WHERE organization_id = ${organizationId}
+        ${afterId === undefined ? sql`` : sql`AND id > ${afterId}`} ORDER BY id LIMIT ${limit}`
+  })
+
+  const getAssistantRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String }),
+    Result: Assistant,
+    execute: ({ organizationId, assistantId }) =>
+      sql`SELECT ${sql.literal(assistantColumns)} FROM assistants
+        WHERE id = ${assistantId} AND organization_id = ${organizationId}`
+  })
+
+  const updateAssistantRow = SqlSchema.findOneOption({
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      assistantId: Schema.String,
+      name: Schema.NullOr(Schema.String),
+      setDescription: Schema.Boolean,
+      description: Schema.NullOr(Schema.String)
+    }),
+    Result: Assistant,
+    execute: (row) =>
+      sql`UPDATE assistants SET name = coalesce(${row.name}, name),
+          description = CASE WHEN ${row.setDescription} THEN ${row.description} ELSE description END,
+          updated_at = statement_timestamp()
+        WHERE id = ${row.assistantId} AND organization_id = ${row.organizationId}
+        RETURNING ${sql.literal(assistantColumns)}`
   })
 
   const findAssistantRow = SqlSchema.findOneOption({
@@ -518,6 +597,42 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
 
     insertAssistant: (row) =>
       orDieOnSchema(insertAssistantRow(row)).pipe(Effect.catchTag("NoSuchElementError", Effect.die)),
+
+    listAssistants: (organizationId, page) =>
+      page.afterId !== undefined && !isUuid(page.afterId)
+        ? Effect.succeed([])
+        : orDieOnSchema(
+            listAssistantRows({
+              organizationId,
+              limit: page.limit,
+              ...(page.afterId === undefined ? {} : { afterId: page.afterId })
+            })
+          ),
+
+    getAssistant: (organizationId, assistantId) =>
+      isUuid(assistantId)
+        ? orDieOnSchema(getAssistantRow({ organizationId, assistantId })).pipe(Effect.map(Option.getOrUndefined))
+        : Effect.succeed(undefined),
+
+    updateAssistant: (organizationId, assistantId, changes) =>
+      isUuid(assistantId)
+        ? orDieOnSchema(
+            updateAssistantRow({
+              organizationId,
+              assistantId,
+              name: changes.name ?? null,
+              setDescription: changes.description !== undefined,
+              description: changes.description ?? null
+            })
+          ).pipe(Effect.map(Option.getOrUndefined))
+        : Effect.succeed(undefined),
+
+    assistantHasAgent: (organizationId, assistantId) =>
+      sql`SELECT 1 FROM agents WHERE organization_id = ${organizationId} AND type = 'ai'
+        AND assistant_id = ${assistantId} AND deleted_at IS NULL LIMIT 1`.pipe(Effect.map((rows) => rows.length > 0)),
+
+    deleteAssistant: (organizationId, assistantId) =>
+      sql`DELETE FROM assistants WHERE id = ${assistantId} AND organization_id = ${organizationId}`.pipe(Effect.asVoid),
 
     findAssistant: (organizationId, assistantId, forUpdate = false) =>
       isUuid(assistantId)

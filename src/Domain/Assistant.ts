@@ -225,13 +225,22 @@ export const DiffEntry = Schema.Struct({
 }).annotate({ identifier: "DiffEntry" })
 export type DiffEntry = typeof DiffEntry.Type
 
-/** An assistant as the admin API returns it (O6). */
+/**
+ * An assistant as the admin and assistants APIs return it (O6; issue 39 item 6
+ * adds `description` and `updated_at`, which PATCH changes).
+ */
 export const Assistant = Schema.Struct({
-  id: Schema.String,
-  organization_id: Schema.String,
-  name: Schema.String,
-  versioned: Schema.Boolean,
-  created_at: Timestamp
+  id: Schema.String.annotate({ description: "The assistant's id." }),
+  organization_id: Schema.String.annotate({ description: "The organization it belongs to." }),
+  name: Schema.String.annotate({ description: "Its name." }),
+  description: Schema.NullOr(Schema.String).annotate({ description: "Its description; null: none." }),
+  versioned: Schema.Boolean.annotate({
+    description: "Whether it is under version control (A2); false: a legacy assistant (A11)."
+  }),
+  created_at: Timestamp.annotate({ description: "When it was created (ISO 8601, UTC)." }),
+  updated_at: Schema.NullOr(Timestamp).annotate({
+    description: "When its name, description or versioning last changed (ISO 8601, UTC); null: never."
+  })
 }).annotate({ identifier: "Assistant" })
 export type Assistant = typeof Assistant.Type
 

@@ -122,6 +122,26 @@ export const Offset = Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo
 export const Limit = (max: number) =>
   Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(max)))
 
+/** The items of a page of a list paged by id when the query gives no `limit` (issue 39 item 6). */
+export const DEFAULT_PAGE_LIMIT = 100
+
+/**
+ * Query of a list paged by id, oldest first (issue 39 item 6: organizations,
+ * assistants; the keyset shape of the delivery list, O6): `limit` 1-1000
+ * (default {@link DEFAULT_PAGE_LIMIT}), `after_id` the last id of the previous
+ * page (ids are UUIDv7, so id order is creation order). An `after_id` that is
+ * not a UUID gives an empty page.
+ */
+export const PageQuery = Schema.Struct({
+  limit: Schema.optionalKey(
+    Limit(1000).annotate({ description: `Most items on the page, 1-1000 (default ${DEFAULT_PAGE_LIMIT}).` })
+  ),
+  after_id: Schema.optionalKey(
+    Identifier.annotate({ description: "The last id of the previous page; absent: the first page." })
+  )
+})
+export type PageQuery = typeof PageQuery.Type
+
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Whether `id` has the form of a UUID (ids Parley generates are UUIDv7). */

@@ -27,6 +27,24 @@ export const ApiKeyCreated = Schema.Struct({
 export type ApiKeyCreated = typeof ApiKeyCreated.Type
 
 /**
+ * An API key as the key list shows it (issue 39 item 6): never the token, only
+ * its last 4 characters, to tell keys apart; null for keys made before Parley
+ * kept them (migration 0023).
+ */
+export const ApiKey = Schema.Struct({
+  id: Uuid.annotate({ description: "The key's id, to revoke it." }),
+  name: Schema.NullOr(Schema.String).annotate({ description: "The key's name, if given." }),
+  token_last4: Schema.NullOr(Schema.String).annotate({
+    description:
+      "The last 4 characters of the key's token, to recognize it; null for keys created before Parley kept them. The token itself is never shown again."
+  }),
+  created_at: Timestamp.annotate({ description: "When the key was created (ISO 8601, UTC)." }),
+  expires_at: Schema.NullOr(Timestamp).annotate({ description: "When the key stops working; null: never." }),
+  revoked_at: Schema.NullOr(Timestamp).annotate({ description: "When the key was revoked; null: it was not." })
+}).annotate({ identifier: "ApiKey" })
+export type ApiKey = typeof ApiKey.Type
+
+/**
  * Organization settings (O6): reply debounce in seconds (0-60, default 3),
  * idle timeout in seconds before automatic closing (null = never, D16), the
  * agent given to new ingest sessions without one (D9), and the rate limit of

@@ -157,8 +157,9 @@ LEFT JOIN s ON true
 LEFT JOIN agents sa ON sa.id = s.agent_id
 LEFT JOIN d ON true
 LEFT JOIN organization_settings os ON os.organization_id = ${p.organizationId}
-LEFT JOIN agents da ON da.id = os.default_agent_id
-LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${p.organizationId}`
+LEFT JOIN agents da ON da.id = os.default_agent_id AND da.deleted_at IS NULL
+LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${p.organizationId}
+  AND ra.deleted_at IS NULL`
   )
 
 /**

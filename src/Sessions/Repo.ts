@@ -239,10 +239,11 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
   const { newId } = yield* Ids
   const sessionColumns = sql.literal(columnsOf(sessionMembers("s", "a")))
 
-  /** The agent `agentId` of the organization, if any (D6). */
+  /** The agent `agentId` of the organization, if any and not deleted (D6; issue 39 item 6). */
   const findAgent = (organizationId: string, agentId: string) =>
     isUuid(agentId)
-      ? sql<AgentRef>`SELECT id, type FROM agents WHERE id = ${agentId} AND organization_id = ${organizationId}`.pipe(
+      ? sql<AgentRef>`SELECT id, type FROM agents
+          WHERE id = ${agentId} AND organization_id = ${organizationId} AND deleted_at IS NULL`.pipe(
           Effect.map((rows) => rows[0])
         )
       : Effect.succeed(undefined)
@@ -423,7 +424,7 @@ export class SessionsRepo extends Context.Service<
     ) => Effect.Effect<RunState | undefined, SqlError.SqlError>
     /** Sets the node the session's next turn starts from (R2 `next_node`). */
     readonly setCurrentNode: (sessionId: string, nodeId: string | null) => Effect.Effect<void, SqlError.SqlError>
-    /** The agent `agentId` of the organization, if any (D6); an id that is no UUID finds none. */
+    /** The agent `agentId` of the organization, if any and not deleted (D6); an id that is no UUID finds none. */
     readonly findAgent: (
       organizationId: string,
       agentId: string

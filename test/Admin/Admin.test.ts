@@ -153,6 +153,193 @@ withApp()("admin API", (it) => {
     })
   )
 
+  it.effect("organizations: GET /organizations lists them oldest first in keyset pages (issue 39 item 6)", () =>
+    Effect.gen(function* () {
+      const made: Array<{ id: string }> = []
+      for (const name of ["List 1", "List 2", "List 3"])
+        made.push((yield* admin("POST", "/organizations", { name })).body)
+      // Pages of 2 from the first of ours to the end: ours follow in creation order, each once.
+      const ids: Array<string> = []
+      let after = made[0]!.id
+      for (;;) {
+        const page = yield* admin("GET", `/organizations?limit=2&after_id=${after}`)
+        assert.strictEqual(page.status, 200)
+        assert.isAtMost(page.body.length, 2)
+        if (page.body.length === 0) break
+        for (const each of page.body) assert.deepStrictEqual(Object.keys(each), ["id", "name", "created_at"])
+        ids.push(...page.body.map((o: { id: string }) => o.id))
+        after = page.body.at(-1).id
+      }
+      assert.deepStrictEqual(
+        ids.filter((id) => made.some((o) => o.id === id)),
+        [made[1]!.id, made[2]!.id]
+      )
+      assert.deepStrictEqual(new Set(ids).size, ids.length)
+      const found = (yield* admin("GET", `/organizations/${made[1]!.id}`)).body
+      assert.deepStrictEqual((yield* admin("GET", `/organizations?limit=1&after_id=${made[0]!.id}`)).body, [found])
+      assert.strictEqual((yield* admin("GET", "/organizations?limit=0")).status, 422)
+      assert.strictEqual((yield* admin("GET", "/organizations?limit=1001")).status, 422)
+      assert.deepStrictEqual((yield* admin("GET", "/organizations?after_id=nope")).body, [])
+      // Admin only: an organization's API key gets 401.
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      assert.strictEqual((yield* api.request("GET", "/admin/v1/organizations", { token: org.token })).status, 401)
+    })
+  )
+
+  it.effect("API keys: the list shows each key's last 4 characters and never its token (issue 39 item 6)", () =>
+    Effect.gen(function* () {
+      const org = (yield* admin("POST", "/organizations", { name: "Key list" })).body
+      const ci = (yield* admin("POST", `/organizations/${org.id}/api-keys`, { name: "ci" })).body
+      const expiring = (yield* admin("POST", `/organizations/${org.id}/api-keys`, {
+        expires_at: "2100-01-01T00:00:00Z"
+      })).body
+      yield* admin("DELETE", `/organizations/${org.id}/api-keys/${ci.id}`)
+      const list = yield* admin("GET", `/organizations/${org.id}/api-keys`)
+      assert.strictEqual(list.status, 200)
+      assert.strictEqual(list.body.length, 2)
+      for (const [listed, created] of [
+        [list.body[0], ci],
+        [list.body[1], expiring]
+      ]) {
+        assert.deepStrictEqual(Object.keys(listed), [
+          "id",
+          "name",
+          "token_last4",
+          "created_at",
+          "expires_at",
+          "revoked_at"
+        ])
+        assert.strictEqual(listed.id, created.id)
+        assert.strictEqual(listed.token_last4, created.token.slice(-4))
+        assert.strictEqual(listed.created_at, created.created_at)
+        assert.strictEqual(listed.expires_at, created.expires_at)
+        // No token, nor any longer part of it than its last 4 characters.
+        assert.notInclude(list.text, created.token.slice(-5))
+      }
+      assert.strictEqual(list.body[0].name, "ci")
+      assert.match(list.body[0].revoked_at, ISO_UTC)
+      assert.strictEqual(list.body[1].revoked_at, null)
+      assert.strictEqual(list.body[1].expires_at, "2100-01-01T00:00:00.000000Z")
+      // Another organization's keys are not in this list; an unknown organization is 404.
+      const other = (yield* admin("POST", "/organizations", { name: "Other keys" })).body
+      assert.deepStrictEqual((yield* admin("GET", `/organizations/${other.id}/api-keys`)).body, [])
+      const unknown = yield* admin("GET", "/organizations/01a20254-e46f-73c4-a817-d7a14c37efe6/api-keys")
+      assert.strictEqual(unknown.status, 404)
+      assert.deepStrictEqual(unknown.body, { detail: "Organization not found" })
+    })
+  )
+
+  it.effect("agents: GET and PATCH one; unknown, deleted or another organization's 404; the type never changes", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const other = yield* api.organization()
+      const aiId = yield* org.agent("ai", "Bot")
+      const humanId = yield* org.agent("human", "Ada")
+      const path = (id: string, orgId = org.id) => `/organizations/${orgId}/agents/${id}`
+      const ai = yield* admin("GET", path(aiId))
+      assert.strictEqual(ai.status, 200)
+      assertAgent(ai.body)
+      assert.deepStrictEqual(
+        [ai.body.id, ai.body.name, ai.body.type, ai.body.assistant_id],
+        [aiId, "Bot", "ai", "asst_test"]
+      )
+      const renamed = yield* admin("PATCH", path(aiId), { name: "Bot 2", assistant_id: "asst_2" })
+      assert.strictEqual(renamed.status, 200)
+      assert.deepStrictEqual(renamed.body, { ...ai.body, name: "Bot 2", assistant_id: "asst_2" })
+      assert.deepStrictEqual((yield* admin("GET", path(aiId))).body, renamed.body)
+      // A session embeds the agent as it is now.
+      const session = yield* org.session({ agent_id: aiId })
+      assert.strictEqual(session.agent.name, "Bot 2")
+      const human = yield* admin("PATCH", path(humanId), { profile_id: "user_9" })
+      assert.deepStrictEqual([human.body.type, human.body.profile_id, human.body.name], ["human", "user_9", "Ada"])
+      const wrongMember = yield* admin("PATCH", path(humanId), { assistant_id: "asst_1" })
+      assert.strictEqual(wrongMember.status, 422)
+      assert.deepStrictEqual(wrongMember.body.detail[0].loc, ["body", "assistant_id"])
+      const wrongMemberAi = yield* admin("PATCH", path(aiId), { profile_id: "user_1" })
+      assert.strictEqual(wrongMemberAi.status, 422)
+      assert.deepStrictEqual(wrongMemberAi.body.detail[0].loc, ["body", "profile_id"])
+      assert.strictEqual((yield* admin("PATCH", path(aiId), { name: "" })).status, 422)
+      assert.strictEqual((yield* admin("GET", path(aiId))).body.name, "Bot 2")
+      // Another organization's agent, an unknown id and a malformed one: 404 on every operation.
+      for (const [orgId, id] of [
+        [other.id, aiId],
+        [org.id, "01a20254-e46f-73c4-a817-d7a14c37efe6"],
+        [org.id, "nope"]
+      ] as const) {
+        for (const [method, body] of [
+          ["GET", undefined],
+          ["PATCH", { name: "Stolen" }],
+          ["DELETE", undefined]
+        ] as const) {
+          const response = yield* admin(method, path(id, orgId), body)
+          assert.strictEqual(response.status, 404, `${method} ${orgId} ${id}`)
+          assert.deepStrictEqual(response.body, { detail: "Agent not found" })
+        }
+      }
+      assert.strictEqual((yield* admin("GET", path(aiId))).body.name, "Bot 2")
+      const unknownOrg = yield* admin("GET", path(aiId, "01a20254-e46f-73c4-a817-d7a14c37efe6"))
+      assert.deepStrictEqual([unknownOrg.status, unknownOrg.body], [404, { detail: "Organization not found" }])
+    })
+  )
+
+  it.effect(
+    "agents: DELETE is 409 Agent is in use while an open session has it; after, its sessions keep it, nothing can assign it (issue 39 item 6, D6)",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const agentId = yield* org.agent("human", "Ada")
+        const keep = yield* org.agent("human", "Kept")
+        const path = `/organizations/${org.id}/agents/${agentId}`
+        yield* admin("PATCH", `/organizations/${org.id}/settings`, { default_agent_id: agentId })
+        const session = yield* org.session({ agent_id: agentId })
+        const inUse = yield* admin("DELETE", path)
+        assert.strictEqual(inUse.status, 409)
+        assert.deepStrictEqual(inUse.body, { detail: "Agent is in use" })
+        assert.strictEqual((yield* admin("GET", path)).status, 200)
+        // Closed, the session no longer holds the agent.
+        assert.strictEqual((yield* org.call("POST", `/sessions/${session.id}/finish`, {})).status, 200)
+        const deleted = yield* admin("DELETE", path)
+        assert.strictEqual(deleted.status, 204)
+        assert.strictEqual((yield* admin("GET", path)).status, 404)
+        assert.strictEqual((yield* admin("DELETE", path)).status, 404)
+        const listed = (yield* admin("GET", `/organizations/${org.id}/agents`)).body
+        assert.deepStrictEqual(
+          listed.map((agent: { id: string }) => agent.id),
+          [keep]
+        )
+        // Its session still reads back with its agent (history).
+        const read = yield* org.call("GET", `/sessions/${session.id}`)
+        assert.strictEqual(read.status, 200)
+        assert.deepStrictEqual([read.body.agent.id, read.body.agent.name], [agentId, "Ada"])
+        // It is no more the default agent and cannot be assigned (D6).
+        assert.strictEqual((yield* admin("GET", `/organizations/${org.id}/settings`)).body.default_agent_id, null)
+        const create = yield* org.call("POST", "/sessions", {
+          contact_id: "+15550002",
+          contact_name: "Bo",
+          agent_id: agentId
+        })
+        assert.deepStrictEqual([create.status, create.body], [400, { detail: "Agent not found" }])
+        const open = yield* org.session({ contact_id: "+15550003" })
+        const transfer = yield* org.call("POST", `/sessions/${open.id}/transfer`, { agent_id: agentId })
+        assert.deepStrictEqual([transfer.status, transfer.body], [400, { detail: "Agent not found" }])
+        const ingest = yield* org.call("POST", "/ingest", {
+          to: "+15550100",
+          from: "+15550004",
+          agent_id: agentId,
+          content: { type: "text", text: "Hi" }
+        })
+        assert.strictEqual(ingest.status, 400)
+        assert.deepStrictEqual(ingest.body, { detail: "Agent not found" })
+        const setDefault = yield* admin("PATCH", `/organizations/${org.id}/settings`, { default_agent_id: agentId })
+        assert.deepStrictEqual([setDefault.status, setDefault.body], [400, { detail: "Agent not found" }])
+        // An agent with only closed sessions deletes; the other agent was never in use.
+        assert.strictEqual((yield* admin("DELETE", `/organizations/${org.id}/agents/${keep}`)).status, 204)
+      })
+  )
+
   it.effect("settings: defaults, PATCH of some members, bounds, default agent of the organization only", () =>
     Effect.gen(function* () {
       const org = (yield* admin("POST", "/organizations", { name: "Settings" })).body

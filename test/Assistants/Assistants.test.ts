@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { contentHash } from "../../src/Assistants/Files.ts"
 import { A, assistantFixture, llm, tool } from "../support/Assistants.ts"
+import { ISO_UTC } from "../support/Shapes.ts"
 import { ADMIN_TOKEN, TestApi, withApp } from "../support/TestApp.ts"
 
 const HEX12 = /^[0-9a-f]{12}$/
@@ -21,7 +22,16 @@ withApp()("assistants", (it) => {
           graph: { initial_node_id: "start", nodes: [llm("start")] }
         }
       })
-      assert.deepStrictEqual(Object.keys(fx.created), ["id", "organization_id", "name", "versioned", "created_at"])
+      assert.deepStrictEqual(Object.keys(fx.created), [
+        "id",
+        "organization_id",
+        "name",
+        "description",
+        "versioned",
+        "created_at",
+        "updated_at"
+      ])
+      assert.deepStrictEqual([fx.created.description, fx.created.updated_at], ["Answers questions", null])
       assert.strictEqual(fx.created.versioned, true)
       const branches = yield* fx.call("GET", "/branches")
       assert.strictEqual(branches.status, 200)
@@ -66,6 +76,87 @@ withApp()("assistants", (it) => {
       const noKey = yield* api.request("GET", `${A}/assistants/${fx.id}/branches`)
       assert.strictEqual(noKey.status, 401)
     })
+  )
+
+  it.effect(
+    "list, get, PATCH and DELETE of assistants in the assistants API and the admin API; another organization's 404 (A1, issue 39 item 6)",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const fx = yield* assistantFixture({ description: "Answers" })
+        const other = yield* api.organization()
+        const adminCall = (method: string, path: string, body?: unknown, orgId = fx.org.id) =>
+          api.request(method, `/admin/v1/organizations/${orgId}/assistants${path}`, {
+            token: ADMIN_TOKEN,
+            ...(body !== undefined ? { body } : {})
+          })
+        const keyCall = (method: string, path: string, body?: unknown, token = fx.org.token) =>
+          api.request(method, `${A}/assistants${path}`, { token, ...(body !== undefined ? { body } : {}) })
+        const second = (yield* adminCall("POST", "", { name: "Legacy", versioned: false })).body
+        const third = (yield* adminCall("POST", "", { name: "Third" })).body
+        const foreign = (yield* api.request("POST", `/admin/v1/organizations/${other.id}/assistants`, {
+          token: ADMIN_TOKEN,
+          body: { name: "Theirs" }
+        })).body
+        // Lists: oldest first, in keyset pages, the organization's only.
+        for (const list of [(path: string) => keyCall("GET", path), (path: string) => adminCall("GET", path)]) {
+          const all = yield* list("")
+          assert.strictEqual(all.status, 200)
+          assert.deepStrictEqual(all.body, [fx.created, second, third])
+          assert.deepStrictEqual((yield* list("?limit=2")).body, [fx.created, second])
+          assert.deepStrictEqual((yield* list(`?limit=2&after_id=${second.id}`)).body, [third])
+          assert.deepStrictEqual((yield* list(`?after_id=${third.id}`)).body, [])
+          assert.strictEqual((yield* list("?limit=1001")).status, 422)
+        }
+        assert.deepStrictEqual((yield* keyCall("GET", "", undefined, other.token)).body, [foreign])
+        // Get.
+        assert.deepStrictEqual((yield* keyCall("GET", `/${fx.id}`)).body, fx.created)
+        assert.deepStrictEqual((yield* adminCall("GET", `/${fx.id}`)).body, fx.created)
+        // PATCH: name and description; null clears the description; the draft's context stays.
+        const renamed = yield* keyCall("PATCH", `/${fx.id}`, { name: "Renamed" })
+        assert.strictEqual(renamed.status, 200)
+        assert.deepStrictEqual({ ...renamed.body, updated_at: null }, { ...fx.created, name: "Renamed" })
+        assert.match(renamed.body.updated_at, ISO_UTC)
+        const cleared = yield* adminCall("PATCH", `/${fx.id}`, { description: null })
+        assert.deepStrictEqual([cleared.body.name, cleared.body.description], ["Renamed", null])
+        assert.deepStrictEqual((yield* keyCall("GET", `/${fx.id}`)).body, cleared.body)
+        assert.strictEqual((yield* fx.call("GET", "/branches/main/draft/context")).body.assistant_name, "Support bot")
+        assert.strictEqual((yield* keyCall("PATCH", `/${fx.id}`, { name: "" })).status, 422)
+        // Another organization's assistant, an unknown id, a malformed one: 404 on every operation, nothing changed.
+        for (const id of [foreign.id, "01a20254-e46f-73c4-a817-d7a14c37efe6", "nope"]) {
+          for (const [method, body] of [
+            ["GET", undefined],
+            ["PATCH", { name: "Stolen" }],
+            ["DELETE", undefined]
+          ] as const) {
+            for (const response of [yield* keyCall(method, `/${id}`, body), yield* adminCall(method, `/${id}`, body)]) {
+              assert.strictEqual(response.status, 404, `${method} ${id}`)
+              assert.deepStrictEqual(response.body, { detail: "Assistant not found" })
+            }
+          }
+        }
+        assert.strictEqual((yield* keyCall("GET", `/${foreign.id}`, undefined, other.token)).body.name, "Theirs")
+        const unknownOrg = yield* adminCall("GET", "", undefined, "01a20254-e46f-73c4-a817-d7a14c37efe6")
+        assert.deepStrictEqual([unknownOrg.status, unknownOrg.body], [404, { detail: "Organization not found" }])
+        // DELETE: 409 while an AI agent answers from it; once the agent is deleted, 204 and gone.
+        const agent = (yield* api.request("POST", `/admin/v1/organizations/${fx.org.id}/agents`, {
+          token: ADMIN_TOKEN,
+          body: { name: "Bot", type: "ai", assistant_id: fx.id }
+        })).body
+        for (const response of [yield* keyCall("DELETE", `/${fx.id}`), yield* adminCall("DELETE", `/${fx.id}`)]) {
+          assert.strictEqual(response.status, 409)
+          assert.deepStrictEqual(response.body, { detail: "Assistant is in use by an agent" })
+        }
+        assert.strictEqual((yield* fx.call("GET", "/branches")).status, 200)
+        const agentPath = `/admin/v1/organizations/${fx.org.id}/agents/${agent.id}`
+        assert.strictEqual((yield* api.request("DELETE", agentPath, { token: ADMIN_TOKEN })).status, 204)
+        assert.strictEqual((yield* keyCall("DELETE", `/${fx.id}`)).status, 204)
+        assert.strictEqual((yield* keyCall("GET", `/${fx.id}`)).status, 404)
+        assert.strictEqual((yield* fx.call("GET", "/branches")).status, 404)
+        assert.strictEqual((yield* keyCall("DELETE", `/${fx.id}`)).status, 404)
+        assert.strictEqual((yield* adminCall("DELETE", `/${second.id}`)).status, 204)
+        assert.deepStrictEqual((yield* keyCall("GET", "")).body, [third])
+      })
   )
 
   it.effect(

@@ -85,9 +85,14 @@ onDatabase()("Admin on PostgreSQL", (it) => {
             (yield* Effect.flip(admin.createAgent(unknown, { name: "a", type: "human", profile_id: "p" })))._tag,
             (yield* Effect.flip(admin.listAgents(unknown)))._tag,
             (yield* Effect.flip(admin.getSettings(unknown)))._tag,
-            (yield* Effect.flip(admin.updateSettings(unknown, { reply_debounce_seconds: 1 })))._tag
+            (yield* Effect.flip(admin.updateSettings(unknown, { reply_debounce_seconds: 1 })))._tag,
+            // Issue 39 item 6.
+            (yield* Effect.flip(admin.listApiKeys(unknown)))._tag,
+            (yield* Effect.flip(admin.getAgent(unknown, newId())))._tag,
+            (yield* Effect.flip(admin.updateAgent(unknown, newId(), { name: "b" })))._tag,
+            (yield* Effect.flip(admin.deleteAgent(unknown, newId())))._tag
           ]
-          assert.deepStrictEqual(tags, Array(6).fill("OrganizationNotFound"))
+          assert.deepStrictEqual(tags, Array(10).fill("OrganizationNotFound"))
         })
       )
     )

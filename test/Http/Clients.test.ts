@@ -63,6 +63,70 @@ withApp()("parley/client", (test) => {
       }).pipe(Effect.provide(FetchHttpClient.layer))
   )
 
+  test.effect(
+    "issue 39 item 6: organizations, API keys, agents and assistants can be listed, read, updated and deleted through the client; errors decode by tag",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const parley = yield* makeClient({ baseUrl: api.baseUrl, apiKey: org.token, adminToken: ADMIN_TOKEN })
+        const org_id = org.id
+        const organizations = yield* parley.admin.listOrganizations({ query: { limit: 1000 } })
+        assert.isTrue(organizations.some((organization) => organization.id === org_id))
+        const keys = yield* parley.admin.listApiKeys({ params: { org_id } })
+        assert.deepStrictEqual(
+          keys.map((key) => [key.name, key.token_last4]),
+          [["test", org.token.slice(-4)]]
+        )
+        assert.isFalse("token" in keys[0]!)
+        const assistant = yield* parley.assistantsAdmin.createAssistant({
+          params: { org_id },
+          payload: { name: "Bot", description: "Helps" }
+        })
+        assert.deepStrictEqual(yield* parley.assistants.listAssistants({ query: {} }), [assistant])
+        assert.deepStrictEqual(yield* parley.assistantsAdmin.listAssistants({ params: { org_id }, query: {} }), [
+          assistant
+        ])
+        const assistant_id = assistant.id
+        assert.deepStrictEqual(yield* parley.assistants.getAssistant({ params: { assistant_id } }), assistant)
+        const renamed = yield* parley.assistants.updateAssistant({
+          params: { assistant_id },
+          payload: { name: "Bot 2" }
+        })
+        assert.strictEqual(renamed.name, "Bot 2")
+        const described = yield* parley.assistantsAdmin.updateAssistant({
+          params: { org_id, assistant_id },
+          payload: { description: null }
+        })
+        assert.deepStrictEqual(
+          yield* parley.assistantsAdmin.getAssistant({ params: { org_id, assistant_id } }),
+          described
+        )
+        const agent = yield* parley.admin.createAgent({
+          params: { org_id },
+          payload: { name: "Bot", type: "ai", assistant_id }
+        })
+        const agent_id = agent.id
+        assert.deepStrictEqual(yield* parley.admin.getAgent({ params: { org_id, agent_id } }), agent)
+        const updated = yield* parley.admin.updateAgent({ params: { org_id, agent_id }, payload: { name: "Bot 2" } })
+        assert.strictEqual(updated.name, "Bot 2")
+        const inUse = yield* Effect.flip(parley.assistants.deleteAssistant({ params: { assistant_id } }))
+        assert.strictEqual(inUse._tag, "AssistantInUse")
+        const session = yield* parley.sessions.create({
+          payload: { contact_id: "+15550190", contact_name: "Ada", agent_id }
+        })
+        const agentInUse = yield* Effect.flip(parley.admin.deleteAgent({ params: { org_id, agent_id } }))
+        assert.strictEqual(agentInUse._tag, "AgentInUse")
+        yield* parley.sessions.finish({ params: { session_id: session.id }, payload: undefined })
+        yield* parley.admin.deleteAgent({ params: { org_id, agent_id } })
+        const gone = yield* Effect.flip(parley.admin.getAgent({ params: { org_id, agent_id } }))
+        assert.strictEqual(gone._tag, "AdminAgentNotFound")
+        yield* parley.assistantsAdmin.deleteAssistant({ params: { org_id, assistant_id } })
+        const missing = yield* Effect.flip(parley.assistants.getAssistant({ params: { assistant_id } }))
+        assert.strictEqual(missing._tag, "AssistantNotFound")
+      }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
+
   test.effect("issue 15 (D19): withIdempotencyKey sends the key, so a retried create returns the first result", () =>
     Effect.gen(function* () {
       const api = yield* TestApi

@@ -78,7 +78,15 @@ withApp()("the OpenAPI document", (it) => {
             1,
             1000,
             "Most deliveries on the page, 1-1000 (default 100)."
-          ]
+          ],
+          // Issue 39 item 6: the lists paged by id.
+          "GET /admin/v1/organizations limit": [1, 1000, "Most items on the page, 1-1000 (default 100)."],
+          "GET /admin/v1/organizations/{org_id}/assistants limit": [
+            1,
+            1000,
+            "Most items on the page, 1-1000 (default 100)."
+          ],
+          "GET /assistants/api/v2/assistants limit": [1, 1000, "Most items on the page, 1-1000 (default 100)."]
         })
       })
   )

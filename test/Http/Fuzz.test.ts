@@ -692,8 +692,14 @@ const requestOf = (doc: any, fixtures: Fixtures, operation: Operation): fc.Arbit
   const pathParams = operation.parameters.filter((p) => p.in === "path")
   const queryParams = operation.parameters.filter((p) => p.in === "query")
 
-  const spares =
-    operation.method === "DELETE" ? fixtures.deletable : operation.path.endsWith("/finish") ? fixtures.finishable : {}
+  const spares = {
+    ...(operation.method === "DELETE"
+      ? fixtures.deletable
+      : operation.path.endsWith("/finish")
+        ? fixtures.finishable
+        : {}),
+    ...fixtures.spareAt[`${operation.method} ${operation.path}`]
+  }
   const poolOf = (name: string) => spares[name] ?? fixtures.pools[name] ?? []
   const real = (name: string) => {
     const pool = poolOf(name)

@@ -91,6 +91,12 @@ export interface Fixtures {
   readonly pools: Readonly<Record<string, ReadonlyArray<string>>>
   /** Real values for DELETE operations, so that the fixtures most requests use survive a chunk. */
   readonly deletable: Readonly<Record<string, ReadonlyArray<string>>>
+  /**
+   * Real values for the operations (`"PATCH /admin/v1/..."`) that delete or
+   * change a fixture others depend on, over `deletable` (issue 39 item 6: an
+   * agent's DELETE and PATCH, an assistant's DELETE).
+   */
+  readonly spareAt: Readonly<Record<string, Readonly<Record<string, ReadonlyArray<string>>>>>
   /** Real values for operations that finish a session, likewise. */
   readonly finishable: Readonly<Record<string, ReadonlyArray<string>>>
   /** Puts back what requests may have changed and makes new used-up fixtures; returns the references' values. */
@@ -205,6 +211,12 @@ export const makeFixtures = Effect.gen(function* () {
       ).id as string
     }
     const key = ok("spare key", yield* admin("POST", "/api-keys", { name: "spare" }))
+    // Issue 39 item 6: an agent to change and delete (the others serve the fixture sessions), the AI agent put back.
+    const spareAgent = ok(
+      "spare agent",
+      yield* admin("POST", "/agents", { name: "Spare", type: "human", profile_id: "profile_2" })
+    )
+    yield* admin("PATCH", `/agents/${aiAgent.id}`, { name: "Bot", assistant_id: assistant.id })
     const session = yield* org.session({ metadata: { plan: "gold" } })
     const aiSession = yield* org.session({ contact_id: "+15550002", agent_id: aiAgent.id })
     const finished = yield* org.session({ contact_id: "+15550003" })
@@ -247,6 +259,7 @@ export const makeFixtures = Effect.gen(function* () {
       legacy: [legacy.id],
       spareApp: [spareApp],
       key: [key.id],
+      spareAgent: [spareAgent.id],
       delivery: deliveries.map((d) => d.id)
     } satisfies Current
   })
@@ -302,10 +315,18 @@ export const makeFixtures = Effect.gen(function* () {
     branch_name: ["spare", "feature", "main"]
   }
   const finishable = { session_id: [ref("spareSession", 0), ref("spareSession", 1)] }
+  const spareAgent = { agent_id: [ref("spareAgent")] }
+  const spareAssistant = { assistant_id: [ref("legacy")] }
+  const spareAt = {
+    "PATCH /admin/v1/organizations/{org_id}/agents/{agent_id}": spareAgent,
+    "DELETE /admin/v1/organizations/{org_id}/agents/{agent_id}": spareAgent,
+    "DELETE /admin/v1/organizations/{org_id}/assistants/{assistant_id}": spareAssistant,
+    [`DELETE ${A}/assistants/{assistant_id}`]: spareAssistant
+  }
   const settle = Effect.gen(function* () {
     yield* admin("PATCH", "/settings", defaultSettings)
     const apps: ReadonlyArray<{ id: string }> = ok("apps", yield* admin("GET", "/apps"))
     for (const each of apps) yield* admin("PATCH", `/apps/${each.id}`, { enabled: false })
   })
-  return { orgId: org.id, orgToken: org.token, pools, deletable, finishable, renew, settle } satisfies Fixtures
+  return { orgId: org.id, orgToken: org.token, pools, deletable, spareAt, finishable, renew, settle } satisfies Fixtures
 })

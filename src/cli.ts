@@ -21,13 +21,16 @@ import {
   CreateAgentPayload,
   CreateApiKeyPayload,
   CreateOrganizationPayload,
+  UpdateAgentPayload,
   UpdateSettingsPayload
 } from "./Admin/Api.ts"
-import { RolloutPayload } from "./Assistants/Api.ts"
+import { RolloutPayload, UpdateAssistantPayload } from "./Assistants/Api.ts"
+import { Assistants } from "./Assistants/Assistants.ts"
 import { AssistantsRepo } from "./Assistants/Repo.ts"
 import { Rollouts } from "./Assistants/Rollouts.ts"
 import { AppConfig, readConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
+import { PageQuery } from "./Domain/Common.ts"
 import type { Erasure } from "./Domain/Erasure.ts"
 import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { validationIssues } from "./Domain/Validation.ts"
@@ -38,6 +41,12 @@ import { RecoverPayload } from "./Webhooks/Api.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 
 const AdminLive = Admin.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
+
+/** The assistants domain and Admin (an unknown organization is Admin's `Organization not found`, O6). */
+const AssistantsLive = Layer.merge(Assistants.layer, Admin.layer).pipe(
+  Layer.provide(Ids.layer),
+  Layer.provide(Database.migratedLayer)
+)
 
 const WebhooksLive = Webhooks.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
 
@@ -63,7 +72,29 @@ const show = (record: Record<string, unknown>) =>
       .join("\n")
   )
 
+/** Records as `show` prints each, separated by an empty line (issue 39 item 6: the lists). */
+const showAll = (records: ReadonlyArray<Record<string, unknown>>) =>
+  Effect.forEach(records, (record, i) => (i === 0 ? show(record) : Effect.andThen(Console.log(""), show(record))), {
+    discard: true
+  })
+
 const orgFlag = Flag.String("org").pipe(Flag.withDescription("Organization id"))
+
+/** The flags of a list paged by id (`Domain/Common.ts` `PageQuery`, issue 39 item 6). */
+const pageFlags = {
+  limit: Flag.String("limit").pipe(Flag.withDescription("Most items to print, 1-1000 (default 100)"), Flag.optional),
+  afterId: Flag.String("after-id").pipe(
+    Flag.withDescription("The last id of the previous page: print the items after it"),
+    Flag.optional
+  )
+}
+
+/** The page the flags ask for, checked as the API checks its query. */
+const pageOf = (flags: { readonly limit: Option.Option<string>; readonly afterId: Option.Option<string> }) =>
+  decodeAsBody(PageQuery)({
+    ...Option.match(flags.limit, { onNone: () => ({}), onSome: (text) => ({ limit: wholeNumber(text) }) }),
+    ...Option.match(flags.afterId, { onNone: () => ({}), onSome: (id) => ({ after_id: id }) })
+  })
 
 /**
  * Decodes a command's input with an admin API body schema (one rule for both:
@@ -113,6 +144,30 @@ const orgCreate = Command.make(
     yield* show(organization)
   })
 ).pipe(Command.withDescription("Create an organization"))
+
+const orgList = Command.make(
+  "list",
+  pageFlags,
+  Effect.fn(function* (flags) {
+    yield* showAll(yield* (yield* Admin).listOrganizations(yield* pageOf(flags)))
+  })
+).pipe(Command.withDescription("List organizations, oldest first"))
+
+const orgShow = Command.make(
+  "show",
+  { org: orgFlag },
+  Effect.fn(function* ({ org }) {
+    yield* show(yield* (yield* Admin).getOrganization(org))
+  })
+).pipe(Command.withDescription("Print an organization"))
+
+const keyList = Command.make(
+  "list",
+  { org: orgFlag },
+  Effect.fn(function* ({ org }) {
+    yield* showAll(yield* (yield* Admin).listApiKeys(org))
+  })
+).pipe(Command.withDescription("List an organization's API keys: the last 4 characters of each token, never the token"))
 
 const keyCreate = Command.make(
   "create",
@@ -169,6 +224,118 @@ const agentCreate = Command.make(
     yield* show(agent)
   })
 ).pipe(Command.withDescription("Create an agent (ai needs --assistant-id, human --profile-id)"))
+
+const agentFlag = Flag.String("agent").pipe(Flag.withDescription("Agent id"))
+
+const agentList = Command.make(
+  "list",
+  { org: orgFlag },
+  Effect.fn(function* ({ org }) {
+    yield* showAll(yield* (yield* Admin).listAgents(org))
+  })
+).pipe(Command.withDescription("List an organization's agents (deleted ones left out)"))
+
+const agentShow = Command.make(
+  "show",
+  { org: orgFlag, agent: agentFlag },
+  Effect.fn(function* ({ org, agent }) {
+    yield* show(yield* (yield* Admin).getAgent(org, agent))
+  })
+).pipe(Command.withDescription("Print an agent"))
+
+const agentUpdate = Command.make(
+  "update",
+  {
+    org: orgFlag,
+    agent: agentFlag,
+    name: Flag.String("name").pipe(Flag.withDescription("New name"), Flag.optional),
+    assistantId: Flag.String("assistant-id").pipe(
+      Flag.withDescription("The assistant an ai agent answers with"),
+      Flag.optional
+    ),
+    profileId: Flag.String("profile-id").pipe(
+      Flag.withDescription("A human agent's id in your user system"),
+      Flag.optional
+    )
+  },
+  Effect.fn(function* ({ org, agent, name, assistantId, profileId }) {
+    const patch = yield* decodeAsBody(UpdateAgentPayload)({
+      ...Option.match(name, { onNone: () => ({}), onSome: (text) => ({ name: text }) }),
+      ...Option.match(assistantId, { onNone: () => ({}), onSome: (id) => ({ assistant_id: id }) }),
+      ...Option.match(profileId, { onNone: () => ({}), onSome: (id) => ({ profile_id: id }) })
+    })
+    yield* show(yield* (yield* Admin).updateAgent(org, agent, patch))
+  })
+).pipe(Command.withDescription("Change an agent's name, or the assistant (ai) or profile (human) it has"))
+
+const agentDelete = Command.make(
+  "delete",
+  { org: orgFlag, agent: agentFlag },
+  Effect.fn(function* ({ org, agent }) {
+    yield* (yield* Admin).deleteAgent(org, agent)
+    yield* Console.log(`deleted=${agent}`)
+  })
+).pipe(
+  Command.withDescription("Delete an agent its sessions keep in their history; refused while an open session has it")
+)
+
+const assistantFlag = Flag.String("assistant").pipe(Flag.withDescription("Assistant id"))
+
+/** Runs `f` once the organization is known (else `Organization not found`, O6), as the admin API does. */
+const inOrganization = <A, E, R>(org: string, f: (assistants: Assistants["Service"]) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    yield* (yield* Admin).getOrganization(org)
+    return yield* f(yield* Assistants)
+  })
+
+const assistantList = Command.make(
+  "list",
+  { org: orgFlag, ...pageFlags },
+  Effect.fn(function* ({ org, ...flags }) {
+    const page = yield* pageOf(flags)
+    yield* showAll(yield* inOrganization(org, (assistants) => assistants.list(org, page)))
+  })
+).pipe(Command.withDescription("List an organization's assistants, oldest first"))
+
+const assistantShow = Command.make(
+  "show",
+  { org: orgFlag, assistant: assistantFlag },
+  Effect.fn(function* ({ org, assistant }) {
+    yield* show(yield* inOrganization(org, (assistants) => assistants.get(org, assistant)))
+  })
+).pipe(Command.withDescription("Print an assistant"))
+
+const assistantUpdate = Command.make(
+  "update",
+  {
+    org: orgFlag,
+    assistant: assistantFlag,
+    name: Flag.String("name").pipe(Flag.withDescription("New name"), Flag.optional),
+    description: Flag.String("description").pipe(Flag.withDescription("New description"), Flag.optional),
+    clearDescription: Flag.Boolean("clear-description").pipe(
+      Flag.withDescription("Remove the description"),
+      Flag.withDefault(false)
+    )
+  },
+  Effect.fn(function* ({ org, assistant, name, description, clearDescription }) {
+    const patch = yield* decodeAsBody(UpdateAssistantPayload)({
+      ...Option.match(name, { onNone: () => ({}), onSome: (text) => ({ name: text }) }),
+      ...(clearDescription
+        ? { description: null }
+        : Option.match(description, { onNone: () => ({}), onSome: (text) => ({ description: text }) }))
+    })
+    yield* show(yield* inOrganization(org, (assistants) => assistants.update(org, assistant, patch)))
+  })
+).pipe(Command.withDescription("Change an assistant's name or description"))
+
+const assistantDelete = Command.make(
+  "delete",
+  { org: orgFlag, assistant: assistantFlag },
+  Effect.fn(function* ({ org, assistant }) {
+    yield* inOrganization(org, (assistants) => assistants.delete(org, assistant))
+    yield* Console.log(`deleted=${assistant}`)
+  })
+).pipe(Command.withDescription("Delete an assistant with its versions; refused while an ai agent answers with it"))
 
 /**
  * A settings value on the command line: a whole number, or `none` (null: no limit, the default burst, or kept
@@ -282,8 +449,6 @@ const erasureShow = Command.make(
   })
 ).pipe(Command.withDescription("Print an erasure: its status, and its counts once completed (D22)"))
 
-const assistantFlag = Flag.String("assistant").pipe(Flag.withDescription("Assistant id"))
-
 const rolloutShow = Command.make(
   "show",
   { org: orgFlag, assistant: assistantFlag },
@@ -359,15 +524,38 @@ export const parley = Command.make("parley").pipe(
     bootstrap.pipe(Command.provide(AdminLive)),
     Command.make("org").pipe(
       Command.withDescription("Organizations"),
-      Command.withSubcommands([orgCreate.pipe(Command.provide(AdminLive))])
+      Command.withSubcommands([
+        orgCreate.pipe(Command.provide(AdminLive)),
+        orgList.pipe(Command.provide(AdminLive)),
+        orgShow.pipe(Command.provide(AdminLive))
+      ])
     ),
     Command.make("key").pipe(
       Command.withDescription("API keys"),
-      Command.withSubcommands([keyCreate.pipe(Command.provide(AdminLive)), keyRevoke.pipe(Command.provide(AdminLive))])
+      Command.withSubcommands([
+        keyCreate.pipe(Command.provide(AdminLive)),
+        keyRevoke.pipe(Command.provide(AdminLive)),
+        keyList.pipe(Command.provide(AdminLive))
+      ])
     ),
     Command.make("agent").pipe(
       Command.withDescription("Agents"),
-      Command.withSubcommands([agentCreate.pipe(Command.provide(AdminLive))])
+      Command.withSubcommands([
+        agentCreate.pipe(Command.provide(AdminLive)),
+        agentList.pipe(Command.provide(AdminLive)),
+        agentShow.pipe(Command.provide(AdminLive)),
+        agentUpdate.pipe(Command.provide(AdminLive)),
+        agentDelete.pipe(Command.provide(AdminLive))
+      ])
+    ),
+    Command.make("assistant").pipe(
+      Command.withDescription("Assistants"),
+      Command.withSubcommands([
+        assistantList.pipe(Command.provide(AssistantsLive)),
+        assistantShow.pipe(Command.provide(AssistantsLive)),
+        assistantUpdate.pipe(Command.provide(AssistantsLive)),
+        assistantDelete.pipe(Command.provide(AssistantsLive))
+      ])
     ),
     Command.make("app").pipe(
       Command.withDescription("Webhook apps"),

@@ -96,7 +96,7 @@ describe("parley CLI", () => {
         assert.deepStrictEqual(missingCommand, {
           code: 2,
           stdout: "",
-          stderr: usage("parley key", "missing a command: create, revoke")
+          stderr: usage("parley key", "missing a command: create, revoke, list")
         })
         assert.deepStrictEqual([help.code, help.stderr], [0, ""])
         assert.include(help.stdout, "USAGE\n  parley rollout start [flags]")
@@ -182,6 +182,91 @@ describe("parley CLI", () => {
         const badRange = await cli("app", "recover", "--org", org.id, "--app", appId, "--since", "yesterday")
         assert.strictEqual(badRange.code, 1)
         assert.match(badRange.stderr.trim(), /^Error: since: /)
+      }),
+    120_000
+  )
+
+  it.live(
+    "issue 39 item 6: org list and show, key list (last 4 characters, never the token), agent list, show, update and delete, assistant list, show, update and delete (409 while an ai agent has it)",
+    () =>
+      withCli(async (cli, db) => {
+        /** The records `showAll` prints, one block each. */
+        const parseAll = (stdout: string) => (stdout.trim() === "" ? [] : stdout.trim().split("\n\n").map(parse))
+        const org = parse((await cli("org", "create", "--name", "Findable")).stdout) as { id: string }
+        const shownOrg = await cli("org", "show", "--org", org.id)
+        assert.deepStrictEqual([shownOrg.code, parse(shownOrg.stdout)], [0, org])
+        const orgs = await cli("org", "list", "--limit", "1000")
+        assert.strictEqual(orgs.code, 0, orgs.stderr)
+        assert.deepInclude(parseAll(orgs.stdout), org)
+        const badLimit = await cli("org", "list", "--limit", "0")
+        assert.strictEqual(badLimit.code, 1)
+        assert.match(badLimit.stderr.trim(), /^Error: limit: /)
+        // Keys: the token's last 4 characters, never the token.
+        const key = parse((await cli("key", "create", "--org", org.id, "--name", "ci")).stdout)
+        const keys = await cli("key", "list", "--org", org.id)
+        assert.strictEqual(keys.code, 0, keys.stderr)
+        assert.deepStrictEqual(
+          parseAll(keys.stdout).map((each) => [each.id, each.name, each.token_last4]),
+          [[key.id, "ci", key.token!.slice(-4)]]
+        )
+        assert.notInclude(keys.stdout, key.token!.slice(0, -4))
+        // Assistants (made here through SQL: the CLI creates none).
+        const assistant = crypto.randomUUID()
+        await db`INSERT INTO assistants (id, organization_id, name, description, versioned, created_at)
+          VALUES (${assistant}, ${org.id}, 'Bot', 'Helps', false, now())`
+        const assistants = await cli("assistant", "list", "--org", org.id)
+        assert.deepStrictEqual(
+          parseAll(assistants.stdout).map((each) => [each.id, each.name, each.description]),
+          [[assistant, "Bot", "Helps"]]
+        )
+        const renamed = await cli(
+          "assistant",
+          "update",
+          "--org",
+          org.id,
+          "--assistant",
+          assistant,
+          "--name",
+          "Bot 2",
+          "--clear-description"
+        )
+        assert.strictEqual(renamed.code, 0, renamed.stderr)
+        assert.deepStrictEqual([parse(renamed.stdout).name, parse(renamed.stdout).description], ["Bot 2", ""])
+        assert.deepStrictEqual(
+          parse((await cli("assistant", "show", "--org", org.id, "--assistant", assistant)).stdout),
+          parse(renamed.stdout)
+        )
+        // Agents.
+        const agent = parse(
+          (await cli("agent", "create", "--org", org.id, "--name", "Bot", "--type", "ai", "--assistant-id", assistant))
+            .stdout
+        )
+        const inUse = await cli("assistant", "delete", "--org", org.id, "--assistant", assistant)
+        assert.deepStrictEqual([inUse.code, inUse.stderr.trim()], [1, "Error: Assistant is in use by an agent"])
+        assert.deepStrictEqual(
+          parseAll((await cli("agent", "list", "--org", org.id)).stdout).map((each) => each.id),
+          [agent.id]
+        )
+        const updated = await cli("agent", "update", "--org", org.id, "--agent", agent.id!, "--name", "Bot 2")
+        assert.strictEqual(updated.code, 0, updated.stderr)
+        assert.deepStrictEqual(parse(updated.stdout), { ...agent, name: "Bot 2" })
+        const wrong = await cli("agent", "update", "--org", org.id, "--agent", agent.id!, "--profile-id", "p")
+        assert.strictEqual(wrong.code, 1)
+        assert.match(wrong.stderr.trim(), /^Error: profile_id: /)
+        assert.deepStrictEqual(
+          parse((await cli("agent", "show", "--org", org.id, "--agent", agent.id!)).stdout),
+          parse(updated.stdout)
+        )
+        const deleted = await cli("agent", "delete", "--org", org.id, "--agent", agent.id!)
+        assert.deepStrictEqual([deleted.code, deleted.stdout.trim()], [0, `deleted=${agent.id}`])
+        const gone = await cli("agent", "show", "--org", org.id, "--agent", agent.id!)
+        assert.deepStrictEqual([gone.code, gone.stderr.trim()], [1, "Error: Agent not found"])
+        const removed = await cli("assistant", "delete", "--org", org.id, "--assistant", assistant)
+        assert.deepStrictEqual([removed.code, removed.stdout.trim()], [0, `deleted=${assistant}`])
+        const missing = await cli("assistant", "show", "--org", org.id, "--assistant", assistant)
+        assert.deepStrictEqual([missing.code, missing.stderr.trim()], [1, "Error: Assistant not found"])
+        const unknownOrg = await cli("assistant", "list", "--org", crypto.randomUUID())
+        assert.deepStrictEqual([unknownOrg.code, unknownOrg.stderr.trim()], [1, "Error: Organization not found"])
       }),
     120_000
   )

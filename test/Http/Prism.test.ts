@@ -225,7 +225,24 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("POST", `${org}/api-keys`, { name: "prism", expires_at: "2100-01-01T00:00:00Z" })
         yield* call("DELETE", `${org}/api-keys/${fixture("key")}`)
         yield* call("GET", `${org}/agents`)
-        yield* call("POST", `${org}/agents`, { name: "Grace", type: "human", profile_id: "profile_prism" })
+        const grace = yield* call("POST", `${org}/agents`, {
+          name: "Grace",
+          type: "human",
+          profile_id: "profile_prism"
+        })
+        yield* call("GET", "/admin/v1/organizations?limit=5")
+        yield* call("GET", `${org}/api-keys`)
+        yield* call("GET", `${org}/agents/${grace?.id}`)
+        yield* call("PATCH", `${org}/agents/${grace?.id}`, { name: "Grace H." })
+        yield* call("DELETE", `${org}/agents/${grace?.id}`)
+        // Issue 39 item 6: assistants read back, changed and deleted, through both APIs.
+        for (const base of [`${org}/assistants`, `${A}/assistants`]) {
+          const made = yield* call("POST", `${org}/assistants`, { name: "Short-lived", description: "Deleted" })
+          yield* call("GET", `${base}?limit=5`)
+          yield* call("GET", `${base}/${made?.id}`)
+          yield* call("PATCH", `${base}/${made?.id}`, { name: "Renamed", description: null })
+          yield* call("DELETE", `${base}/${made?.id}`)
+        }
         yield* call("GET", `${org}/settings`)
         yield* call("PATCH", `${org}/settings`, { ...defaultSettings, reply_debounce_seconds: 4 })
         yield* call("POST", `${org}/assistants`, { name: "Prism bot", description: "Conformance" })
@@ -310,6 +327,9 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* refused(404, "GET", `${C}/erasures/${unknown}`)
         yield* refused(404, "GET", `/admin/v1/organizations/${unknown}`)
         yield* refused(404, "GET", `${org}/apps/${unknown}`)
+        yield* refused(404, "GET", `${org}/agents/${unknown}`)
+        yield* refused(409, "DELETE", `${org}/agents/${aiAgent}`)
+        yield* refused(409, "DELETE", `${A}/assistants/${fixture("assistant_id", 0)}`)
         yield* refused(409, "POST", `${assistant}/branches`, { name: "main" })
         yield* refused(404, "GET", `${assistant}/branches/nowhere/draft`)
         yield* refused(404, "GET", `${assistant}/rollout`)

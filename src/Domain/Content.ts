@@ -87,3 +87,12 @@ export const Content = Schema.StructWithRest(Schema.Struct({ type: Schema.String
   Schema.Record(Schema.String, Schema.Unknown)
 ]).annotate({ identifier: "Content" })
 export type Content = typeof Content.Type
+
+/**
+ * The content of a redacted message (D23): `{"type":"redacted"}`, written by
+ * the service only (a client sending it gets 400 `Invalid content type`, D12).
+ */
+export const redactedContent: Content = { type: "redacted" }
+
+/** The content types the AI runtime writes for a tool call and its result (R2): the payloads of a run. */
+export const toolPayloadTypes: ReadonlyArray<string> = ["function_call", "function_result"]

@@ -22,7 +22,11 @@ export const Message = Schema.Struct({
   role: MessageRole.annotate({ description: "`user` (the contact) or `assistant` (the agent, human or AI)." }),
   content: Content.annotate({
     description:
-      "What was said: `text`, `image`, `audio`, `video` or `file`, or what the AI runtime wrote (`function_call`, `function_result`, `thought`) (D12)."
+      'What was said: `text`, `image`, `audio`, `video` or `file`, or what the AI runtime wrote (`function_call`, `function_result`, `thought`) (D12); `{"type":"redacted"}` once the message was redacted (D23).'
+  }),
+  redacted_at: Schema.NullOr(Timestamp).annotate({
+    description:
+      'When the message was redacted (POST .../redact, D23): its content was overwritten with `{"type":"redacted"}`. Null for a message never redacted.'
   }),
   provider_message_id: Schema.NullOr(Schema.String).annotate({
     description: "The channel's id of the message (WhatsApp's `wamid...`, an SMS id); ingest is idempotent on it (D10)."
@@ -49,6 +53,8 @@ export const Message = Schema.Struct({
     description: "Your data about the message (a reply's carries the reply request's metadata, R2)."
   }),
   created_at: Timestamp.annotate({ description: "When the message was stored (ISO 8601, UTC, microseconds)." }),
-  updated_at: Schema.NullOr(Timestamp).annotate({ description: "When its delivery last changed; null until then." })
+  updated_at: Schema.NullOr(Timestamp).annotate({
+    description: "When its delivery last changed or it was redacted (D23); null until then."
+  })
 }).annotate({ identifier: "Message" })
 export type Message = typeof Message.Type

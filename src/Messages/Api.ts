@@ -1,5 +1,5 @@
 /**
- * The messages endpoints (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, D17).
+ * The messages endpoints (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, D17, D23).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -101,6 +101,17 @@ export class MessagesApi extends HttpApiGroup.make("messages")
         summary: "Record a message's delivery",
         description:
           "Delivery tracking from the channel: `provider_message_id`, `replied_provider_message_id`, `delivery_status`, `delivery_error_code`, `delivery_error_message`, `delivered_at`. The status never goes back (`pending` < `sent` < `delivered` < `read`; `failed` and `rejected` are final): a PATCH that would move it backwards gets 200 and keeps the later status, its other members still applied; `delivered_at` is set when the status reaches `delivered` or `read` and none is given (D13). Works on closed sessions (D5). Emits `message.updated` when a delivery member changed (W1)."
+      })
+    ),
+    HttpApiEndpoint.post("redact", "/sessions/:session_id/messages/:message_id/redact", {
+      params: messagePath,
+      success: Message,
+      error: [SessionNotFound.Wire, MessageNotFound.Wire, Forbidden.Wire]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Redact a message",
+        description:
+          'Overwrites the message\'s `content` with `{"type":"redacted"}` and sets `redacted_at` (and `updated_at`); answers the message. Also overwritten: the `function_call` and `function_result` messages of its run (same session and `run_id`: the tool calls of the AI turn that wrote it, R2), each redacted alike, and the copies of these messages inside `message.created` and `message.updated` events not yet delivered to every subscribed app (the one exception to byte-identical attempts, W3). Emits `message.updated` for each message redacted (W1). A message redacted already is answered as it is, and nothing is emitted. Works on closed sessions (D5 does not apply). A redacted message stays in searches, the export and the AI\'s history (as the text `[redacted]`) (D23). Errors as GET message (D1).'
       })
     )
   )

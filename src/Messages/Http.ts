@@ -27,7 +27,9 @@ export const MessagesHttp = HttpApiBuilder.group(
         Effect.flatMap(organization, (id) => messages.search(id, params.session_id, payload)),
       get: ({ params }) => Effect.flatMap(organization, (id) => messages.get(id, params.session_id, params.message_id)),
       update: ({ params, payload }) =>
-        Effect.flatMap(organization, (id) => messages.update(id, params.session_id, params.message_id, payload))
+        Effect.flatMap(organization, (id) => messages.update(id, params.session_id, params.message_id, payload)),
+      redact: ({ params }) =>
+        Effect.flatMap(organization, (id) => messages.redact(id, params.session_id, params.message_id))
     })
   })
 )

@@ -1,6 +1,6 @@
 /**
- * The messages service: create, get, update (delivery tracking) and search
- * (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, W1).
+ * The messages service: create, get, update (delivery tracking), redact and
+ * search (conversations.md "Messages"; DECISIONS.md D1, D3, D5, D12, D13, D23, W1).
  * Transactions are the repository's (`MessagesRepo.withTransaction`).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
@@ -75,6 +75,22 @@ export class Messages extends Context.Service<
       sessionId: string,
       messageId: string,
       input: UpdateMessage
+    ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
+    /**
+     * POST .../messages/{message_id}/redact (D23): overwrites the message's
+     * content with `{"type":"redacted"}` and sets `redacted_at` (and
+     * `updated_at`), with the payloads of its run (the `function_call` and
+     * `function_result` messages of the same session and `run_id`, R2) and
+     * the copies of each inside its events not yet delivered; emits one
+     * message.updated per message redacted (W1). Returns the message. A
+     * message redacted already is returned as it is and nothing is emitted.
+     * Closed sessions too (D5 does not apply). Fails with SessionNotFound,
+     * MessageNotFound, Forbidden (D1).
+     */
+    redact(
+      organizationId: string,
+      sessionId: string,
+      messageId: string
     ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
     /**
      * POST /sessions/{id}/messages/search: oldest first (D3), `offset` 0 and
@@ -186,6 +202,26 @@ export class Messages extends Context.Service<
         Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
       )
 
+      const redact = Effect.fn("Messages.redact")(
+        function* (organizationId: string, sessionId: string, messageId: string) {
+          const found = yield* locate(organizationId, sessionId, messageId)
+          if (found.redacted_at !== null) return found
+          return yield* repo.withTransaction(
+            Effect.gen(function* () {
+              const locked = yield* repo.lockRedaction(messageId)
+              const target = locked.find((row) => row.id === messageId)
+              // Redacted meanwhile (by another request, or as a payload of its run): as it is, nothing emitted.
+              if (target === undefined || target.redacted) {
+                return yield* locate(organizationId, sessionId, messageId)
+              }
+              const messageIds = locked.filter((row) => !row.redacted).map((row) => row.id)
+              return yield* repo.redact(messageId, messageIds)
+            })
+          )
+        },
+        Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
+      )
+
       const search = Effect.fn("Messages.search")(
         function* (organizationId: string, sessionId: string, search: typeof SearchMessagesPayload.Type) {
           // D3: the body's session_id names the path's session.
@@ -220,7 +256,7 @@ export class Messages extends Context.Service<
 
       const history = (sessionId: string, limit: number) => repo.history(sessionId, limit).pipe(Effect.orDie)
 
-      return Messages.of({ create, get, update, search, append, history })
+      return Messages.of({ create, get, update, redact, search, append, history })
     })
   )
 

@@ -17,11 +17,11 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { contentColumnText, jsonColumnText, messageJson } from "../Database/Json.ts"
+import { contentColumnText, isoTimestamp, jsonColumnText, messageJson, withMembers } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
-import type { Content } from "../Domain/Content.ts"
+import { type Content, redactedContent, toolPayloadTypes } from "../Domain/Content.ts"
 import type { IdempotencyRequest } from "../Domain/Idempotency.ts"
 import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Message.ts"
 import {
@@ -30,9 +30,10 @@ import {
   statementOutcome,
   statementStoredParts
 } from "../Idempotency/Repo.ts"
-import { insertEvents, subscribedSql } from "../Outbox/Outbox.ts"
+import { insertEvents, subscribedSql, withObject } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
+import { notDeliveredSql } from "../Webhooks/Repo.ts"
 
 /** A message to insert: everything but the columns with defaults. */
 export interface NewMessage {
@@ -78,6 +79,29 @@ export interface MessageSearch {
 }
 
 const MESSAGE_JSON = messageJson("m")
+
+/** The text a redacted text message has in the AI history (D23, R2). */
+export const REDACTED_HISTORY_TEXT = "[redacted]"
+
+/** A message a redaction locked: its id and whether it is redacted already (D23). */
+export interface RedactionLock {
+  readonly id: string
+  readonly redacted: boolean
+}
+
+/**
+ * The SQL text rewriting the stored event `e` that carries the redacted
+ * messages row `m` (D23): its envelope with `data.object`'s `content` and
+ * `redacted_at` those of `m`, every other member as the event had it
+ * (`Database/Json.ts` `withMembers`, `Outbox.ts` `withObject`).
+ */
+const REDACTED_EVENT_BODY = withObject(
+  "e.body",
+  withMembers(Message, "e.body::json->'data'->'object'", {
+    content: "m.content::text",
+    redacted_at: `to_json(${isoTimestamp("m.redacted_at")})::text`
+  })
+)
 
 /** SQL expressions of a message to insert from a row source (see {@link insertMessageCtes}). */
 export interface MessageRow {
@@ -355,6 +379,25 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       SELECT ${messageJsonFragment} AS message FROM m`.pipe(Effect.flatMap((rows) => decodeMessage(rows[0]!.message)))
   })
 
+  /** A stored event's body rewritten for the redacted row `m` (D23). */
+  const redactedEventBody = sql.literal(REDACTED_EVENT_BODY)
+  /** Whether the event `e` is not yet delivered (D23). */
+  const notDelivered = sql.literal(notDeliveredSql("e.id"))
+  /** message.updated of each redacted row `m` (W1, D23), its id and trace context from `ev`. */
+  const redactedEvents = sql.literal(
+    insertEvents({
+      id: "ev.id",
+      type: "'message.updated'",
+      organizationId: "m.organization_id",
+      conversationId: "m.conversation_id",
+      at: "statement_timestamp()",
+      object: MESSAGE_JSON,
+      traceContext: "ev.trace_context",
+      from: "m JOIN ev ON ev.message_id = m.id",
+      orderBy: "ev.id"
+    })
+  )
+
   /** Messages of a session matching `search`, oldest first (D3), decoded. */
   const search = (sessionId: string, search: MessageSearch) => {
     const conditions = [sql`m.session_id = ${sessionId}`]
@@ -380,13 +423,68 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         )
       : Effect.succeed(false)
 
-  /** The latest `limit` text messages of the session, oldest first (R2). */
+  /**
+   * The latest `limit` text messages of the session, oldest first (R2); a
+   * redacted one (it was text before, `redacted_type`) with the text
+   * {@link REDACTED_HISTORY_TEXT} (D23).
+   */
   const history = (sessionId: string, limit: number) =>
     sql<HistoryEntry>`SELECT role, text FROM (
-        SELECT m.role, m.content->>'text' AS text, m.created_at, m.id FROM messages m
-        WHERE m.session_id = ${sessionId} AND m.content->>'type' = 'text'
+        SELECT m.role, CASE WHEN m.redacted_at IS NULL THEN m.content->>'text' ELSE ${REDACTED_HISTORY_TEXT} END AS text,
+          m.created_at, m.id FROM messages m
+        WHERE m.session_id = ${sessionId} AND coalesce(m.redacted_type, m.content->>'type') = 'text'
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
       ) h ORDER BY h.created_at, h.id`
+
+  /**
+   * Locks (inside a transaction), in id order, the message and the payloads
+   * of its run (D23): the `function_call` and `function_result` messages of
+   * the same session with the same non-null `run_id`, what the AI runtime
+   * stored of the tool calls of the turn that wrote it (R2). Payloads are
+   * looked for only while the message is not redacted yet.
+   */
+  const lockRedaction = (messageId: string) =>
+    sql<RedactionLock>`SELECT m.id::text AS id, m.redacted_at IS NOT NULL AS redacted FROM messages m
+      WHERE m.id = ${messageId} OR m.id IN (
+        SELECT p.id FROM messages t
+        JOIN messages p ON p.session_id = t.session_id AND p.run_id = t.run_id
+        WHERE t.id = ${messageId} AND t.redacted_at IS NULL AND p.content->>'type' IN ${sql.in(toolPayloadTypes)})
+      ORDER BY m.id FOR UPDATE`
+
+  /**
+   * Redacts the locked messages `messageIds` still unredacted (D23), in one
+   * statement: content `{"type":"redacted"}` (the type it had kept in
+   * `redacted_type`), `redacted_at` and `updated_at` stamped; the events
+   * carrying one of them (message.created, message.updated) not yet delivered
+   * (`Webhooks/Repo.ts` `notDeliveredSql`) rewritten ({@link
+   * REDACTED_EVENT_BODY}); one message.updated per message redacted (W1).
+   * Returns the message `messageId` (decoded).
+   */
+  const redact = Effect.fnUntraced(function* (messageId: string, messageIds: ReadonlyArray<string>) {
+    const traceContext = yield* currentTraceContext
+    const eventIds = messageIds.map(() => newId())
+    return yield* sql<{ message: unknown }>`
+      WITH m AS (
+        UPDATE messages x SET content = ${contentColumnText(redactedContent)}::json,
+          redacted_type = x.content->>'type', redacted_at = statement_timestamp(), updated_at = statement_timestamp()
+        WHERE x.id = ANY(${messageIds}::uuid[]) AND x.redacted_at IS NULL
+        RETURNING x.*
+      ), rewritten AS (
+        UPDATE events e SET body = ${redactedEventBody}
+        FROM m
+        WHERE e.organization_id = m.organization_id AND e.conversation_id = m.conversation_id
+          AND e.type IN ('message.created', 'message.updated')
+          AND e.body::json #>> '{data,object,id}' = m.id::text
+          AND ${notDelivered}
+        RETURNING e.id
+      ), ev AS (
+        SELECT x.message_id, x.id, ${traceContext}::jsonb AS trace_context
+        FROM unnest(${messageIds}::uuid[], ${eventIds}::uuid[]) AS x(message_id, id)
+      ), e AS (${redactedEvents})
+      SELECT ${messageJsonFragment} AS message FROM m WHERE m.id = ${messageId}`.pipe(
+      Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
+    )
+  })
 
   return MessagesRepo.of({
     withTransaction: (self) => sql.withTransaction(self),
@@ -396,7 +494,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     updateDelivery,
     search,
     sessionExists,
-    history
+    history,
+    lockRedaction,
+    redact
   })
 })
 
@@ -490,11 +590,30 @@ export class MessagesRepo extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<Message>, SqlError.SqlError | Schema.SchemaError>
     /** Whether the session exists in the organization (D1). */
     readonly sessionExists: (organizationId: string, sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
-    /** The latest `limit` text messages of the session, oldest first (R2). */
+    /**
+     * The latest `limit` text messages of the session, oldest first (R2); a
+     * redacted text message has the text {@link REDACTED_HISTORY_TEXT} (D23).
+     */
     readonly history: (
       sessionId: string,
       limit: number
     ) => Effect.Effect<ReadonlyArray<HistoryEntry>, SqlError.SqlError>
+    /**
+     * Locks (inside a transaction), in id order, an existing message and, while
+     * it is not redacted, the `function_call`/`function_result` messages of
+     * its run (same session and `run_id`): what a redaction overwrites (D23).
+     */
+    readonly lockRedaction: (messageId: string) => Effect.Effect<ReadonlyArray<RedactionLock>, SqlError.SqlError>
+    /**
+     * Redacts the locked `messageIds` not redacted yet (D23): their content,
+     * the copies inside their events not yet delivered, a message.updated
+     * each (W1). Returns `messageId`, which must be one of them and not
+     * redacted yet (decoded).
+     */
+    readonly redact: (
+      messageId: string,
+      messageIds: ReadonlyArray<string>
+    ) => Effect.Effect<Message, SqlError.SqlError | Schema.SchemaError>
   }
 >()("parley/Messages/MessagesRepo") {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */

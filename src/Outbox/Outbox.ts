@@ -31,6 +31,18 @@ const envelope = (id: string, type: string, organizationId: string, at: string, 
     ["data", objectJson([["object", object]])]
   ])}::text`
 
+/**
+ * SQL text of the envelope text `body` (a stored event's, W3) with its
+ * `data.object` replaced by the JSON text `object` (SQL text expression):
+ * every other member keeps its text byte for byte. The one rewrite of a
+ * stored event: a redaction's (D23), of events whose deliveries have not all
+ * succeeded, the one exception to W3's byte-identical attempts.
+ */
+export const withObject = (body: string, object: string): string =>
+  `(SELECT '{' || string_agg(to_json(k.key)::text || ':' || CASE k.key WHEN 'data' THEN '{"object":' || ${object} || '}'
+    ELSE k.value::text END, ',' ORDER BY k.n) || '}'
+  FROM json_each((${body})::json) WITH ORDINALITY AS k(key, value, n))`
+
 /** SQL expressions of the events one statement writes: one event per row of `from`. */
 export interface EventRows {
   /** The event id (uuid). */

@@ -30,6 +30,16 @@ import {
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
 
+/**
+ * SQL text of a boolean: whether the event `eventId` (a uuid expression) is
+ * not yet delivered (D23): it has no delivery, or one that has not succeeded
+ * (`pending`, or `failed`, which the admin retry and W9's recovery send
+ * again). The events a redaction rewrites (`src/Messages/Repo.ts`).
+ */
+export const notDeliveredSql = (eventId: string): string =>
+  `(NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ${eventId})
+    OR EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ${eventId} AND d.status <> 'succeeded'))`
+
 /** A delivery claimed by a worker: what one attempt needs. */
 export interface ClaimedDelivery {
   readonly id: string

@@ -33,6 +33,12 @@
  * const { status, counts } = yield* parley.erasures.get({ params: { erasure_id: erasure.id } })
  * ```
  *
+ * Redacting one message (D23): the answer carries `content: {type: "redacted"}` and `redacted_at`:
+ *
+ * ```ts
+ * yield* parley.messages.redact({ params: { session_id: session.id, message_id: message.id } })
+ * ```
+ *
  * Each method fails with the errors its endpoint declares, decoded as tagged
  * errors (`SessionNotFound`, `MergeConflict {paths}`, ...), so a client tells
  * them apart by `_tag` while the wire stays `{detail}`.

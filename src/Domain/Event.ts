@@ -38,8 +38,10 @@ const CloseAction = {
 
 /** What each event type means (W1), for the OpenAPI document's webhooks and the event schemas. */
 export const eventDescriptions: { readonly [T in EventType]: string } = {
-  "message.created": "A message was stored: by POST message, ingest, a schedule or an AI reply.",
-  "message.updated": "A delivery member of a message changed (PATCH message, D13).",
+  "message.created":
+    "A message was stored: by POST message, ingest, a schedule or an AI reply. Until it is delivered, a redaction of the message rewrites its `content` and `redacted_at` (D23: the one exception to W3).",
+  "message.updated":
+    "A delivery member of a message changed (PATCH message, D13), or the message was redacted (D23). Until it is delivered, a redaction of the message rewrites its `content` and `redacted_at` (D23: the one exception to W3).",
   "session.created":
     "A session was created; it carries the agent the session was created with (that is not a transfer).",
   "session.transferred": "A session's agent changed after its creation: transfer, PATCH or ingest.",

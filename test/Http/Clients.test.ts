@@ -44,6 +44,26 @@ withApp()("parley/client", (test) => {
       }).pipe(Effect.provide(FetchHttpClient.layer))
   )
 
+  test.effect("issue 40 (D23): messages.redact answers the redacted message; errors decode by tag (D1)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const parley = yield* makeClient({ baseUrl: api.baseUrl, apiKey: org.token })
+      const session = yield* parley.sessions.create({ payload: { contact_id: "+15550179", contact_name: "Rae" } })
+      const message = yield* parley.messages.create({
+        params: { session_id: session.id },
+        payload: { role: "user", content: { type: "text", text: "my pin is 1234" } }
+      })
+      const redacted = yield* parley.messages.redact({ params: { session_id: session.id, message_id: message.id } })
+      assert.deepStrictEqual(redacted.content, { type: "redacted" })
+      assert.isString(redacted.redacted_at)
+      const missing = yield* Effect.flip(
+        parley.messages.redact({ params: { session_id: session.id, message_id: crypto.randomUUID() } })
+      )
+      assert.strictEqual(missing._tag, "MessageNotFound")
+    }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
+
   test.effect(
     "issue 40 (D22): erasures.erase answers the pending erasure, erasures.get follows it; 404s decode by tag",
     () =>

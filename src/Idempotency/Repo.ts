@@ -53,6 +53,28 @@ const replaceExpiredSql = `ON CONFLICT (organization_id, key) DO UPDATE SET fing
 WHERE idempotency_keys.expires_at <= statement_timestamp()`
 
 /**
+ * SQL text of an `UPDATE` rewriting the live stored JSON responses of the
+ * organization (a uuid expression) for which `matches` holds (an SQL boolean
+ * over `k.body`, the response's bytes), each body replaced by the JSON text
+ * `rewrite` gives for it (an SQL text expression over the json expression it
+ * is given; null keeps the body). A repeat of the request then answers the
+ * rewritten body: what a redaction (D23) does to the responses that carried a
+ * message, the one exception to D19's byte-for-byte replay. Usable as a CTE.
+ */
+export const rewriteStoredSql = (
+  organizationId: string,
+  matches: string,
+  rewrite: (json: string) => string
+): string => `UPDATE idempotency_keys u SET body = convert_to(r.text, 'UTF8')
+  FROM (
+    SELECT k.organization_id, k.key, ${rewrite("convert_from(k.body, 'UTF8')::json")} AS text FROM idempotency_keys k
+    WHERE k.organization_id = ${organizationId} AND k.expires_at > statement_timestamp()
+      AND k.content_type LIKE 'application/json%' AND ${matches}
+  ) r
+  WHERE u.organization_id = r.organization_id AND u.key = r.key AND r.text IS NOT NULL
+  RETURNING u.key`
+
+/**
  * The parts of a statement that stores its own response (D19 on the hot path,
  * POST message: `npm run bench`), given the placeholders of its organization
  * (uuid), key (text) and fingerprint (bytea):

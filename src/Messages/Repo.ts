@@ -26,6 +26,7 @@ import type { IdempotencyRequest } from "../Domain/Idempotency.ts"
 import { type DeliveryStatus, Message, type MessageRole } from "../Domain/Message.ts"
 import {
   isStoredResponseConflict,
+  rewriteStoredSql,
   type StatementStoredColumns,
   statementOutcome,
   statementStoredParts
@@ -90,6 +91,37 @@ export interface RedactionLock {
 }
 
 /**
+ * The JSON texts of the members a redaction overwrites (D23), for the rows
+ * the redaction statement's `m` redacted: all alike within the statement.
+ */
+const REDACTED_MEMBERS = {
+  content: `'${contentColumnText(redactedContent)}'`,
+  redacted_at: `to_json(${isoTimestamp("statement_timestamp()")})::text`
+}
+
+/** SQL text of a boolean: whether the json `value` is a Message redacted by the statement (its `m`). */
+const isRedactedMessage = (value: string) =>
+  `(json_typeof(${value}) = 'object' AND ${value}->'content' IS NOT NULL AND ${value}->>'id' IN (SELECT m.id::text FROM m))`
+
+/**
+ * The stored Idempotency-Key responses (D19) that carried a message the
+ * statement redacted (`m`), rewritten (D23): a Message body, or a Message in
+ * an array body (a search), with the redacted members ({@link
+ * REDACTED_MEMBERS}), every other byte kept; a repeat of the request answers
+ * that. Found by the message ids inside the organization's live responses.
+ */
+const REDACTED_STORED_RESPONSES = rewriteStoredSql(
+  "(SELECT m.organization_id FROM m LIMIT 1)",
+  "EXISTS (SELECT 1 FROM m WHERE position(convert_to(m.id::text, 'UTF8') IN k.body) > 0)",
+  (json) => `CASE json_typeof(${json})
+    WHEN 'object' THEN CASE WHEN ${isRedactedMessage(json)} THEN ${withMembers(Message, json, REDACTED_MEMBERS)} END
+    WHEN 'array' THEN (SELECT '[' || string_agg(CASE WHEN ${isRedactedMessage("x.v")}
+        THEN ${withMembers(Message, "x.v", REDACTED_MEMBERS)} ELSE x.v::text END, ',' ORDER BY x.n) || ']'
+      FROM json_array_elements(${json}) WITH ORDINALITY AS x(v, n))
+  END`
+)
+
+/**
  * The SQL text rewriting the stored event `e` that carries the redacted
  * messages row `m` (D23): its envelope with `data.object`'s `content` and
  * `redacted_at` those of `m`, every other member as the event had it
@@ -97,10 +129,7 @@ export interface RedactionLock {
  */
 const REDACTED_EVENT_BODY = withObject(
   "e.body",
-  withMembers(Message, "e.body::json->'data'->'object'", {
-    content: "m.content::text",
-    redacted_at: `to_json(${isoTimestamp("m.redacted_at")})::text`
-  })
+  withMembers(Message, "e.body::json->'data'->'object'", REDACTED_MEMBERS)
 )
 
 /** SQL expressions of a message to insert from a row source (see {@link insertMessageCtes}). */
@@ -381,6 +410,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /** A stored event's body rewritten for the redacted row `m` (D23). */
   const redactedEventBody = sql.literal(REDACTED_EVENT_BODY)
+  /** The stored responses that carried a redacted row of `m`, rewritten (D23). */
+  const redactedStoredResponses = sql.literal(REDACTED_STORED_RESPONSES)
   /** Whether the event `e` is not yet delivered (D23). */
   const notDelivered = sql.literal(notDeliveredSql("e.id"))
   /** message.updated of each redacted row `m` (W1, D23), its id and trace context from `ev`. */
@@ -457,7 +488,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * `redacted_type`), `redacted_at` and `updated_at` stamped; the events
    * carrying one of them (message.created, message.updated) not yet delivered
    * (`Webhooks/Repo.ts` `notDeliveredSql`) rewritten ({@link
-   * REDACTED_EVENT_BODY}); one message.updated per message redacted (W1).
+   * REDACTED_EVENT_BODY}), and so are the stored Idempotency-Key responses
+   * that carried one ({@link REDACTED_STORED_RESPONSES}); one message.updated
+   * per message redacted (W1).
    * Returns the message `messageId` (decoded).
    */
   const redact = Effect.fnUntraced(function* (messageId: string, messageIds: ReadonlyArray<string>) {
@@ -480,7 +513,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       ), ev AS (
         SELECT x.message_id, x.id, ${traceContext}::jsonb AS trace_context
         FROM unnest(${messageIds}::uuid[], ${eventIds}::uuid[]) AS x(message_id, id)
-      ), e AS (${redactedEvents})
+      ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses})
       SELECT ${messageJsonFragment} AS message FROM m WHERE m.id = ${messageId}`.pipe(
       Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
     )

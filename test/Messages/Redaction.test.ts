@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Messages } from "../../src/Messages/Messages.ts"
 import { assertMessage, ISO_UTC } from "../support/Shapes.ts"
-import { TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
+import { C, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
 import { createApp } from "../support/Webhooks.ts"
 
 const text = (value: string) => ({ role: "user", content: { type: "text", text: value } })
@@ -364,6 +364,42 @@ withApp({ allowPrivateNetworkTargets: true })("redaction of one message (D23)", 
         (yield* eventsOf(other.id, foreign.id)).map((event) => event.type),
         ["message.created"]
       )
+    })
+  )
+
+  it.effect("a stored Idempotency-Key response that carried the message replays it redacted (D23, D19)", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const keyed = (method: string, path: string, key: string, body: unknown) =>
+        api.request(method, `${C}${path}`, { token: org.token, body, headers: { "idempotency-key": key } })
+      const body = text("my IBAN is DE89 3704 0044 0532 0130 00")
+      const created = yield* keyed("POST", `/sessions/${session.id}/messages`, "post-1", body)
+      assert.strictEqual(created.status, 201, created.text)
+      const other = yield* post(org, session.id, text("unrelated"))
+      const searchBody = { session_id: session.id }
+      const searched = yield* keyed("POST", `/sessions/${session.id}/messages/search`, "search-1", searchBody)
+      assert.strictEqual(searched.text, `[${created.text},${other.text}]`)
+
+      const redacted = yield* org.call("POST", redactPath(session.id, created.body.id))
+      const redactedAt: string = redacted.body.redacted_at
+      const rewritten = (text: string) =>
+        text.replace(
+          '"content":{"type":"text","text":"my IBAN is DE89 3704 0044 0532 0130 00"},"redacted_at":null',
+          `"content":{"type":"redacted"},"redacted_at":"${redactedAt}"`
+        )
+      const replayed = yield* keyed("POST", `/sessions/${session.id}/messages`, "post-1", body)
+      assert.strictEqual(replayed.status, 201)
+      assert.strictEqual(replayed.headers.get("idempotent-replayed"), "true")
+      assert.strictEqual(replayed.text, rewritten(created.text))
+      assert.notInclude(replayed.text, "IBAN")
+      const replayedSearch = yield* keyed("POST", `/sessions/${session.id}/messages/search`, "search-1", searchBody)
+      assert.strictEqual(replayedSearch.headers.get("idempotent-replayed"), "true")
+      assert.strictEqual(replayedSearch.text, `[${rewritten(created.text)},${other.text}]`)
+      // Still one message: the replay ran nothing.
+      const all = yield* org.call("POST", `/sessions/${session.id}/messages/search`, searchBody)
+      assert.strictEqual(all.body.length, 2)
     })
   )
 

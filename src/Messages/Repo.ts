@@ -108,11 +108,13 @@ const isRedactedMessage = (value: string) =>
  * statement redacted (`m`), rewritten (D23): a Message body, or a Message in
  * an array body (a search), with the redacted members ({@link
  * REDACTED_MEMBERS}), every other byte kept; a repeat of the request answers
- * that. Found by the message ids inside the organization's live responses.
+ * that. Found by the message ids inside the organization's live responses
+ * stored since the first of the messages was.
  */
 const REDACTED_STORED_RESPONSES = rewriteStoredSql(
   "(SELECT m.organization_id FROM m LIMIT 1)",
-  "EXISTS (SELECT 1 FROM m WHERE position(convert_to(m.id::text, 'UTF8') IN k.body) > 0)",
+  `k.created_at >= (SELECT min(m.created_at) FROM m)
+    AND EXISTS (SELECT 1 FROM m WHERE position(convert_to(m.id::text, 'UTF8') IN k.body) > 0)`,
   (json) => `CASE json_typeof(${json})
     WHEN 'object' THEN CASE WHEN ${isRedactedMessage(json)} THEN ${withMembers(Message, json, REDACTED_MEMBERS)} END
     WHEN 'array' THEN (SELECT '[' || string_agg(CASE WHEN ${isRedactedMessage("x.v")}
@@ -506,7 +508,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         UPDATE events e SET body = ${redactedEventBody}
         FROM m
         WHERE e.organization_id = m.organization_id AND e.conversation_id = m.conversation_id
-          AND e.type IN ('message.created', 'message.updated')
+          AND e.created_at >= m.created_at AND e.type IN ('message.created', 'message.updated')
           AND e.body::json #>> '{data,object,id}' = m.id::text
           AND ${notDelivered}
         RETURNING e.id

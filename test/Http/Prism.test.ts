@@ -197,6 +197,9 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           delivery_status: "delivered",
           delivered_at: new Date().toISOString()
         })
+        const redacted = yield* call("POST", `${C}/sessions/${session}/messages`, text("Redact me"))
+        yield* call("POST", `${C}/sessions/${session}/messages/${redacted?.id}/redact`)
+        yield* call("POST", `${C}/sessions/${session}/messages/${redacted?.id}/redact`)
         yield* call("POST", `${C}/sessions/${aiSession}/reply`, { debounce_time: 0, metadata: { via: "prism" } })
         yield* call("POST", `${C}/sessions/${aiSession}/reply`)
         const scheduled = yield* call("POST", `${C}/sessions/${aiSession}/schedule`, {
@@ -324,6 +327,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* refused(404, "GET", `${C}/sessions/${unknown}`)
         yield* refused(400, "POST", `${C}/sessions/${created?.id}/finish`)
         yield* refused(404, "GET", `${C}/sessions/${aiSession}/messages/${unknown}`)
+        yield* refused(404, "POST", `${C}/sessions/${aiSession}/messages/${unknown}/redact`)
         yield* refused(404, "GET", `${C}/erasures/${unknown}`)
         yield* refused(404, "GET", `/admin/v1/organizations/${unknown}`)
         yield* refused(404, "GET", `${org}/apps/${unknown}`)

@@ -29,7 +29,7 @@ export type ApiKeyCreated = typeof ApiKeyCreated.Type
 /**
  * An API key as the key list shows it (issue 39 item 6): never the token, only
  * its last 4 characters, to tell keys apart; null for keys made before Parley
- * kept them (migration 0023).
+ * kept them (migration 0022).
  */
 export const ApiKey = Schema.Struct({
   id: Uuid.annotate({ description: "The key's id, to revoke it." }),

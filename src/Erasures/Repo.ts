@@ -1,7 +1,7 @@
 /**
  * SQL of the erasures domain (DECISIONS.md D22): the `erasures` table, the
  * marks a request sets on the contact's conversations and sessions, and the
- * batches of deletes its job makes (migrations/0021_erasures.ts).
+ * batches of deletes its job makes (migrations/0020_erasures.ts).
  *
  * The job is leased like reply jobs (`src/Replies/Repo.ts`): claimed with
  * `FOR UPDATE SKIP LOCKED` under a lease, each batch in its own transaction

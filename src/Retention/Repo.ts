@@ -1,5 +1,5 @@
 /**
- * SQL of retention (DECISIONS.md D21, issue 40 item 1; migrations/0020): the
+ * SQL of retention (DECISIONS.md D21, issue 40 item 1; migrations/0019): the
  * one place that deletes rows by age. Each method is one short transaction of
  * a batch: the rows it takes are locked `FOR UPDATE SKIP LOCKED`, so several
  * sweepers (one per worker process) take different batches and never wait for

@@ -139,7 +139,7 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
  *
  * A delivery of an event of a conversation being erased (D22) is never
  * leased, so never sent from the erasure's 202 on: one probe of
- * `conversations_erased_idx` (migrations/0021), which holds only the
+ * `conversations_erased_idx` (migrations/0020), which holds only the
  * conversations being erased, per delivery leased. The erasure's job deletes
  * such deliveries first (`src/Erasures/Erasures.ts`); until then they may be
  * picked and left again.

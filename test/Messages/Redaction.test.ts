@@ -202,7 +202,7 @@ withApp({ allowPrivateNetworkTargets: true })("redaction of one message (D23)", 
       const created = yield* post(org, session.id, text("old shape"))
       const sql = yield* SqlClient.SqlClient
       const [event] = yield* eventsOf(org.id, created.body.id)
-      // The shape events had before migration 0022: no redacted_at member.
+      // The shape events had before migration 0021: no redacted_at member.
       const old = event!.body.replace(',"redacted_at":null', "")
       assert.notStrictEqual(old, event!.body)
       yield* sql`UPDATE events SET body = ${old} WHERE id = ${event!.id}`

@@ -1,6 +1,6 @@
 /**
  * The retention sweeper's statements on grown tables (issue 40 items 1 and 5;
- * DECISIONS.md D21; migrations/0020): with thousands of rows kept in every
+ * DECISIONS.md D21; migrations/0019): with thousands of rows kept in every
  * table retention deletes from (another organization's, and the swept
  * organization's own open sessions and recent events), a sweep that deletes a
  * few old closed sessions with everything of them, their conversations and

@@ -18,7 +18,7 @@
  *   its data), which the job deletes. Their deliveries are found by
  *   `deliveries_event_idx`, deleting a conversation checks its sessions with
  *   `sessions_conversation_idx`, and `messages.conversation_id` has no foreign
- *   key any more: all three from 0020_retention.ts.
+ *   key any more: all three from 0019_retention.ts.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -9,6 +9,14 @@
  * Reports the messages deleted per second (from the first to the last seen
  * gone, polled every 200 ms) and the POST message p99 alone and during the
  * sweep. Goals: >= 20,000 rows/s, p99 within 1.5x.
+ *
+ * Erasure part (D22): a contact of the neighbour's organization with
+ * `BENCH_LIFECYCLE_ERASED_MESSAGES` messages (default 100,000) and as many
+ * message.created events in 1,000 sessions of its conversation; DELETE
+ * /contacts/{id} while the neighbour's POST message runs again, and the time
+ * from the DELETE to `GET /erasures/{id}` answering `completed` (polled every
+ * 100 ms), the same worker doing the job. Goals: <= 10 s, p99 within 1.5x of
+ * the run alone.
  */
 import { makeCleanup } from "../lib/cleanup.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
@@ -27,6 +35,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
   const messages = envInt("BENCH_LIFECYCLE_MESSAGES", 1_000_000)
   const connections = envInt("BENCH_LIFECYCLE_CONNECTIONS", 50)
   const seconds = envInt("BENCH_LIFECYCLE_SECONDS", 20)
+  const erasedMessages = envInt("BENCH_LIFECYCLE_ERASED_MESSAGES", 100_000)
   const cleanup = makeCleanup()
   try {
     const database = await startDatabase("parley_bench_lifecycle")
@@ -35,7 +44,12 @@ export const run = async (_args: ReadonlyArray<string>) => {
       `lifecycle: database ${database.name} (${database.kind}, PostgreSQL ${database.serverVersion}), ${messages} messages to let go`
     )
     // The API server sweeps nothing (PARLEY_ROLE=api); the worker started below does.
-    const { server: api, token, admin } = await startParley(database.url, cleanup, { PARLEY_ROLE: "api" })
+    const {
+      server: api,
+      token,
+      admin,
+      organizationId
+    } = await startParley(database.url, cleanup, { PARLEY_ROLE: "api" })
     const old = await admin(201, "POST", "/organizations", { name: "old" })
     await admin(200, "PATCH", `/organizations/${old.id}/settings`, {
       message_retention_days: 30,
@@ -149,6 +163,58 @@ export const run = async (_args: ReadonlyArray<string>) => {
       `lifecycle: retention deleted ${total} messages in ${fixed(sweepSeconds, 1)} s (${fixed(rowsPerSecond, 0)} messages/s)`
     )
 
+    // Erasure (D22): a contact of the neighbour's organization with its sessions, messages and events.
+    const erasedStart = performance.now()
+    await runStatement(
+      database.url,
+      `WITH ct AS (INSERT INTO contacts (organization_id, contact_id, created_at)
+         VALUES ('${organizationId}', 'erased', now()) RETURNING organization_id),
+       c AS (INSERT INTO conversations (id, organization_id, contact_id, created_at)
+         SELECT gen_random_uuid(), organization_id, 'erased', now() FROM ct RETURNING id, organization_id)
+       INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at, updated_at)
+       SELECT gen_random_uuid(), c.organization_id, c.id, 'erased', CASE WHEN i = 1 THEN 'open' ELSE 'closed' END,
+         now(), now()
+       FROM c CROSS JOIN generate_series(1, 1000) AS i`
+    )
+    await runStatement(
+      database.url,
+      `INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
+       SELECT gen_random_uuid(), s.organization_id, s.id, s.conversation_id, 'user',
+         '{"type":"text","text":"A message of the contact to erase"}', now()
+       FROM sessions s CROSS JOIN generate_series(1, ${Math.ceil(erasedMessages / 1000)})
+       WHERE s.organization_id = '${organizationId}' AND s.contact_id = 'erased'`
+    )
+    await runStatement(
+      database.url,
+      `INSERT INTO events (id, organization_id, type, body, created_at, conversation_id)
+       SELECT gen_random_uuid(), m.organization_id, 'message.created',
+         '{"type":"message.created","data":{"object":{"id":"' || m.id || '"}}}', m.created_at, m.conversation_id
+       FROM messages m JOIN sessions s ON s.id = m.session_id
+       WHERE s.organization_id = '${organizationId}' AND s.contact_id = 'erased'`
+    )
+    await runStatement(database.url, "VACUUM ANALYZE")
+    log(`lifecycle: loaded the contact to erase in ${fixed((performance.now() - erasedStart) / 1000, 1)} s`)
+    const base = `${api.baseUrl}/conversations/v2/api/v1`
+    let erasureSeconds: number | undefined
+    const erase = (async () => {
+      await sleep(Math.min(2, seconds / 4) * 1000)
+      const started = performance.now()
+      const erasure = await expectJson(202, "DELETE", `${base}/contacts/erased`, { token })
+      for (let waited = 0; waited < 120_000; waited += 100) {
+        const now = await expectJson(200, "GET", `${base}/erasures/${erasure.id}`, { token })
+        if (now.status === "completed") {
+          erasureSeconds = (performance.now() - started) / 1000
+          log(`lifecycle: erasure counts ${JSON.stringify(now.counts)}`)
+          return
+        }
+        await sleep(100)
+      }
+    })()
+    const duringErasure = await load()
+    await erase
+    if (erasureSeconds === undefined) throw new Error("the erasure did not complete within 120 s")
+    log(`lifecycle: erasure of ${erasedMessages} messages completed in ${fixed(erasureSeconds, 2)} s`)
+
     const columns: ReadonlyArray<Column> = [
       { header: "run", align: "left" },
       { header: "requests/s" },
@@ -166,15 +232,37 @@ export const run = async (_args: ReadonlyArray<string>) => {
         during.p99,
         fixed(during.p99 / alone.p99, 2),
         during.non2xx
+      ],
+      [
+        "POST message during the erasure",
+        fixed(duringErasure.requestsPerSecond, 0),
+        duringErasure.p50,
+        duringErasure.p99,
+        fixed(duringErasure.p99 / alone.p99, 2),
+        duringErasure.non2xx
       ]
     ]
+    const erasureSummary = `erasure: a contact of ${erasedMessages} messages and as many events in 1,000 sessions in ${fixed(erasureSeconds, 2)} s from the DELETE to completed (goal <= 10 s); POST message p99 ${fixed(duringErasure.p99 / alone.p99, 2)}x (goal <= 1.5x)`
     const summary = `retention: ${total} messages (with their receipts, sessions, conversations, contacts) in ${fixed(sweepSeconds, 1)} s = ${fixed(rowsPerSecond, 0)} messages/s (goal >= 20,000); POST message p99 ${fixed(during.p99 / alone.p99, 2)}x (goal <= 1.5x), ${connections} connections, ${seconds} s each`
     log(formatTable(columns, tableRows))
     log(summary)
+    log(erasureSummary)
     const files = writeResults(
       "lifecycle",
-      { environment: environment(), messages: total, connections, seconds, sweepSeconds, rowsPerSecond, alone, during },
-      `# lifecycle\n\n${summary}\n\n${markdownTable(columns, tableRows)}\n`
+      {
+        environment: environment(),
+        messages: total,
+        connections,
+        seconds,
+        sweepSeconds,
+        rowsPerSecond,
+        alone,
+        during,
+        erasedMessages,
+        erasureSeconds,
+        duringErasure
+      },
+      `# lifecycle\n\n${summary}\n\n${erasureSummary}\n\n${markdownTable(columns, tableRows)}\n`
     )
     log(`lifecycle: results in ${files.markdown}`)
   } finally {

@@ -160,6 +160,24 @@ export interface MessageRow {
 }
 
 /**
+ * The insert of `message.updated` events (W1) for the changed messages rows
+ * `m`, each with the id and trace context of `ev`, over `from` (which joins
+ * them), where `where` holds, in `orderBy`'s order: the one owner of that
+ * event's columns for a delivery update (D13) and a redaction (D23).
+ */
+const messageUpdatedSql = (rows: { readonly from: string; readonly where?: string; readonly orderBy?: string }) =>
+  insertEvents({
+    id: "ev.id",
+    type: "'message.updated'",
+    organizationId: "m.organization_id",
+    conversationId: "m.conversation_id",
+    at: "statement_timestamp()",
+    object: MESSAGE_JSON,
+    traceContext: "ev.trace_context",
+    ...rows
+  })
+
+/**
  * CTEs `m` (the message inserted, delivery `pending`, stamped
  * `statement_timestamp()`), `j` (its id, organization, time and wire JSON,
  * built once) and `me` (its message.created event with that JSON: W2, W3),
@@ -280,14 +298,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   const messageJsonFragment = sql.literal(MESSAGE_JSON)
   /** message.updated when a delivery field changed (W1): `m` the row after the change, `before` the row before. */
   const updatedEvents = sql.literal(
-    insertEvents({
-      id: "ev.id",
-      type: "'message.updated'",
-      organizationId: "m.organization_id",
-      conversationId: "m.conversation_id",
-      at: "statement_timestamp()",
-      object: MESSAGE_JSON,
-      traceContext: "ev.trace_context",
+    messageUpdatedSql({
       from: "m CROSS JOIN before b CROSS JOIN ev",
       where: `(m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
           m.provider_message_id, m.replied_provider_message_id)
@@ -418,14 +429,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   const notDelivered = sql.literal(notDeliveredSql("e.id"))
   /** message.updated of each redacted row `m` (W1, D23), its id and trace context from `ev`. */
   const redactedEvents = sql.literal(
-    insertEvents({
-      id: "ev.id",
-      type: "'message.updated'",
-      organizationId: "m.organization_id",
-      conversationId: "m.conversation_id",
-      at: "statement_timestamp()",
-      object: MESSAGE_JSON,
-      traceContext: "ev.trace_context",
+    messageUpdatedSql({
       from: "m JOIN ev ON ev.message_id = m.id",
       orderBy: "ev.id"
     })

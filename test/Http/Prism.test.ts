@@ -9,7 +9,9 @@
  * limit: D12, D20), and a few invalid ones. A valid request must get a 2xx
  * (or the documented error expected) and no violation of any severity, of
  * the request or of the response (body, status, headers: `X-Request-Id` is
- * required on every response, O8); an invalid request must be reported by
+ * required on every response, O8). Prism is given the document with its
+ * objects closed (test/support/Prism.ts, closeObjects), so a field a body
+ * carries that the document does not name is a violation too. An invalid request must be reported by
  * Prism as a request violation, and the app must refuse it (4xx) with an
  * answer that conforms to the document. The operations are read from the document,
  * so an operation added without a request here fails the run by its
@@ -438,12 +440,16 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
   )
 
   it.effect(
-    "the check can fail: Prism reports a response the document does not describe (a changed enum, a status left out)",
+    "the check can fail: Prism reports a response the document does not describe (a changed enum, a field or a status left out)",
     () =>
       Effect.gen(function* () {
         const api = yield* TestApi
         const document = structuredClone((yield* api.request("GET", "/openapi.json")).body)
         document.components.schemas.Session.properties.status.enum = ["tampered"]
+        // A field the server sends and the document no longer names (the objects are closed: closeObjects).
+        const sessionSchema = document.components.schemas.Session
+        delete sessionSchema.properties.ending_survey_submission_id
+        sessionSchema.required = sessionSchema.required.filter((name: string) => name !== "ending_survey_submission_id")
         delete document.paths[`${C}/sessions/search`].post.responses["200"]
         document.components.headers["X-Request-Id"] = {
           required: true,
@@ -467,6 +473,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         assert.strictEqual(got.status, 200)
         assert.isTrue(
           got.violations.some((v) => v.includes("response.body.status")),
+          `GET session: ${got.violations.join("; ")}`
+        )
+        assert.isTrue(
+          got.violations.some((v) => v.includes("additional properties; found 'ending_survey_submission_id'")),
           `GET session: ${got.violations.join("; ")}`
         )
         assert.isTrue(

@@ -39,6 +39,42 @@ export const violationsOf = (headers: Headers): ReadonlyArray<Violation> => {
   return JSON.parse(header) as ReadonlyArray<Violation>
 }
 
+/**
+ * `document` with every object schema closed: `additionalProperties: false`
+ * added where a schema names its `properties` and says nothing of others (no
+ * `additionalProperties`, no `allOf`/`anyOf`/`oneOf` beside them: the
+ * documented open objects, `metadata` or a content's extra fields, keep
+ * theirs). OpenAPI leaves such an object open, so Prism would let a response
+ * carry a field the document never names; closed, a field the server sends
+ * and the document lacks is a violation, and so is a field a test's request
+ * sends that the document does not name (a misspelt one the server would
+ * ignore). The argument is not changed.
+ */
+export const closeObjects = (document: unknown): unknown => {
+  /** Keys whose values are data, not schemas: left as they are. */
+  const VALUES = new Set(["example", "examples", "default", "enum", "const"])
+  const close = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(close)
+    if (node === null || typeof node !== "object") return node
+    const schema = node as Record<string, unknown>
+    const out = Object.fromEntries(
+      Object.entries(schema).map(([key, value]) => [
+        key,
+        // Under `properties` the keys are field names (one may be `properties`), the values schemas.
+        VALUES.has(key)
+          ? value
+          : key === "properties" && value !== null && typeof value === "object"
+            ? Object.fromEntries(Object.entries(value).map(([name, field]) => [name, close(field)]))
+            : close(value)
+      ])
+    )
+    const open = ["additionalProperties", "allOf", "anyOf", "oneOf"].some((key) => schema[key] !== undefined)
+    if (schema.properties !== undefined && !open) out.additionalProperties = false
+    return out
+  }
+  return close(document)
+}
+
 /** A running Prism proxy. */
 export interface PrismProxy {
   /** Where Prism listens: `http://127.0.0.1:<port>`. */
@@ -52,7 +88,8 @@ export interface PrismProxy {
 /**
  * Starts `prism proxy <document> <upstream>` on a free loopback port, with the
  * Node that runs the tests (the project's pinned Node 24 under `npm test`),
- * `document` written to a temporary file; waits up to 60 seconds until it
+ * `document` with its objects closed ({@link closeObjects}) written to a
+ * temporary file; waits up to 60 seconds until it
  * answers. The process is stopped (SIGTERM, SIGKILL after 5 seconds) and the
  * file removed when the scope closes. Fails with a defect if Prism exits or
  * does not answer in time.
@@ -62,7 +99,7 @@ export const prismProxy = (document: unknown, upstream: string) =>
     Effect.promise(async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-prism-"))
       const file = path.join(dir, "openapi.json")
-      fs.writeFileSync(file, JSON.stringify(document))
+      fs.writeFileSync(file, JSON.stringify(closeObjects(document)))
       const version = await new Promise<string>((resolve) => {
         const child = spawn(process.execPath, [PRISM_CLI, "--version"])
         let out = ""

@@ -15,7 +15,9 @@
  * Prism as a request violation, and the app must refuse it (4xx) with an
  * answer that conforms to the document. The operations are read from the document,
  * so an operation added without a request here fails the run by its
- * operationId: the document and the server are kept in step from now on.
+ * operationId, and so does a query or header parameter never sent to its
+ * operation (`Idempotency-Key` included): the document and the server are
+ * kept in step from now on.
  *
  * The requests use the fixtures of the fuzz run (test/support/ApiFixtures.ts).
  * The file starts no background workers, so nothing it creates is processed
@@ -49,6 +51,8 @@ interface Exchange {
   readonly kind: "valid" | "refused" | "invalid"
   readonly expected: ReadonlyArray<number>
   readonly operation: Operation | undefined
+  /** The query parameters and the headers sent (names in lower case). */
+  readonly sent: ReadonlySet<string>
   readonly status: number
   readonly text: string
   readonly violations: ReadonlyArray<Violation>
@@ -88,6 +92,8 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           (current as Current)[name]?.[index] ?? resolveRefs(fixtures.pools[name]![index]!, current)
 
         const exchanges: Array<Exchange> = []
+        /** Operations whose first valid request got an `Idempotency-Key` of its own (see `call`). */
+        const keyed = new Set<string>()
         const send = (
           kind: Exchange["kind"],
           method: string,
@@ -106,6 +112,15 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
                 ? undefined
                 : (options.token ?? (operation?.auth === "admin" ? ADMIN_TOKEN : fixtures.orgToken))
             const headers: Record<string, string> = { ...options.headers }
+            if (
+              kind === "valid" &&
+              operation !== undefined &&
+              !keyed.has(operation.operationId) &&
+              operation.parameters.some((parameter) => parameter.name === "Idempotency-Key")
+            ) {
+              keyed.add(operation.operationId)
+              headers["idempotency-key"] ??= `prism-${operation.operationId}`
+            }
             if (token !== undefined) headers.authorization = `Bearer ${token}`
             if (options.body !== undefined) headers["content-type"] ??= "application/json"
             const response = await fetch(`${prism.url}${url}`, {
@@ -122,6 +137,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
               kind,
               expected: options.expected ?? [],
               operation,
+              sent: new Set([
+                ...new URL(url, prism.url).searchParams.keys(),
+                ...Object.keys(headers).map((name) => name.toLowerCase())
+              ]),
               status: response.status,
               text: responseText,
               violations: violationsOf(response.headers)
@@ -133,7 +152,11 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
             } catch {}
             return body
           })
-        /** A valid request: it must get a 2xx without violations. Returns the parsed body. */
+        /**
+         * A valid request: it must get a 2xx without violations. Returns the parsed body. The first valid
+         * request of an operation that takes an `Idempotency-Key` carries one, so the header is sent to
+         * each (its replay is checked on messages.create); the later ones go without, as the test wrote them.
+         */
         const call = (method: string, url: string, body?: unknown, headers?: Record<string, string>) =>
           send("valid", method, url, { ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) })
         /** A valid request the app refuses: it must get the documented `expected` status without violations. */
@@ -219,6 +242,13 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           provider_message_id: "wamid.prism.ingest"
         })
         yield* call("GET", `${C}/data/sessions?limit=10&sort_by=updated_at`)
+        // Every query parameter of the document is sent at least once: the pages after the first, the time bounds.
+        const bounds =
+          "created_before=2100-01-01T00:00:00Z&updated_after=2000-01-01T00:00:00Z&updated_before=2100-01-01T00:00:00Z"
+        const sessionsPage = yield* call("GET", `${C}/data/sessions?limit=2&created_after=2000-01-01T00:00:00Z`)
+        yield* call("GET", `${C}/data/sessions?limit=2&after_id=${sessionsPage?.at(-1)?.id}&${bounds}`)
+        const messagesPage = yield* call("GET", `${C}/data/messages?limit=2&sort_by=created_at`)
+        yield* call("GET", `${C}/data/messages?sort_by=updated_at&after_id=${messagesPage?.at(-1)?.id}&${bounds}`)
         yield* call("GET", `${C}/data/sessions/batch?session_ids=${session}&session_ids=${aiSession}`)
         yield* call("GET", `${C}/data/messages?session_id=${session}&created_after=2000-01-01T00:00:00Z`)
         yield* call("DELETE", `${C}/contacts/${encodeURIComponent("+15550006")}`)
@@ -235,7 +265,10 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           type: "human",
           profile_id: "profile_prism"
         })
-        yield* call("GET", "/admin/v1/organizations?limit=5")
+        const organizations = yield* call("GET", "/admin/v1/organizations?limit=5")
+        yield* call("GET", `/admin/v1/organizations?limit=2&after_id=${organizations?.at(-1)?.id}`)
+        // Any id is a valid `after_id` by the document; one that is not a UUID gives an empty page (PageQuery).
+        yield* call("GET", "/admin/v1/organizations?after_id=not-a-uuid")
         yield* call("GET", `${org}/api-keys`)
         yield* call("GET", `${org}/agents/${grace?.id}`)
         yield* call("PATCH", `${org}/agents/${grace?.id}`, { name: "Grace H." })
@@ -244,6 +277,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         for (const base of [`${org}/assistants`, `${A}/assistants`]) {
           const made = yield* call("POST", `${org}/assistants`, { name: "Short-lived", description: "Deleted" })
           yield* call("GET", `${base}?limit=5`)
+          yield* call("GET", `${base}?limit=1&after_id=${made?.id}`)
           yield* call("GET", `${base}/${made?.id}`)
           yield* call("PATCH", `${base}/${made?.id}`, { name: "Renamed", description: null })
           yield* call("DELETE", `${base}/${made?.id}`)
@@ -255,7 +289,8 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("POST", `${org}/apps`, { name: "Prism CRM", webhook_url: PUBLIC_URL, events: EVENTS })
         yield* call("GET", `${org}/apps/${app}`)
         yield* call("PATCH", `${org}/apps/${app}`, { name: "CRM", ordering: "conversation" })
-        yield* call("GET", `${org}/apps/${app}/deliveries?limit=5&status=pending`)
+        const deliveries = yield* call("GET", `${org}/apps/${app}/deliveries?limit=5&status=pending`)
+        yield* call("GET", `${org}/apps/${app}/deliveries?after_id=${deliveries?.at(-1)?.id ?? fixture("delivery")}`)
         yield* call("POST", `${org}/apps/${app}/rotate-secret`)
         yield* call("POST", `${org}/apps/${app}/recover`, { since: new Date(Date.now() - 3_600_000).toISOString() })
         yield* call("POST", `${org}/apps/${app}/deliveries/${fixture("delivery")}/retry`)
@@ -269,6 +304,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("GET", `${prismBranch}/draft`)
         yield* call("GET", `${prismBranch}/draft?prefix=nodes/`)
         yield* call("GET", `${prismBranch}/draft/index`)
+        yield* call("GET", `${prismBranch}/draft/index?prefix=tools/`)
         yield* call("PATCH", `${prismBranch}/draft`, {
           context: { assistant_description: "Checked by Prism" },
           nodes: { upsert: [llm("prism_extra")] },
@@ -321,6 +357,7 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("GET", `${assistant}/runtime-settings`)
         yield* call("PUT", `${assistant}/runtime-settings`, { session_pinning: "session" })
         yield* call("GET", `${assistant}/runs/stats?since=2000-01-01T00:00:00Z`)
+        yield* call("GET", `${assistant}/runs/stats?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z`)
         yield* call("DELETE", `${assistant}/branches/prism-fork`)
         yield* call("POST", `${A}/assistants/${fixture("legacy")}/migrate`)
 
@@ -331,6 +368,8 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* refused(404, "GET", `${C}/sessions/${aiSession}/messages/${unknown}`)
         yield* refused(404, "POST", `${C}/sessions/${aiSession}/messages/${unknown}/redact`)
         yield* refused(404, "GET", `${C}/erasures/${unknown}`)
+        yield* refused(400, "GET", `${C}/data/sessions?after_id=${unknown}`)
+        yield* refused(400, "GET", `${C}/data/messages?after_id=not-a-uuid`)
         yield* refused(404, "GET", `/admin/v1/organizations/${unknown}`)
         yield* refused(404, "GET", `${org}/apps/${unknown}`)
         yield* refused(404, "GET", `${org}/agents/${unknown}`)
@@ -386,12 +425,27 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
           valid.flatMap((exchange) => (exchange.operation ? [exchange.operation.operationId] : []))
         )
         const missing = operations.map((operation) => operation.operationId).filter((id) => !covered.has(id))
+        // Every query and header parameter of an operation is sent at least once to it, in a valid request.
+        const parameters = operations.flatMap((operation) =>
+          operation.parameters
+            .filter((parameter) => parameter.in === "query" || parameter.in === "header")
+            .map((parameter) => ({ operation, parameter }))
+        )
+        const unsent = parameters.filter(
+          ({ operation, parameter }) =>
+            !exchanges.some(
+              (exchange) =>
+                exchange.kind !== "invalid" &&
+                exchange.operation === operation &&
+                exchange.sent.has(parameter.name.toLowerCase())
+            )
+        )
         const reported = invalidOnes.filter((exchange) =>
           exchange.violations.some((violation) => violation.location[0] === "request")
         )
         const count = (list: ReadonlyArray<Exchange>) => list.reduce((n, e) => n + e.violations.length, 0)
         process.stderr.write(
-          `[prism] Prism ${prism.version}: ${exchanges.length} requests (${valid.length} valid, ${refusals.length} valid and refused, ${invalidOnes.length} invalid) in ${seconds.toFixed(1)} s; operations covered ${covered.size}/${operations.length}; violations: ${count(valid) + count(refusals)} on valid requests, ${count(invalidOnes)} on invalid requests (${reported.length}/${invalidOnes.length} reported)\n`
+          `[prism] Prism ${prism.version}: ${exchanges.length} requests (${valid.length} valid, ${refusals.length} valid and refused, ${invalidOnes.length} invalid) in ${seconds.toFixed(1)} s; operations covered ${covered.size}/${operations.length}, query and header parameters ${parameters.length - unsent.length}/${parameters.length}; violations: ${count(valid) + count(refusals)} on valid requests, ${count(invalidOnes)} on invalid requests (${reported.length}/${invalidOnes.length} reported)\n`
         )
 
         const problems: Array<string> = []
@@ -430,6 +484,9 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         if (!limits.some((exchange) => exchange.status === 429))
           problems.push("the rate-limited organization got no 429")
         if (missing.length > 0) problems.push(`operations not driven with a valid request: ${missing.join(", ")}`)
+        for (const { operation, parameter } of unsent) {
+          problems.push(`${operation.operationId}: its ${parameter.in} parameter ${parameter.name} was never sent`)
+        }
         if (problems.length > 0) {
           assert.fail(
             `${problems.length} problems through Prism:\n${problems.join("\n")}\n\nPrism's log:\n${prism.output().slice(-5000)}`

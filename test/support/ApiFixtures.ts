@@ -38,17 +38,25 @@ export interface Operation {
 /** The HTTP methods operations are read for. */
 const METHODS = ["get", "put", "post", "delete", "patch"] as const
 
-/** Every operation of an OpenAPI document (`paths`), with its parameters, JSON body schema and kind of credential. */
+/**
+ * Every operation of an OpenAPI document (`paths`), with its parameters (those
+ * given as a `$ref` to `components.parameters`, such as `Idempotency-Key`,
+ * resolved), JSON body schema and kind of credential.
+ */
 export const operationsOf = (doc: any): ReadonlyArray<Operation> =>
   Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
     METHODS.filter((method) => item[method] !== undefined).map((method): Operation => {
       const op = item[method]
       const schemes = (op.security ?? doc.security ?? []).flatMap((s: object) => Object.keys(s)) as Array<string>
+      const resolve = (parameter: any): Parameter =>
+        typeof parameter.$ref === "string"
+          ? doc.components.parameters[parameter.$ref.replace("#/components/parameters/", "")]
+          : parameter
       return {
         operationId: op.operationId,
         method: method.toUpperCase(),
         path,
-        parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])],
+        parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])].map(resolve),
         body: op.requestBody?.content?.["application/json"]?.schema,
         auth: schemes.includes("adminToken")
           ? "admin"

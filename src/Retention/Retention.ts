@@ -8,7 +8,8 @@
  * `message_retention_days` ago, with everything of them, and then its events
  * written more than `event_retention_days` ago with their deliveries, in
  * batches of one short transaction each (`Retention/Repo.ts`), until a batch
- * comes back short. Days are whole days of 24 hours before the sweep's start
+ * comes back short; the sweeper pauses after each batch as long as the batch
+ * took ({@link PAUSE_PER_BATCH_TIME}). Days are whole days of 24 hours before the sweep's start
  * (`Clock`). It writes no event, adds what it deleted to
  * `parley.retention.deleted` (by `table`), and logs one INFO line with the
  * counts per table when it deleted anything. A failure in one organization is
@@ -31,16 +32,30 @@ import {
 /** Milliseconds in a retention day (D21: whole days). */
 const DAY_MS = 86_400_000
 
+/**
+ * The sweeper's pause after each batch, as a share of the time the batch took
+ * (D21: "other writes are not blocked"): 1 keeps a sweeper's connection busy
+ * at most half the time. Measured by `npm run bench -- lifecycle` (issue 40
+ * item 5, bench/README.md): back to back, the neighbour's POST message p99
+ * went to 2.8x its value alone.
+ */
+export const PAUSE_PER_BATCH_TIME = 1
+
 /** The retention service (D21). */
 export class Retention extends Context.Service<
   Retention,
   {
     /**
-     * One sweep over every organization (see the module): returns the rows it
-     * deleted per table (absent: none). Never fails: a failing organization is
-     * logged and skipped.
+     * One sweep over every organization (see the module), its batches back to
+     * back: returns the rows it deleted per table (absent: none). Never fails:
+     * a failing organization is logged and skipped.
      */
     readonly sweep: Effect.Effect<DeletedRows>
+    /**
+     * The same sweep pausing after each batch for {@link PAUSE_PER_BATCH_TIME}
+     * times the batch's duration (`Clock`), as the sweeper runs it.
+     */
+    readonly pacedSweep: Effect.Effect<DeletedRows>
   }
 >()("parley/Retention") {
   /** The service without its repository. Requires `RetentionRepo` and `DatabaseHealth` (to log failures). */
@@ -55,57 +70,83 @@ export class Retention extends Context.Service<
         for (const [table, n] of Object.entries(more)) total[table] = (total[table] ?? 0) + (n ?? 0)
       }
 
+      /** `batch`, then (when `paced`) a pause of {@link PAUSE_PER_BATCH_TIME} times its duration. */
+      const pacedBy =
+        (paced: boolean) =>
+        <A, E>(batch: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+          paced
+            ? Effect.gen(function* () {
+                const started = yield* Clock.currentTimeMillis
+                const result = yield* batch
+                const took = (yield* Clock.currentTimeMillis) - started
+                yield* Effect.sleep(Duration.millis(took * PAUSE_PER_BATCH_TIME))
+                return result
+              })
+            : batch
+
       /** Every batch of the organization's sessions closed before `before`, until one comes back short. */
-      const sessionsOf = (organizationId: string, before: string, total: Record<string, number>) =>
+      const sessionsOf = (
+        organizationId: string,
+        before: string,
+        total: Record<string, number>,
+        pace: ReturnType<typeof pacedBy>
+      ) =>
         Effect.gen(function* () {
           for (;;) {
-            const batch = yield* repo.deleteClosedSessions(organizationId, before)
+            const batch = yield* pace(repo.deleteClosedSessions(organizationId, before))
             add(total, batch.deleted)
             if (batch.finished && batch.taken < SESSIONS_PER_BATCH) return
           }
         })
 
       /** Every batch of the organization's events written before `before`, until one comes back short. */
-      const eventsOf = (organizationId: string, before: string, total: Record<string, number>) =>
+      const eventsOf = (
+        organizationId: string,
+        before: string,
+        total: Record<string, number>,
+        pace: ReturnType<typeof pacedBy>
+      ) =>
         Effect.gen(function* () {
           for (;;) {
-            const batch = yield* repo.deleteEvents(organizationId, before)
+            const batch = yield* pace(repo.deleteEvents(organizationId, before))
             add(total, batch.deleted)
             if (batch.taken < EVENTS_PER_BATCH) return
           }
         })
 
-      const sweep = Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const before = (days: number) => new Date(now - days * DAY_MS).toISOString()
-        const total: Record<string, number> = {}
-        const policies = yield* Effect.catchCause(repo.policies(defaultSettings.event_retention_days), (cause) =>
-          Effect.as(logUnlessOutage("Retention sweep failed", cause), [])
-        )
-        for (const policy of policies) {
-          yield* Effect.gen(function* () {
-            if (policy.message_retention_days !== null)
-              yield* sessionsOf(policy.organization_id, before(policy.message_retention_days), total)
-            if (policy.event_retention_days !== null)
-              yield* eventsOf(policy.organization_id, before(policy.event_retention_days), total)
-          }).pipe(
-            Effect.catchCause((cause) =>
-              logUnlessOutage(`Retention sweep failed for organization ${policy.organization_id}`, cause)
-            )
+      const sweepOf = (paced: boolean) =>
+        Effect.gen(function* () {
+          const pace = pacedBy(paced)
+          const now = yield* Clock.currentTimeMillis
+          const before = (days: number) => new Date(now - days * DAY_MS).toISOString()
+          const total: Record<string, number> = {}
+          const policies = yield* Effect.catchCause(repo.policies(defaultSettings.event_retention_days), (cause) =>
+            Effect.as(logUnlessOutage("Retention sweep failed", cause), [])
           )
-        }
-        const deleted: DeletedRows = {}
-        for (const table of RETENTION_TABLES) {
-          const n = total[table]
-          if (n === undefined || n === 0) continue
-          deleted[table] = n
-          yield* Metrics.record(Metrics.retentionDeleted, n, { table })
-        }
-        if (Object.keys(deleted).length > 0) yield* Effect.logInfo("Retention sweep deleted rows", deleted)
-        return deleted
-      }).pipe(Effect.withSpan("Retention.sweep"), Effect.provideService(DatabaseHealth, health))
+          for (const policy of policies) {
+            yield* Effect.gen(function* () {
+              if (policy.message_retention_days !== null)
+                yield* sessionsOf(policy.organization_id, before(policy.message_retention_days), total, pace)
+              if (policy.event_retention_days !== null)
+                yield* eventsOf(policy.organization_id, before(policy.event_retention_days), total, pace)
+            }).pipe(
+              Effect.catchCause((cause) =>
+                logUnlessOutage(`Retention sweep failed for organization ${policy.organization_id}`, cause)
+              )
+            )
+          }
+          const deleted: DeletedRows = {}
+          for (const table of RETENTION_TABLES) {
+            const n = total[table]
+            if (n === undefined || n === 0) continue
+            deleted[table] = n
+            yield* Metrics.record(Metrics.retentionDeleted, n, { table })
+          }
+          if (Object.keys(deleted).length > 0) yield* Effect.logInfo("Retention sweep deleted rows", deleted)
+          return deleted
+        }).pipe(Effect.withSpan("Retention.sweep"), Effect.provideService(DatabaseHealth, health))
 
-      return Retention.of({ sweep })
+      return Retention.of({ sweep: sweepOf(false), pacedSweep: sweepOf(true) })
     })
   )
 
@@ -115,7 +156,7 @@ export class Retention extends Context.Service<
 
 /**
  * The retention sweeper as a layer (D21, O1): in every process with
- * `PARLEY_ROLE` `all` or `worker`, a sweep every `RETENTION_SWEEP_INTERVAL`
+ * `PARLEY_ROLE` `all` or `worker`, a paced sweep every `RETENTION_SWEEP_INTERVAL`
  * (the first one interval after start). Several processes may sweep at once:
  * their batches skip each other's rows. Its fiber stops with the layer's
  * scope. Requires `Retention` and `AppConfig`.
@@ -125,7 +166,7 @@ export const RetentionSweeperLive = Layer.effectDiscard(
     const retention = yield* Retention
     const config = yield* AppConfig
     const interval = Duration.toMillis(config.retentionSweepInterval)
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), retention.sweep)))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), retention.pacedSweep)))
   })
 )
 

@@ -181,13 +181,13 @@ onDatabase()("Retention on PostgreSQL (D21)", (it) => {
       const org = yield* organization("Retention long session")
       yield* setSettings(org, { message_retention_days: 1, event_retention_days: null })
       const long = yield* conversationOf(org, "ivy", 1, true)
-      // 2,500 more messages: three batches of at most 1,000 (ROWS_PER_BATCH) each.
+      // 25,000 more messages: three batches of at most 10,000 (ROWS_PER_BATCH) each.
       yield* sql`INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
         SELECT gen_random_uuid(), ${org}, ${long.sessionId}, ${long.conversationId}, 'user', '{"type":"text","text":"x"}',
-          now() FROM generate_series(1, 2500)`
+          now() FROM generate_series(1, 25000)`
       yield* daysLater(2)
       const deleted = yield* retention.sweep
-      assert.isAtLeast(deleted.messages ?? 0, 2_501)
+      assert.isAtLeast(deleted.messages ?? 0, 25_001)
       const after = yield* tableCounts(org)
       assert.deepStrictEqual([after.sessions, after.messages, after.conversations, after.contacts], [0, 0, 0, 0])
     })

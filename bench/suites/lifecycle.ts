@@ -18,6 +18,15 @@
  * from the DELETE to `GET /erasures/{id}` answering `completed` (polled every
  * 100 ms), the same worker doing the job. Goals: <= 10 s, p99 within 1.5x of
  * the run alone.
+ *
+ * Steady part (D21, "sizes stop growing"): a third organization with
+ * `message_retention_days` 1 receives `BENCH_LIFECYCLE_STEADY_RATE` messages
+ * a second (default 2,000, each with a receipt, in closed sessions of 100
+ * messages written by SQL two days old, so they age out as they arrive) for
+ * `BENCH_LIFECYCLE_STEADY_CYCLES` cycles (default 4) of
+ * `BENCH_LIFECYCLE_STEADY_SECONDS` (default 60), the worker sweeping every
+ * second and autovacuum at PostgreSQL's defaults. Reported: the swept tables'
+ * sizes with their indexes at the start and after each cycle.
  */
 import { makeCleanup } from "../lib/cleanup.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
@@ -37,6 +46,9 @@ export const run = async (_args: ReadonlyArray<string>) => {
   const connections = envInt("BENCH_LIFECYCLE_CONNECTIONS", 50)
   const seconds = envInt("BENCH_LIFECYCLE_SECONDS", 20)
   const erasedMessages = envInt("BENCH_LIFECYCLE_ERASED_MESSAGES", 100_000)
+  const steadyRate = envInt("BENCH_LIFECYCLE_STEADY_RATE", 2_000)
+  const steadyCyclesCount = envInt("BENCH_LIFECYCLE_STEADY_CYCLES", 4)
+  const steadySeconds = envInt("BENCH_LIFECYCLE_STEADY_SECONDS", 60)
   const cleanup = makeCleanup()
   try {
     const database = await startDatabase("parley_bench_lifecycle")
@@ -92,20 +104,39 @@ export const run = async (_args: ReadonlyArray<string>) => {
     await runStatement(database.url, "VACUUM ANALYZE")
     // The load's dirty pages written now, not during the run alone.
     await runStatement(database.url, "CHECKPOINT")
-    /** The old organization's rows left: messages, and every table retention deletes from (its events: none). */
-    const left = async () => {
-      const [row] = await runStatement<{ messages: number; rows: number }>(
+    /**
+     * Rows deleted so far from the tables retention sweeps (PostgreSQL's
+     * cumulative statistics: no table is read, so polling costs the machine
+     * nothing; only the sweeper deletes while it runs), and messages among them.
+     */
+    const retentionTables = ["messages", "ingest_receipts", "sessions", "conversations", "contacts"]
+    const deletedSoFar = async () => {
+      const rows = await runStatement<{ relname: string; n: string }>(
         database.url,
-        `SELECT (SELECT count(*) FROM messages WHERE organization_id = '${old.id}')::int AS messages,
-           ((SELECT count(*) FROM messages WHERE organization_id = '${old.id}')
-            + (SELECT count(*) FROM ingest_receipts WHERE organization_id = '${old.id}')
-            + (SELECT count(*) FROM sessions WHERE organization_id = '${old.id}')
-            + (SELECT count(*) FROM conversations WHERE organization_id = '${old.id}')
-            + (SELECT count(*) FROM contacts WHERE organization_id = '${old.id}'))::int AS rows`
+        `SELECT relname, n_tup_del::text AS n FROM pg_stat_user_tables
+         WHERE relname IN (${retentionTables.map((table) => `'${table}'`).join(", ")})`
       )
-      return row!
+      const of = (table: string) => Number(rows.find((row) => row.relname === table)?.n ?? 0)
+      return { messages: of("messages"), rows: retentionTables.reduce((sum, table) => sum + of(table), 0) }
     }
-    const loaded = await left()
+    const [counted] = await runStatement<{ messages: number; rows: number }>(
+      database.url,
+      `SELECT (SELECT count(*) FROM messages WHERE organization_id = '${old.id}')::int AS messages,
+         ((SELECT count(*) FROM messages WHERE organization_id = '${old.id}')
+          + (SELECT count(*) FROM ingest_receipts WHERE organization_id = '${old.id}')
+          + (SELECT count(*) FROM sessions WHERE organization_id = '${old.id}')
+          + (SELECT count(*) FROM conversations WHERE organization_id = '${old.id}')
+          + (SELECT count(*) FROM contacts WHERE organization_id = '${old.id}'))::int AS rows`
+    )
+    const deletedAtStart = await deletedSoFar()
+    const left = async () => {
+      const deleted = await deletedSoFar()
+      return {
+        messages: loaded.messages - (deleted.messages - deletedAtStart.messages),
+        rows: loaded.rows - (deleted.rows - deletedAtStart.rows)
+      }
+    }
+    const loaded = counted!
     const total = loaded.messages
     log(`lifecycle: loaded ${total} messages in ${fixed((performance.now() - loadStart) / 1000, 1)} s`)
 
@@ -154,7 +185,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
         const now = performance.now()
         const rows = await left()
         if (rows.messages < total && first === undefined) first = now
-        if (rows.messages === 0) {
+        if (rows.messages <= 0) {
           last = now
           return
         }
@@ -176,6 +207,11 @@ export const run = async (_args: ReadonlyArray<string>) => {
     polling = false
     await poll
     if (first === undefined || last === undefined) throw new Error("the sweep did not delete every message in time")
+    const [gone] = await runStatement<{ n: number }>(
+      database.url,
+      `SELECT count(*)::int AS n FROM messages WHERE organization_id = '${old.id}'`
+    )
+    if (gone!.n !== 0) throw new Error(`the statistics counted every message deleted, but ${gone!.n} are left`)
     const sweepSeconds = (last - first) / 1000
     const messagesPerSecond = total / sweepSeconds
     const rowsPerSecond = loaded.rows / sweepSeconds
@@ -236,6 +272,72 @@ export const run = async (_args: ReadonlyArray<string>) => {
     if (erasureSeconds === undefined) throw new Error("the erasure did not complete within 120 s")
     log(`lifecycle: erasure of ${erasedMessages} messages completed in ${fixed(erasureSeconds, 2)} s`)
 
+    // Steady load with retention on: messages that age out arrive at a steady rate (written by SQL as
+    // closed sessions of two days ago, `message_retention_days` 1), the worker sweeping every second;
+    // the swept tables' sizes (with their indexes) after each cycle show whether they stop growing.
+    const steady = await admin(201, "POST", "/organizations", { name: "steady" })
+    await admin(200, "PATCH", `/organizations/${steady.id}/settings`, {
+      message_retention_days: 1,
+      event_retention_days: null
+    })
+    const steadyTables = ["messages", "ingest_receipts", "sessions", "conversations", "contacts"]
+    const sizes = async () => {
+      const rows = await runStatement<{ relname: string; bytes: string }>(
+        database.url,
+        `SELECT relname, pg_total_relation_size(relid)::text AS bytes FROM pg_stat_user_tables
+         WHERE relname IN (${steadyTables.map((table) => `'${table}'`).join(", ")})`
+      )
+      return Object.fromEntries(
+        steadyTables.map((table) => [table, Number(rows.find((row) => row.relname === table)?.bytes ?? 0)])
+      )
+    }
+    const sessionsPerSecond = Math.max(1, Math.round(steadyRate / 100))
+    const steadyCycles: Array<{ cycle: number; written: number; left: number; sizes: Record<string, number> }> = []
+    const sizesAtStart = await sizes()
+    let written = 0
+    for (let cycle = 1; cycle <= steadyCyclesCount; cycle++) {
+      const cycleEnd = performance.now() + steadySeconds * 1000
+      for (let tick = 0; performance.now() < cycleEnd; tick++) {
+        const tickStart = performance.now()
+        await runStatement(
+          database.url,
+          `WITH ct AS (
+             INSERT INTO contacts (organization_id, contact_id, created_at)
+             SELECT '${steady.id}', 'steady-${cycle}-${tick}-' || i, now() - interval '3 days'
+             FROM generate_series(1, ${sessionsPerSecond}) AS i RETURNING contact_id),
+           cv AS (
+             INSERT INTO conversations (id, organization_id, contact_id, created_at)
+             SELECT gen_random_uuid(), '${steady.id}', contact_id, now() - interval '3 days' FROM ct
+             RETURNING id, contact_id),
+           se AS (
+             INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at, updated_at)
+             SELECT gen_random_uuid(), '${steady.id}', id, contact_id, 'closed', now() - interval '3 days',
+               now() - interval '2 days' FROM cv RETURNING id, conversation_id),
+           me AS (
+             INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
+             SELECT gen_random_uuid(), '${steady.id}', se.id, se.conversation_id, 'user',
+               '{"type":"text","text":"A message that ages out"}', now() - interval '3 days'
+             FROM se CROSS JOIN generate_series(1, 100) RETURNING id, session_id, conversation_id, created_at)
+           INSERT INTO ingest_receipts (organization_id, conversation_id, provider_message_id, message_id, session_id,
+             created_at)
+           SELECT '${steady.id}', conversation_id, id::text, id, session_id, created_at FROM me`
+        )
+        written += sessionsPerSecond * 100
+        await sleep(Math.max(0, 1000 - (performance.now() - tickStart)))
+      }
+      const [leftRow] = await runStatement<{ n: number }>(
+        database.url,
+        `SELECT count(*)::int AS n FROM messages WHERE organization_id = '${steady.id}'`
+      )
+      steadyCycles.push({ cycle, written, left: leftRow!.n, sizes: await sizes() })
+      log(
+        `lifecycle: steady cycle ${cycle}: ${written} messages written, ${leftRow!.n} left, swept tables ${fixed(
+          Object.values(steadyCycles.at(-1)!.sizes).reduce((a, b) => a + b, 0) / 1048576,
+          1
+        )} MB`
+      )
+    }
+
     const columns: ReadonlyArray<Column> = [
       { header: "run", align: "left" },
       { header: "requests/s" },
@@ -265,9 +367,36 @@ export const run = async (_args: ReadonlyArray<string>) => {
     ]
     const erasureSummary = `erasure: a contact of ${erasedMessages} messages and as many events in 1,000 sessions in ${fixed(erasureSeconds, 2)} s from the DELETE to completed (goal <= 10 s); POST message p99 ${fixed(duringErasure.p99 / alone.p99, 2)}x (goal <= 1.5x)`
     const summary = `retention: ${total} messages with their receipts, sessions, conversations and contacts (${loaded.rows} rows) in ${fixed(sweepSeconds, 1)} s = ${fixed(messagesPerSecond, 0)} messages/s, ${fixed(rowsPerSecond, 0)} rows/s; during the neighbour's load ${fixed(messagesInLoad, 0)} messages/s, ${fixed(rowsInLoad, 0)} rows/s (goal >= 20,000 rows/s); POST message p99 ${fixed(during.p99 / alone.p99, 2)}x (goal <= 1.5x), ${connections} connections, ${seconds} s each`
+    const mb = (bytes: number) => fixed(bytes / 1048576, 1)
+    const sizeColumns: ReadonlyArray<Column> = [
+      { header: "after", align: "left" },
+      { header: "messages written" },
+      { header: "left" },
+      ...steadyTables.map((table) => ({ header: `${table} MB` })),
+      { header: "total MB" }
+    ]
+    const sizeRows = [
+      [
+        "start",
+        0,
+        0,
+        ...steadyTables.map((table) => mb(sizesAtStart[table]!)),
+        mb(Object.values(sizesAtStart).reduce((a, b) => a + b, 0))
+      ],
+      ...steadyCycles.map((row) => [
+        `cycle ${row.cycle} (${row.cycle * steadySeconds} s)`,
+        row.written,
+        row.left,
+        ...steadyTables.map((table) => mb(row.sizes[table]!)),
+        mb(Object.values(row.sizes).reduce((a, b) => a + b, 0))
+      ])
+    ]
+    const steadySummary = `steady: ${steadyRate} messages/s (with receipts, in sessions of 100) aging out as they arrive, the worker sweeping every second, ${steadyCyclesCount} cycles of ${steadySeconds} s; the swept tables' sizes with their indexes after each cycle`
     log(formatTable(columns, tableRows))
     log(summary)
     log(erasureSummary)
+    log(formatTable(sizeColumns, sizeRows))
+    log(steadySummary)
     const files = writeResults(
       "lifecycle",
       {
@@ -285,9 +414,13 @@ export const run = async (_args: ReadonlyArray<string>) => {
         during,
         erasedMessages,
         erasureSeconds,
-        duringErasure
+        duringErasure,
+        steadyRate,
+        steadySeconds,
+        sizesAtStart,
+        steadyCycles
       },
-      `# lifecycle\n\n${summary}\n\n${erasureSummary}\n\n${markdownTable(columns, tableRows)}\n`
+      `# lifecycle\n\n${summary}\n\n${erasureSummary}\n\n${markdownTable(columns, tableRows)}\n\n${steadySummary}\n\n${markdownTable(sizeColumns, sizeRows)}\n`
     )
     log(`lifecycle: results in ${files.markdown}`)
   } finally {

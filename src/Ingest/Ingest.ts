@@ -15,8 +15,10 @@
  * The transaction is the repository's (`IngestRepo.withTransaction`), which the
  * sessions and replies services join.
  */
+
 import { Context, Effect, Layer } from "effect"
 import { AgentNotFound } from "../Admin/Errors.ts"
+import { retryWhileReferenceDeleted } from "../Database/Races.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
@@ -250,47 +252,51 @@ export class Ingest extends Context.Service<
             message !== undefined && mode === "continue" && input.agent_id === undefined && input.metadata === undefined
           const newSessionId = newId()
           const traceContext = yield* currentTraceContext
-          return yield* repo.withTransaction(
-            Effect.gen(function* () {
-              yield* repo.lock(organizationId, channelType, input.to, input.from)
-              const state = yield* repo.step({
-                organizationId,
-                contactId: input.from,
-                channelType,
-                channelTo: input.to,
-                contactName: input.contact?.name ?? null,
-                contactPhone: input.contact?.phone ?? null,
-                message,
-                append,
-                reuseOpen: mode !== "new",
-                newSessionId,
-                // An id that is not a UUID names no agent: AgentNotFound below, after the D10 check.
-                requestedAgentId: typeof input.agent_id === "string" && isUuid(input.agent_id) ? input.agent_id : null,
-                traceContext,
-                newId: newId
-              })
-              if (state.duplicate_message_id !== null) {
-                // D10: the first call's ids; nothing was written.
-                return responseOf(
-                  state.conversation_id,
-                  state.duplicate_session_id,
-                  state.duplicate_message_id,
-                  false,
-                  false
-                )
-              }
-              if (state.message_id !== null && state.session_id !== null && message !== undefined) {
-                const target = {
-                  id: state.session_id,
-                  agentId: state.agent_id,
-                  agentType: state.agent_type,
-                  threadId: state.thread_id
+          // The contact's conversation may be deleted (D21, D22) between the step's read and its insert.
+          return yield* retryWhileReferenceDeleted(
+            repo.withTransaction(
+              Effect.gen(function* () {
+                yield* repo.lock(organizationId, channelType, input.to, input.from)
+                const state = yield* repo.step({
+                  organizationId,
+                  contactId: input.from,
+                  channelType,
+                  channelTo: input.to,
+                  contactName: input.contact?.name ?? null,
+                  contactPhone: input.contact?.phone ?? null,
+                  message,
+                  append,
+                  reuseOpen: mode !== "new",
+                  newSessionId,
+                  // An id that is not a UUID names no agent: AgentNotFound below, after the D10 check.
+                  requestedAgentId:
+                    typeof input.agent_id === "string" && isUuid(input.agent_id) ? input.agent_id : null,
+                  traceContext,
+                  newId: newId
+                })
+                if (state.duplicate_message_id !== null) {
+                  // D10: the first call's ids; nothing was written.
+                  return responseOf(
+                    state.conversation_id,
+                    state.duplicate_session_id,
+                    state.duplicate_message_id,
+                    false,
+                    false
+                  )
                 }
-                yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
-                return responseOf(state.conversation_id, state.session_id, state.message_id, false, false)
-              }
-              return yield* control(organizationId, input, mode, message, newSessionId, state, traceContext)
-            })
+                if (state.message_id !== null && state.session_id !== null && message !== undefined) {
+                  const target = {
+                    id: state.session_id,
+                    agentId: state.agent_id,
+                    agentType: state.agent_type,
+                    threadId: state.thread_id
+                  }
+                  yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
+                  return responseOf(state.conversation_id, state.session_id, state.message_id, false, false)
+                }
+                return yield* control(organizationId, input, mode, message, newSessionId, state, traceContext)
+              })
+            )
           )
         },
         Effect.catchTag("SqlError", Effect.die)

@@ -13,8 +13,10 @@
  *
  * Transactions are the repository's (`SessionsRepo.withTransaction`).
  */
+
 import { Context, Effect, Layer } from "effect"
 import { AgentNotFound } from "../Admin/Errors.ts"
+import { retryWhileReferenceDeleted } from "../Database/Races.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Session } from "../Domain/Session.ts"
@@ -195,16 +197,19 @@ export class Sessions extends Context.Service<
         function* (organizationId: string, input: CreateSession) {
           const agent = yield* agentOf(organizationId, input.agent_id ?? null)
           const id = newId()
-          yield* repo.create({
-            id,
-            organizationId,
-            contactId: input.contact_id,
-            contactName: input.contact_name,
-            threadId: threadFor(agent, null, newId),
-            status: input.status ?? "open",
-            agentId: agent?.id ?? null,
-            metadata: input.metadata ?? {}
-          })
+          // The contact's conversation may be deleted (D21, D22) between the statement's read and its insert.
+          yield* retryWhileReferenceDeleted(
+            repo.create({
+              id,
+              organizationId,
+              contactId: input.contact_id,
+              contactName: input.contact_name,
+              threadId: threadFor(agent, null, newId),
+              status: input.status ?? "open",
+              agentId: agent?.id ?? null,
+              metadata: input.metadata ?? {}
+            })
+          )
           return yield* current(organizationId, id)
         },
         Effect.catchTag("SqlError", Effect.die)

@@ -9,15 +9,16 @@
  * of the file's database: each test asserts on rows of its own organizations.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Logger, Metric, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Logger, Metric, Redacted, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
+import * as Database from "../../src/Database/Database.ts"
 import { Export } from "../../src/Export/Export.ts"
 import { Ingest } from "../../src/Ingest/Ingest.ts"
 import { Retention } from "../../src/Retention/Retention.ts"
 import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
-import { insertApp } from "../support/Database.ts"
+import { insertApp, TestDatabaseUrl } from "../support/Database.ts"
 import { onDatabase, organization, setSettings } from "../support/RulesDatabase.ts"
 
 /** Ids for the fixtures (UUIDv7, as the application makes them). */
@@ -342,5 +343,82 @@ onDatabase()("Retention on PostgreSQL (D21)", (it) => {
         assert.deepStrictEqual(yield* retention.sweep.pipe(Effect.provide(capture)), {})
         assert.deepStrictEqual(lines, [])
       })
+  )
+
+  it.effect(
+    "POST /sessions and ingest racing a sweep that deletes the contact's last conversation make a new one, never a 500 (D21)",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const sessions = yield* Sessions
+          const ingest = yield* Ingest
+          const org = yield* organization("Retention race")
+          const closed = yield* sessions.create(org, { contact_id: "rae", contact_name: "Rae" })
+          yield* sessions.finish(org, closed.id, undefined)
+          const ingested = yield* conversationOf(org, "ray", 1, true)
+          const conversationIdOf = (sessionId: string) =>
+            Effect.map(
+              sql<{ id: string }>`SELECT conversation_id::text AS id FROM sessions WHERE id = ${sessionId}`,
+              (rows) => rows[0]!.id
+            )
+          const writes = [
+            {
+              contactId: "rae",
+              old: closed.conversation_id,
+              write: Effect.flatMap(sessions.create(org, { contact_id: "rae", contact_name: "Rae" }), (session) =>
+                conversationIdOf(session.id)
+              )
+            },
+            {
+              contactId: "ray",
+              old: ingested.conversationId,
+              write: Effect.map(
+                ingest.ingest(org, { to: "shop", from: "ray", content: text("back"), provider_message_id: "ray-back" }),
+                (result) => result.conversation_id
+              )
+            }
+          ]
+          // The sweep's deletes and the polls run on connections of their own: the services' pool is left to
+          // the writes (its LISTEN connections and the blocked write would otherwise leave none for the polls).
+          const side = Context.get(
+            yield* Layer.build(Database.clientLayer(Redacted.make(yield* TestDatabaseUrl), 2)),
+            SqlClient.SqlClient
+          )
+          for (const { contactId, old, write } of writes) {
+            // The sweep's deletes of the contact's last session (retention's order: the contact locked first),
+            // held uncommitted while the write starts and waits on the rows they deleted.
+            const deleted = yield* Deferred.make<void>()
+            const commit = yield* Deferred.make<void>()
+            const sweep = yield* Effect.forkChild(
+              side.withTransaction(
+                Effect.gen(function* () {
+                  yield* side`SELECT 1 FROM contacts WHERE organization_id = ${org} AND contact_id = ${contactId} FOR UPDATE`
+                  yield* side`DELETE FROM messages WHERE organization_id = ${org} AND conversation_id = ${old}`
+                  yield* side`DELETE FROM sessions WHERE organization_id = ${org} AND conversation_id = ${old}`
+                  yield* side`DELETE FROM conversations WHERE organization_id = ${org} AND id = ${old}`
+                  yield* side`DELETE FROM contacts WHERE organization_id = ${org} AND contact_id = ${contactId}`
+                  yield* Deferred.succeed(deleted, undefined)
+                  yield* Deferred.await(commit)
+                })
+              )
+            )
+            yield* Deferred.await(deleted)
+            const writing = yield* Effect.forkChild(write)
+            for (let polls = 0; ; polls++) {
+              const waiting = yield* side<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`
+              if (waiting[0]!.n > 0) break
+              assert.isBelow(polls, 10_000, "the write never waited for the sweep's locks")
+            }
+            yield* Deferred.succeed(commit, undefined)
+            yield* Fiber.join(sweep)
+            const conversationId = yield* Fiber.join(writing)
+            assert.notStrictEqual(conversationId, old)
+            assert.strictEqual(yield* count("conversations", org, `id = '${old}'`), 0)
+            assert.strictEqual(yield* count("contacts", org, `contact_id = '${contactId}'`), 1)
+          }
+        })
+      )
   )
 })

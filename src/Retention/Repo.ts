@@ -136,6 +136,8 @@ export class RetentionRepo extends Context.Service<
       organizationId: string,
       createdBefore: string
     ) => Effect.Effect<EventBatch, SqlError.SqlError>
+    /** Whether the server runs autovacuum (`autovacuum` on): without it the space retention frees is never reused. */
+    readonly autovacuum: Effect.Effect<boolean, SqlError.SqlError>
   }
 >()("parley/Retention/RetentionRepo") {
   /** The repository on PostgreSQL. Requires `SqlClient`. */
@@ -272,7 +274,12 @@ export class RetentionRepo extends Context.Service<
           })
         )
 
-      return RetentionRepo.of({ policies, deleteClosedSessions, deleteEvents })
+      const autovacuum = Effect.map(
+        sql<{ on: boolean }>`SELECT current_setting('autovacuum') = 'on' AS on`,
+        (rows) => rows[0]?.on === true
+      )
+
+      return RetentionRepo.of({ policies, deleteClosedSessions, deleteEvents, autovacuum })
     })
   )
 }

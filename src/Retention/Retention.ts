@@ -56,6 +56,13 @@ export class Retention extends Context.Service<
      * times the batch's duration (`Clock`), as the sweeper runs it.
      */
     readonly pacedSweep: Effect.Effect<DeletedRows>
+    /**
+     * Logs one WARN when the server runs without autovacuum: the rows a sweep
+     * deletes then leave space PostgreSQL never reuses, and the tables grow
+     * under a steady load (`npm run bench -- lifecycle`, bench/README.md).
+     * Never fails (an unreachable database logs nothing here).
+     */
+    readonly warnWithoutAutovacuum: Effect.Effect<void>
   }
 >()("parley/Retention") {
   /** The service without its repository. Requires `RetentionRepo` and `DatabaseHealth` (to log failures). */
@@ -146,7 +153,18 @@ export class Retention extends Context.Service<
           return deleted
         }).pipe(Effect.withSpan("Retention.sweep"), Effect.provideService(DatabaseHealth, health))
 
-      return Retention.of({ sweep: sweepOf(false), pacedSweep: sweepOf(true) })
+      const warnWithoutAutovacuum = repo.autovacuum.pipe(
+        Effect.flatMap((on) =>
+          on
+            ? Effect.void
+            : Effect.logWarning(
+                "autovacuum is off on the database server: the space retention frees is not reused until the tables are vacuumed (docs/operations.md, Retention)"
+              )
+        ),
+        Effect.catchCause(() => Effect.void)
+      )
+
+      return Retention.of({ sweep: sweepOf(false), pacedSweep: sweepOf(true), warnWithoutAutovacuum })
     })
   )
 
@@ -156,7 +174,8 @@ export class Retention extends Context.Service<
 
 /**
  * The retention sweeper as a layer (D21, O1): in every process with
- * `PARLEY_ROLE` `all` or `worker`, a paced sweep every `RETENTION_SWEEP_INTERVAL`
+ * `PARLEY_ROLE` `all` or `worker`, a WARN at start when the server runs
+ * without autovacuum, and a paced sweep every `RETENTION_SWEEP_INTERVAL`
  * (the first one interval after start). Several processes may sweep at once:
  * their batches skip each other's rows. Its fiber stops with the layer's
  * scope. Requires `Retention` and `AppConfig`.
@@ -166,6 +185,7 @@ export const RetentionSweeperLive = Layer.effectDiscard(
     const retention = yield* Retention
     const config = yield* AppConfig
     const interval = Duration.toMillis(config.retentionSweepInterval)
+    yield* Effect.forkScoped(retention.warnWithoutAutovacuum)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), retention.pacedSweep)))
   })
 )

@@ -345,6 +345,26 @@ onDatabase()("Retention on PostgreSQL (D21)", (it) => {
       })
   )
 
+  it.effect("the sweeper warns once when the server runs without autovacuum, and says nothing when it runs", () =>
+    Effect.gen(function* () {
+      const retention = yield* Retention
+      const sql = yield* SqlClient.SqlClient
+      const setting = yield* sql<{ on: boolean }>`SELECT current_setting('autovacuum') = 'on' AS on`
+      const lines: Array<{ message: unknown; level: string }> = []
+      const capture = Logger.layer([
+        Logger.make((options) => {
+          lines.push({ message: options.message, level: options.logLevel })
+        })
+      ])
+      yield* retention.warnWithoutAutovacuum.pipe(Effect.provide(capture))
+      assert.deepStrictEqual(
+        lines.map((line) => line.level),
+        setting[0]!.on ? [] : ["Warn"]
+      )
+      if (!setting[0]!.on) assert.match(String((lines[0]!.message as Array<unknown>)[0]), /^autovacuum is off/)
+    })
+  )
+
   it.effect(
     "POST /sessions and ingest racing a sweep that deletes the contact's last conversation make a new one, never a 500 (D21)",
     () =>

@@ -16,6 +16,8 @@ export interface LoadOptions {
   readonly body?: string
   /** Headers made per request (for example a new `Idempotency-Key` each time), merged over `headers`. */
   readonly headersPerRequest?: () => Record<string, string>
+  /** The path of each request (for example one of several sessions in turn), instead of `url`'s. */
+  readonly pathPerRequest?: () => string
   readonly connections: number
   /** Seconds. */
   readonly duration: number
@@ -66,6 +68,7 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
   )
   const selfCpu = measureCpu(() => [process.pid])
   const perRequest = options.headersPerRequest
+  const pathOf = options.pathPerRequest
   const machine = measureMachine()
   const result = await autocannon({
     url: options.url,
@@ -73,13 +76,14 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
     ...(options.headers !== undefined ? { headers: options.headers } : {}),
     ...(options.body !== undefined ? { body: options.body } : {}),
     // autocannon has merged `options.headers` into `request.headers` before `setupRequest`.
-    ...(perRequest !== undefined
+    ...(perRequest !== undefined || pathOf !== undefined
       ? {
           requests: [
             {
-              setupRequest: (request: { headers?: Record<string, string> }) => ({
+              setupRequest: (request: { headers?: Record<string, string>; path?: string }) => ({
                 ...request,
-                headers: { ...request.headers, ...perRequest() }
+                ...(perRequest !== undefined ? { headers: { ...request.headers, ...perRequest() } } : {}),
+                ...(pathOf !== undefined ? { path: pathOf() } : {})
               })
             }
           ]
@@ -124,10 +128,10 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
 /**
  * {@link runLoad} in a child process (bench/lib/loadChild.ts), so that its
  * autocannon does not share this process's event loop with a load measured at
- * the same time. `headersPerRequest` is not supported (functions do not cross
- * processes). Its `cpu.loadGenerator` is the child's own CPU.
+ * the same time. `headersPerRequest` and `pathPerRequest` are not supported
+ * (functions do not cross processes). Its `cpu.loadGenerator` is the child's own CPU.
  */
-export const runLoadApart = (options: Omit<LoadOptions, "headersPerRequest">): Promise<LoadResult> =>
+export const runLoadApart = (options: Omit<LoadOptions, "headersPerRequest" | "pathPerRequest">): Promise<LoadResult> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(import.meta.dirname, "loadChild.ts"), JSON.stringify(options)], {
       stdio: ["ignore", "pipe", "inherit"]

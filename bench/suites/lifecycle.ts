@@ -3,7 +3,8 @@
  * Retention part (D21): one organization with `BENCH_LIFECYCLE_MESSAGES`
  * messages (default 1,000,000, each with an ingest receipt) in 1,000 sessions
  * closed 40 days ago and `message_retention_days` 30; another organization's
- * POST message at `BENCH_LIFECYCLE_CONNECTIONS` connections (default 50) for
+ * contacts' POST message (one open session each, as many as connections) at
+ * `BENCH_LIFECYCLE_CONNECTIONS` connections (default 50) for
  * `BENCH_LIFECYCLE_SECONDS` (default 20) on an API-role server, first alone,
  * then while a worker-role process (`RETENTION_SWEEP_INTERVAL=1s`) sweeps.
  * Reports the messages and rows (of every table swept) deleted per second,
@@ -140,14 +141,21 @@ export const run = async (_args: ReadonlyArray<string>) => {
     const total = loaded.messages
     log(`lifecycle: loaded ${total} messages in ${fixed((performance.now() - loadStart) / 1000, 1)} s`)
 
-    // The neighbour: POST message into an open session of the benchmark's organization.
-    const session = await expectJson(201, "POST", `${api.baseUrl}/conversations/v2/api/v1/sessions`, {
-      token,
-      body: { contact_id: "neighbour", contact_name: "Neighbour" }
-    })
+    // The neighbour: other contacts of the benchmark's organization POST messages, one open session per
+    // connection, each request to the next session in turn.
+    const neighbours: Array<string> = []
+    for (let i = 0; i < connections; i++) {
+      const session = await expectJson(201, "POST", `${api.baseUrl}/conversations/v2/api/v1/sessions`, {
+        token,
+        body: { contact_id: `neighbour-${i}`, contact_name: `Neighbour ${i}` }
+      })
+      neighbours.push(`/conversations/v2/api/v1/sessions/${session.id}/messages`)
+    }
+    let next = 0
     const load = () =>
       runLoad({
-        url: `${api.baseUrl}/conversations/v2/api/v1/sessions/${session.id}/messages`,
+        url: `${api.baseUrl}${neighbours[0]}`,
+        pathPerRequest: () => neighbours[next++ % neighbours.length]!,
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify({ role: "user", content: { type: "text", text: "Still here" } }),

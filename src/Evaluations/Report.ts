@@ -382,12 +382,14 @@ const summarySection = (summary: EvaluationSummary) => {
 </section>`
 }
 
-/** What the page says in place of the summary before the evaluation completes. */
-const progressSection = (evaluation: Evaluation) =>
-  html`<section class="summary" aria-labelledby="headline">
-  <p class="headline" id="headline">${evaluation.status === "completed" ? "Completed without a summary" : `Evaluation ${evaluation.status}`}</p>
-  <p class="rate" id="progress">${integer.format(evaluation.turns_done)} of ${integer.format(evaluation.turns_total)} turns answered. The summary and the chart appear once it completes.</p>
+/** What the page says in place of the summary: how far the evaluation got, and whether a summary is still to come. */
+const progressSection = (evaluation: Evaluation) => {
+  const pending = evaluation.status === "queued" || evaluation.status === "running"
+  return html`<section class="summary" aria-labelledby="headline">
+  <p class="headline" id="headline">Evaluation ${evaluation.status}</p>
+  <p class="rate" id="progress">${integer.format(evaluation.turns_done)} of ${integer.format(evaluation.turns_total)} turns answered. ${pending ? "The summary and the chart appear once it completes." : "It has no summary."}</p>
 </section>`
+}
 
 /** The most nodes the chart draws a bar for; the rest share one bar. */
 const MAX_CHART_NODES = 20

@@ -190,7 +190,10 @@ const partMarkup = (part: Part): string =>
         ? ""
         : escapeHtml(String(part))
 
-/** A template tag for HTML and SVG: the template's own text as written, every value escaped unless it is {@link Html}. */
+/**
+ * A template tag for HTML and SVG: the template's own text as written, every
+ * value escaped unless it is {@link Html}.
+ */
 const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Part>): Html =>
   new Html(strings.reduce((markup, text, index) => markup + partMarkup(values[index - 1]) + text))
 
@@ -211,8 +214,10 @@ const relative = (baseline: number, candidate: number) => {
 }
 
 /** How a side was chosen, for people: `main`, `feature (draft)` or `commit 1a2b3c4d5e6f`. */
-const sideName = (side: EvaluationSide) =>
-  "commit_id" in side ? `commit ${side.commit_id}` : side.draft === true ? `${side.branch_name} (draft)` : side.branch_name
+const sideName = (side: EvaluationSide) => {
+  if ("commit_id" in side) return `commit ${side.commit_id}`
+  return side.draft === true ? `${side.branch_name} (draft)` : side.branch_name
+}
 
 /** `text` cut to `max` characters with an ellipsis and the full length when longer. */
 const cut = (text: string, max: number) =>
@@ -300,26 +305,41 @@ const unmatchedCalls = (calls: ReadonlyArray<ToolCall>, others: ReadonlyArray<To
 // The parts of the page
 // ---------------------------------------------------------------------------
 
+/** Absent: `null` or `undefined`, as a JSON answer or a decoded one leaves an optional value. */
+const absent = (value: unknown): value is null | undefined => value === null || value === undefined
+
 /** The evaluation's sides, status, creation time and progress. */
 const heading = (evaluation: Evaluation) => {
-  const commit = (id: string | null | undefined) => (id === null || id === undefined ? "" : ` at ${id}`)
+  const baseline = sideName(evaluation.baseline)
+  const candidate = sideName(evaluation.candidate)
+  const commit = (id: string | null | undefined) => (absent(id) ? "" : ` at ${id}`)
+  const done = `${integer.format(evaluation.turns_done)} of ${integer.format(evaluation.turns_total)} turns done`
   return html`<header class="top">
-  <p class="eyebrow">Parley evaluation <code>${evaluation.id}</code> of assistant <code>${evaluation.assistant_id}</code></p>
-  <h1>${sideName(evaluation.candidate)} <span class="against">against</span> ${sideName(evaluation.baseline)}</h1>
-  <p class="meta"><span class="status ${evaluation.status}">${evaluation.status}</span>
-    created ${evaluation.created_at} · ${integer.format(evaluation.turns_done)} of ${integer.format(evaluation.turns_total)} turns done ·
-    baseline ${sideName(evaluation.baseline)}${commit(evaluation.baseline_commit_id)} ·
-    candidate ${sideName(evaluation.candidate)}${commit(evaluation.candidate_commit_id)}</p>
+  <p class="eyebrow">
+    Parley evaluation <code>${evaluation.id}</code> of assistant <code>${evaluation.assistant_id}</code>
+  </p>
+  <h1>${candidate} <span class="against">against</span> ${baseline}</h1>
+  <p class="meta">
+    <span class="status ${evaluation.status}">${evaluation.status}</span>
+    created ${evaluation.created_at} · ${done} ·
+    baseline ${baseline}${commit(evaluation.baseline_commit_id)} ·
+    candidate ${candidate}${commit(evaluation.candidate_commit_id)}
+  </p>
 </header>`
 }
 
-/** The changed rate (a dot) and its interval (a bar) on a 0-100% scale, 320x44 CSS pixels. */
+/** The changed rate (a dot) and its interval (a band) on a 0-100% scale, 320x44 CSS pixels. */
 const intervalGauge = (summary: EvaluationSummary) => {
   const x = (fraction: number) => 10 + Math.min(1, Math.max(0, fraction)) * 300
   const [low, high] = summary.interval
-  return html`<svg class="gauge" width="320" height="44" viewBox="0 0 320 44" role="img" aria-label="${`Changed rate ${percent(summary.changed_rate)}, 95% interval ${percent(low)} to ${percent(high)}`}">
+  const label = `Changed rate ${percent(summary.changed_rate)}, 95% interval ${percent(low)} to ${percent(high)}`
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map(
+    (tick) => html`<line x1="${x(tick)}" y1="11" x2="${x(tick)}" y2="21" class="tick" />
+  <text x="${x(tick)}" y="38" text-anchor="middle">${tick * 100}%</text>`
+  )
+  return html`<svg class="gauge" width="320" height="44" viewBox="0 0 320 44" role="img" aria-label="${label}">
   <line x1="10" y1="16" x2="310" y2="16" class="track" />
-  ${[0, 0.25, 0.5, 0.75, 1].map((tick) => html`<line x1="${x(tick)}" y1="11" x2="${x(tick)}" y2="21" class="tick" /><text x="${x(tick)}" y="38" text-anchor="middle">${tick * 100}%</text>`)}
+  ${ticks}
   <rect x="${x(low)}" y="10" width="${Math.max(2, x(high) - x(low))}" height="12" rx="3" class="band" />
   <circle cx="${x(summary.changed_rate)}" cy="16" r="5" class="dot" />
 </svg>`
@@ -327,22 +347,31 @@ const intervalGauge = (summary: EvaluationSummary) => {
 
 /** One figure of the summary: a number, what it counts, and a tone when it asks for attention. */
 const tile = (value: number, label: string, tone: "warn" | "bad" | "good" | "" = "", id?: string) =>
-  html`<li class="${`tile ${tone}`.trim()}"${id === undefined ? "" : html` id="${id}"`}><span class="n">${integer.format(value)}</span><span class="l">${label}</span></li>`
+  html`<li class="${`tile ${tone}`.trim()}"${id === undefined ? "" : html` id="${id}"`}>
+  <span class="n">${integer.format(value)}</span><span class="l">${label}</span>
+</li>`
 
-/** Each side's duration percentiles and tokens, with the candidate's change. */
+/** Each side's duration percentiles (ms) and tokens, with the candidate's change. */
 const sidesTable = (summary: EvaluationSummary) => {
   const row = (label: string, pick: (side: SideStats) => number, unit: string) => {
     const baseline = pick(summary.baseline)
     const candidate = pick(summary.candidate)
-    return html`<tr><th scope="row">${label}</th><td>${integer.format(baseline)}${unit}</td><td>${integer.format(candidate)}${unit}</td><td class="delta">${relative(baseline, candidate)}</td></tr>`
+    return html`<tr>
+    <th scope="row">${label}</th>
+    <td>${integer.format(baseline)}${unit}</td>
+    <td>${integer.format(candidate)}${unit}</td>
+    <td class="delta">${relative(baseline, candidate)}</td>
+  </tr>`
   }
   return html`<table class="sides">
-  <thead><tr><th></th><th scope="col">Baseline</th><th scope="col">Candidate</th><th scope="col">Change</th></tr></thead>
+  <thead>
+    <tr><th></th><th scope="col">Baseline</th><th scope="col">Candidate</th><th scope="col">Change</th></tr>
+  </thead>
   <tbody>
-    ${row("Duration p50", (side) => side.duration_ms.p50, " ms")}
-    ${row("Duration p95", (side) => side.duration_ms.p95, " ms")}
-    ${row("Input tokens", (side) => side.input_tokens, "")}
-    ${row("Output tokens", (side) => side.output_tokens, "")}
+  ${row("Duration p50", (side) => side.duration_ms.p50, " ms")}
+  ${row("Duration p95", (side) => side.duration_ms.p95, " ms")}
+  ${row("Input tokens", (side) => side.input_tokens, "")}
+  ${row("Output tokens", (side) => side.output_tokens, "")}
   </tbody>
 </table>`
 }
@@ -351,12 +380,29 @@ const sidesTable = (summary: EvaluationSummary) => {
 const summarySection = (summary: EvaluationSummary) => {
   const [low, high] = summary.interval
   const verdicts = summary.verdicts
+  const worse = absent(verdicts)
+    ? ""
+    : html`, or when any turn is judged worse (<b>${integer.format(verdicts.worse)}</b> here)`
+  const judged = absent(verdicts)
+    ? html`<li class="tile muted"><span class="n">\u2013</span><span class="l">not judged</span></li>`
+    : [
+        tile(verdicts.better, "judged better", "good"),
+        tile(verdicts.same, "judged the same"),
+        tile(verdicts.worse, "judged worse", verdicts.worse > 0 ? "bad" : "", "worse")
+      ]
   return html`<section class="summary" aria-labelledby="headline">
   <div class="headline-row">
     <div>
-      <p class="headline" id="headline">Changed <b>${integer.format(summary.changed)}</b> of <b>${integer.format(summary.turns)}</b> turns</p>
-      <p class="rate" id="interval"><b>${percent(summary.changed_rate)}</b> changed · 95% interval <b>${percent(low)}\u2013${percent(high)}</b></p>
-      <p class="gate" id="gate">A CI gate (<code>parley eval run --max-changed-rate R</code>) fails when R is below the upper end, <b>${percent(high)}</b>${verdicts === null || verdicts === undefined ? "" : html`, or when any turn is judged worse (<b>${integer.format(verdicts.worse)}</b> here)`}.</p>
+      <p class="headline" id="headline">
+        Changed <b>${integer.format(summary.changed)}</b> of <b>${integer.format(summary.turns)}</b> turns
+      </p>
+      <p class="rate" id="interval">
+        <b>${percent(summary.changed_rate)}</b> changed · 95% interval <b>${percent(low)}\u2013${percent(high)}</b>
+      </p>
+      <p class="gate" id="gate">
+        A CI gate (<code>parley eval run --max-changed-rate R</code>) fails when R is below the upper end,
+        <b>${percent(high)}</b>${worse}.
+      </p>
     </div>
     ${intervalGauge(summary)}
   </div>
@@ -367,27 +413,22 @@ const summarySection = (summary: EvaluationSummary) => {
       ${tile(summary.tools_changed, "tool calls changed")}
       ${tile(summary.unrecorded_tool_calls, "unrecorded tool calls", summary.unrecorded_tool_calls > 0 ? "warn" : "")}
       ${tile(summary.baseline_unstable, "baseline unstable (model noise)", summary.baseline_unstable > 0 ? "warn" : "")}
-      ${
-        verdicts === null || verdicts === undefined
-          ? html`<li class="tile muted"><span class="n">\u2013</span><span class="l">not judged</span></li>`
-          : [
-              tile(verdicts.better, "judged better", "good"),
-              tile(verdicts.same, "judged the same"),
-              tile(verdicts.worse, "judged worse", verdicts.worse > 0 ? "bad" : "", "worse")
-            ]
-      }
+      ${judged}
     </ul>
     ${sidesTable(summary)}
   </div>
 </section>`
 }
 
-/** What the page says in place of the summary: how far the evaluation got, and whether a summary is still to come. */
+/** What the page says in place of the summary: how far the evaluation got, and whether a summary is to come. */
 const progressSection = (evaluation: Evaluation) => {
   const pending = evaluation.status === "queued" || evaluation.status === "running"
+  const done = `${integer.format(evaluation.turns_done)} of ${integer.format(evaluation.turns_total)} turns answered.`
   return html`<section class="summary" aria-labelledby="headline">
   <p class="headline" id="headline">Evaluation ${evaluation.status}</p>
-  <p class="rate" id="progress">${integer.format(evaluation.turns_done)} of ${integer.format(evaluation.turns_total)} turns answered. ${pending ? "The summary and the chart appear once it completes." : "It has no summary."}</p>
+  <p class="rate" id="progress">
+    ${done} ${pending ? "The summary and the chart appear once it completes." : "It has no summary."}
+  </p>
 </section>`
 }
 
@@ -397,31 +438,44 @@ const MAX_CHART_NODES = 20
 /** A node id cut for a chart label (the full id is in the bar's tooltip). */
 const chartLabel = (nodeId: string) => (nodeId.length <= 26 ? nodeId : `${nodeId.slice(0, 25)}\u2026`)
 
+/** One bar of the chart: a starting node, its changed turns and all its turns. */
+interface Bar {
+  readonly node: string
+  readonly changed: number
+  readonly total: number
+}
+
 /**
- * A horizontal bar chart (inline SVG, 1200 units wide, scaled to the page) of
- * changed turns per starting node, most first; with every turn at hand, each
- * bar sits on a lighter one for all the node's turns.
+ * The bars of the chart, most changed first (then by node id), at most
+ * {@link MAX_CHART_NODES}, the last one then summing the rest. `total` is the
+ * node's turns when `turns` holds every turn, else its changed ones.
  */
-const chartSection = (summary: EvaluationSummary, turns: ReadonlyArray<EvaluationTurn>) => {
-  const complete = turns.length === summary.turns
+const barsOf = (summary: EvaluationSummary, turns: ReadonlyArray<EvaluationTurn>, complete: boolean) => {
   const totals = new Map<string, number>()
   for (const turn of turns) totals.set(turn.node_id, (totals.get(turn.node_id) ?? 0) + 1)
-  const sorted = Object.entries(summary.by_node)
+  const sorted: Array<Bar> = Object.entries(summary.by_node)
     .filter(([, changed]) => changed > 0)
     .map(([node, changed]) => ({ node, changed, total: complete ? Math.max(changed, totals.get(node) ?? 0) : changed }))
     .sort((a, b) => b.changed - a.changed || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+  if (sorted.length <= MAX_CHART_NODES) return sorted
   const rest = sorted.slice(MAX_CHART_NODES - 1)
-  const bars =
-    sorted.length <= MAX_CHART_NODES
-      ? sorted
-      : [
-          ...sorted.slice(0, MAX_CHART_NODES - 1),
-          {
-            node: `${rest.length} other nodes`,
-            changed: rest.reduce((sum, bar) => sum + bar.changed, 0),
-            total: rest.reduce((sum, bar) => sum + bar.total, 0)
-          }
-        ]
+  const others: Bar = {
+    node: `${rest.length} other nodes`,
+    changed: rest.reduce((sum, bar) => sum + bar.changed, 0),
+    total: rest.reduce((sum, bar) => sum + bar.total, 0)
+  }
+  return [...sorted.slice(0, MAX_CHART_NODES - 1), others]
+}
+
+/**
+ * A horizontal bar chart (inline SVG, 1200 units wide, scaled to the page) of
+ * changed turns per starting node (`by_node`, A16); when `turns` holds every
+ * turn of the evaluation, each bar sits on a lighter one for all the node's
+ * turns.
+ */
+const chartSection = (summary: EvaluationSummary, turns: ReadonlyArray<EvaluationTurn>) => {
+  const complete = turns.length === summary.turns
+  const bars = barsOf(summary, turns, complete)
   const title = html`<h2 id="chart-title">Changed turns per starting node</h2>`
   if (bars.length === 0) return html`<section class="chart">${title}<p class="empty">No turn changed.</p></section>`
   const LABEL = 230
@@ -430,94 +484,110 @@ const chartSection = (summary: EvaluationSummary, turns: ReadonlyArray<Evaluatio
   const top = complete ? 30 : 4
   const scale = Math.max(...bars.map((bar) => bar.total))
   const width = (count: number) => Math.max(count > 0 ? 3 : 0, (count / scale) * AREA)
-  const height = top + bars.length * ROW + 4
-  return html`<section class="chart">${title}
-<svg id="chart" viewBox="0 0 1200 ${height}" width="100%" role="img" aria-labelledby="chart-title">
-  ${complete && html`<rect x="${LABEL}" y="4" width="14" height="14" class="all" /><text x="${LABEL + 20}" y="16">all turns at the node</text><rect x="${LABEL + 180}" y="4" width="14" height="14" class="changed" /><text x="${LABEL + 200}" y="16">changed</text>`}
-  ${bars.map((bar, index) => {
+  const legend =
+    complete &&
+    html`<rect x="${LABEL}" y="4" width="14" height="14" class="all" />
+  <text x="${LABEL + 20}" y="16">all turns at the node</text>
+  <rect x="${LABEL + 180}" y="4" width="14" height="14" class="changed" />
+  <text x="${LABEL + 200}" y="16">changed</text>`
+  const rows = bars.map((bar, index) => {
     const y = top + index * ROW
+    const of = complete ? `${bar.changed} of ${bar.total}` : String(bar.changed)
     return html`<g class="bar" data-node="${bar.node}" data-changed="${bar.changed}">
-    <title>${`${bar.node}: ${bar.changed} of ${complete ? bar.total : "?"} turns changed`}</title>
+    <title>${`${bar.node}: ${of} turns changed`}</title>
     <text x="${LABEL - 10}" y="${y + 17}" text-anchor="end" class="label">${chartLabel(bar.node)}</text>
     ${complete && html`<rect x="${LABEL}" y="${y + 3}" width="${width(bar.total)}" height="20" rx="3" class="all" />`}
     <rect x="${LABEL}" y="${y + 3}" width="${width(bar.changed)}" height="20" rx="3" class="changed" />
-    <text x="${LABEL + width(bar.total) + 8}" y="${y + 17}" class="count">${complete ? `${bar.changed} of ${bar.total}` : String(bar.changed)}</text>
+    <text x="${LABEL + width(bar.total) + 8}" y="${y + 17}" class="count">${of}</text>
   </g>`
-  })}
+  })
+  return html`<section class="chart">${title}
+<svg id="chart" viewBox="0 0 1200 ${top + bars.length * ROW + 4}" width="100%" role="img" aria-labelledby="chart-title">
+  ${legend}
+  ${rows}
 </svg>
 </section>`
 }
 
-/** The text of an answer, its changed words marked `kind` when `segments` are given. */
-const replyText = (text: string, segments: ReadonlyArray<Segment> | undefined, kind: "del" | "ins") =>
-  text === ""
-    ? html`<p class="text empty">(no reply text)</p>`
-    : html`<p class="text">${
-        segments === undefined
-          ? text
-          : segments.map((segment) => (segment.changed ? html`<mark class="${kind}">${segment.text}</mark>` : segment.text))
-      }</p>`
+/** The text of an answer, its changed words marked `kind` when `segments` are given (whitespace kept). */
+const replyText = (text: string, segments: ReadonlyArray<Segment> | undefined, kind: "del" | "ins") => {
+  if (text === "") return html`<p class="text empty">(no reply text)</p>`
+  const marked = segments?.map((segment) =>
+    segment.changed ? html`<mark class="${kind}">${segment.text}</mark>` : segment.text
+  )
+  return html`<p class="text">${marked ?? text}</p>`
+}
 
 /** A node path as chips joined by arrows; chips that differ from `other` at the same place are marked. */
-const nodePath = (nodes: ReadonlyArray<string>, other: ReadonlyArray<string> | undefined) =>
-  nodes.length === 0
-    ? html`<p class="path empty">(no node)</p>`
-    : html`<p class="path">${nodes.map(
-        (node, index) =>
-          html`${index > 0 && html`<span class="arrow">\u2192</span>`}<code class="${other !== undefined && other[index] !== node ? "node differs" : "node"}">${node}</code>`
-      )}</p>`
+const nodePath = (nodes: ReadonlyArray<string>, other: ReadonlyArray<string> | undefined) => {
+  if (nodes.length === 0) return html`<p class="path empty">(no node)</p>`
+  const chips = nodes.map((node, index) => {
+    const differs = other !== undefined && other[index] !== node
+    const arrow = index > 0 && html`<span class="arrow">\u2192</span>`
+    return html`${arrow}<code class="${differs ? "node differs" : "node"}">${node}</code>`
+  })
+  return html`<p class="path">${chips}</p>`
+}
 
 /** The most characters of a tool call's arguments or result shown. */
 const MAX_JSON_SHOWN = 400
 
-/** Tool calls as compact JSON, one a line: `tool_id {arguments} -> result`; calls `differs` flags are marked. */
+/** One tool call as compact JSON: `tool_id {arguments}`, then `-> result` or the error. */
+const toolCall = (call: ToolCall, differs: boolean) => {
+  const error = typeof call.error === "string" ? call.error : json(call.error)
+  const outcome = absent(call.error)
+    ? html`<code>${cut(json(call.result), MAX_JSON_SHOWN)}</code>`
+    : html`<code class="error">${cut(error, MAX_JSON_SHOWN)}</code>`
+  const truncated = call.truncated === true && html` <span class="note">(stored cut at 64 KiB)</span>`
+  return html`<li class="${differs ? "call differs" : "call"}">
+  <code class="tool">${call.tool_id}</code> <code>${cut(json(call.arguments), MAX_JSON_SHOWN)}</code><br />
+  <span class="arrow">\u2192</span> ${outcome}${truncated}
+</li>`
+}
+
+/** Tool calls in order, those `differs` flags marked. */
 const toolCalls = (calls: ReadonlyArray<ToolCall>, differs: ReadonlyArray<boolean> | undefined) =>
   calls.length === 0
     ? html`<p class="tools empty">(no tool call)</p>`
-    : html`<ol class="tools">${calls.map(
-        (call, index) =>
-          html`<li class="${differs?.[index] === true ? "call differs" : "call"}"><code class="tool">${call.tool_id}</code> <code>${cut(json(call.arguments), MAX_JSON_SHOWN)}</code><br /><span class="arrow">\u2192</span> ${
-            call.error !== undefined && call.error !== null
-              ? html`<code class="error">${cut(typeof call.error === "string" ? call.error : json(call.error), MAX_JSON_SHOWN)}</code>`
-              : html`<code>${cut(json(call.result), MAX_JSON_SHOWN)}</code>`
-          }${call.truncated === true && html` <span class="note">(stored cut at 64 KiB)</span>`}</li>`
-      )}</ol>`
+    : html`<ol class="tools">${calls.map((call, index) => toolCall(call, differs?.[index] === true))}</ol>`
 
-/** One column of a turn: an answer's text, path and tool calls, with what differs from the other side marked. */
-const answerColumn = (
-  title: string,
-  answer: TurnAnswer | undefined,
-  marks: {
-    readonly segments?: ReadonlyArray<Segment> | undefined
-    readonly kind: "del" | "ins"
-    readonly otherNodes?: ReadonlyArray<string> | undefined
-    readonly callsDiffer?: ReadonlyArray<boolean> | undefined
-  },
-  more: ReadonlyArray<TurnAnswer> = []
-) =>
-  html`<div class="col">
-  <h4>${title}</h4>
-  ${
-    answer === undefined
-      ? html`<p class="empty">(no answer)</p>`
-      : [
-          replyText(answer.text, marks.segments, marks.kind),
-          nodePath(answer.nodes, marks.otherNodes),
-          toolCalls(answer.tool_calls, marks.callsDiffer)
-        ]
-  }
-  ${
+/** What to mark in a column: the changed words, and the other side's path and which calls have no match there. */
+interface Marks {
+  readonly kind: "del" | "ins"
+  readonly segments?: ReadonlyArray<Segment> | undefined
+  readonly otherNodes?: ReadonlyArray<string> | undefined
+  readonly callsDiffer?: ReadonlyArray<boolean> | undefined
+}
+
+/** An answer's text, node path and tool calls, marked as `marks` say. */
+const answerBody = (answer: TurnAnswer, marks: Marks) => [
+  replyText(answer.text, marks.segments, marks.kind),
+  nodePath(answer.nodes, marks.otherNodes),
+  toolCalls(answer.tool_calls, marks.callsDiffer)
+]
+
+/** One column of a turn: its first answer marked, further repeats (A16 `repeats`) folded below it. */
+const answerColumn = (title: string, answers: ReadonlyArray<TurnAnswer>, marks: Marks) => {
+  const [first, ...more] = answers
+  const repeats =
     more.length > 0 &&
-    html`<details class="repeats"><summary>${more.length} more ${more.length === 1 ? "repeat" : "repeats"}</summary>${more.map(
+    html`<details class="repeats">
+    <summary>${more.length} more ${more.length === 1 ? "repeat" : "repeats"}</summary>
+    ${more.map(
       (repeat, index) =>
-        html`<div class="repeat"><h5>Repeat ${index + 2}</h5>${replyText(repeat.text, undefined, marks.kind)}${nodePath(repeat.nodes, undefined)}${toolCalls(repeat.tool_calls, undefined)}</div>`
-    )}</details>`
-  }
+        html`<div class="repeat"><h5>Repeat ${index + 2}</h5>${answerBody(repeat, { kind: marks.kind })}</div>`
+    )}
+  </details>`
+  return html`<div class="col">
+  <h4>${title}</h4>
+  ${first === undefined ? html`<p class="empty">(no answer)</p>` : answerBody(first, marks)}
+  ${repeats}
 </div>`
+}
 
 /** A verdict badge (A17), or nothing for an unjudged turn. */
 const verdictBadge = (verdict: Verdict | null | undefined) =>
-  verdict === null || verdict === undefined ? "" : html`<span class="verdict ${verdict}">${verdict}</span>`
+  absent(verdict) ? "" : html`<span class="verdict ${verdict}">${verdict}</span>`
 
 /** A changed turn: what changed, similarity and verdict above recorded | baseline | candidate. */
 const changedTurn = (turn: EvaluationTurn) => {
@@ -527,44 +597,38 @@ const changedTurn = (turn: EvaluationTurn) => {
     turn.text_changed && baseline !== undefined && candidate !== undefined
       ? wordDiff(baseline.text, candidate.text)
       : undefined
+  const callsDiffer = (own: TurnAnswer | undefined, other: TurnAnswer | undefined) =>
+    turn.tools_changed && own !== undefined ? unmatchedCalls(own.tool_calls, other?.tool_calls ?? []) : undefined
   const flags = [
-    turn.text_changed && "reply text",
-    turn.path_changed && "node path",
-    turn.tools_changed && "tool calls"
-  ].filter((flag) => flag !== false)
+    turn.text_changed && html`<span class="flag">reply text</span>`,
+    turn.path_changed && html`<span class="flag">node path</span>`,
+    turn.tools_changed && html`<span class="flag">tool calls</span>`
+  ]
   return html`<article class="turn" id="${`turn-${turn.id}`}">
   <header>
     <h3>At node <code>${turn.node_id}</code></h3>
-    ${flags.map((flag) => html`<span class="flag">${flag}</span>`)}
-    <span class="similarity" title="Jaccard index of the word sets of the first baseline and candidate replies">similarity ${turn.similarity.toFixed(2)}</span>
+    ${flags}
+    <span class="similarity" title="Jaccard index of the word sets of the first baseline and candidate replies">
+      similarity ${turn.similarity.toFixed(2)}
+    </span>
     ${verdictBadge(turn.verdict)}
     ${turn.should_close && html`<span class="flag close">would close the session</span>`}
     <span class="ids">session <code>${turn.session_id}</code> · run <code>${turn.run_id}</code></span>
   </header>
   <div class="cols">
-    ${answerColumn("Recorded", turn.recorded, { kind: "del" })}
-    ${answerColumn(
-      "Baseline",
-      baseline,
-      {
-        segments: diff?.before,
-        kind: "del",
-        otherNodes: turn.path_changed ? candidate?.nodes : undefined,
-        callsDiffer: turn.tools_changed && baseline !== undefined ? unmatchedCalls(baseline.tool_calls, candidate?.tool_calls ?? []) : undefined
-      },
-      turn.baseline.slice(1)
-    )}
-    ${answerColumn(
-      "Candidate",
-      candidate,
-      {
-        segments: diff?.after,
-        kind: "ins",
-        otherNodes: turn.path_changed ? baseline?.nodes : undefined,
-        callsDiffer: turn.tools_changed && candidate !== undefined ? unmatchedCalls(candidate.tool_calls, baseline?.tool_calls ?? []) : undefined
-      },
-      turn.candidate.slice(1)
-    )}
+    ${answerColumn("Recorded", [turn.recorded], { kind: "del" })}
+    ${answerColumn("Baseline", turn.baseline, {
+      kind: "del",
+      segments: diff?.before,
+      otherNodes: turn.path_changed ? candidate?.nodes : undefined,
+      callsDiffer: callsDiffer(baseline, candidate)
+    })}
+    ${answerColumn("Candidate", turn.candidate, {
+      kind: "ins",
+      segments: diff?.after,
+      otherNodes: turn.path_changed ? baseline?.nodes : undefined,
+      callsDiffer: callsDiffer(candidate, baseline)
+    })}
   </div>
 </article>`
 }
@@ -575,32 +639,45 @@ const isChanged = (turn: EvaluationTurn) => turn.text_changed || turn.path_chang
 /** The order changed turns are shown in: worse verdicts first, then unjudged, same, better. */
 const VERDICT_RANK: Readonly<Record<Verdict | "none", number>> = { worse: 0, none: 1, same: 2, better: 3 }
 
-/**
- * The changed turns, worst first (by verdict, then least similar), then the
- * unchanged ones, folded, one line each.
- */
+/** The unchanged turns, folded: a line each with the candidate's reply cut short. */
+const unchangedTurns = (unchanged: ReadonlyArray<EvaluationTurn>) => {
+  const rows = unchanged.map(
+    (turn) => html`<tr>
+      <td><code>${turn.node_id}</code></td><td><code>${turn.session_id}</code></td><td><code>${turn.run_id}</code></td>
+      <td>${turn.similarity.toFixed(2)}</td><td>${cut(turn.candidate[0]?.text ?? "", 160)}</td>
+    </tr>`
+  )
+  return html`<details class="unchanged" id="unchanged">
+  <summary>${integer.format(unchanged.length)} unchanged ${unchanged.length === 1 ? "turn" : "turns"}</summary>
+  <table>
+    <thead>
+      <tr>
+        <th scope="col">Node</th><th scope="col">Session</th><th scope="col">Run</th>
+        <th scope="col">Similarity</th><th scope="col">Candidate reply</th>
+      </tr>
+    </thead>
+    <tbody>${rows}</tbody>
+  </table>
+</details>`
+}
+
+/** The changed turns, worst first (by verdict, then least similar), then the unchanged ones counted and folded. */
 const turnsSection = (turns: ReadonlyArray<EvaluationTurn>) => {
   const changed = turns
     .filter(isChanged)
     .sort(
-      (a, b) =>
-        VERDICT_RANK[a.verdict ?? "none"] - VERDICT_RANK[b.verdict ?? "none"] || a.similarity - b.similarity
+      (a, b) => VERDICT_RANK[a.verdict ?? "none"] - VERDICT_RANK[b.verdict ?? "none"] || a.similarity - b.similarity
     )
   const unchanged = turns.filter((turn) => !isChanged(turn))
   return html`<section class="turns">
   <h2 id="changed-turns">Changed turns (${integer.format(changed.length)})</h2>
-  <p class="legend">Recorded is what the run said; baseline and candidate answered the same history. <mark class="del">Words</mark> only the baseline said, <mark class="ins">words</mark> only the candidate said, <code class="node differs">nodes</code> and calls that differ are marked.</p>
+  <p class="legend">
+    Recorded is what the run said; baseline and candidate answered the same history.
+    <mark class="del">Words</mark> only the baseline said, <mark class="ins">words</mark> only the candidate said,
+    <code class="node differs">nodes</code> and calls that differ are marked.
+  </p>
   ${changed.length === 0 ? html`<p class="empty">No turn changed.</p>` : changed.map(changedTurn)}
-  ${
-    unchanged.length > 0 &&
-    html`<details class="unchanged" id="unchanged"><summary>${integer.format(unchanged.length)} unchanged ${unchanged.length === 1 ? "turn" : "turns"}</summary>
-    <table><thead><tr><th scope="col">Node</th><th scope="col">Session</th><th scope="col">Run</th><th scope="col">Similarity</th><th scope="col">Candidate reply</th></tr></thead><tbody>
-    ${unchanged.map(
-      (turn) =>
-        html`<tr><td><code>${turn.node_id}</code></td><td><code>${turn.session_id}</code></td><td><code>${turn.run_id}</code></td><td>${turn.similarity.toFixed(2)}</td><td>${cut(turn.candidate[0]?.text ?? "", 160)}</td></tr>`
-    )}
-    </tbody></table></details>`
-  }
+  ${unchanged.length > 0 && unchangedTurns(unchanged)}
 </section>`
 }
 
@@ -616,13 +693,19 @@ const turnsSection = (turns: ReadonlyArray<EvaluationTurn>) => {
 export const REPORT_CONTENT_SECURITY_POLICY =
   "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
-const STYLE = `
-:root { color-scheme: light; --ink: #1f2328; --soft: #59636e; --line: #d1d9e0; --panel: #f6f8fa; --accent: #0969da;
-  --del: #ffebe9; --del-ink: #82071e; --ins: #dafbe1; --ins-ink: #116329; --warn: #9a6700; --warn-bg: #fff8c5;
-  --bad: #cf222e; --good: #1a7f37; }
+const STYLE = new Html(`
+:root {
+  color-scheme: light;
+  --ink: #1f2328; --soft: #59636e; --line: #d1d9e0; --panel: #f6f8fa; --accent: #0969da;
+  --del: #ffebe9; --del-ink: #82071e; --ins: #dafbe1; --ins-ink: #116329;
+  --warn: #9a6700; --warn-bg: #fff8c5; --bad: #cf222e; --good: #1a7f37;
+  --changed: #fb8f44; --changed-bg: #fff1e5; --changed-ink: #953800;
+}
 * { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-  color: var(--ink); background: #fff; }
+body {
+  margin: 0; color: var(--ink); background: #fff;
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+}
 main { max-width: 1240px; margin: 0 auto; padding: 18px 24px 48px; }
 code, .text, .tools { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 code { font-size: 12.5px; overflow-wrap: anywhere; }
@@ -630,12 +713,16 @@ h1 { font-size: 24px; margin: 2px 0 4px; }
 h1 .against { color: var(--soft); font-weight: 400; }
 h2 { font-size: 19px; margin: 28px 0 10px; }
 .eyebrow, .meta { margin: 0; color: var(--soft); font-size: 13px; }
-.status { display: inline-block; padding: 0 8px; border-radius: 10px; background: var(--panel); border: 1px solid var(--line);
-  color: var(--ink); font-weight: 600; margin-right: 4px; }
+.status {
+  display: inline-block; padding: 0 8px; margin-right: 4px; border-radius: 10px;
+  background: var(--panel); border: 1px solid var(--line); color: var(--ink); font-weight: 600;
+}
 .status.completed { background: var(--ins); border-color: #aceebb; color: var(--ins-ink); }
 .status.running, .status.queued { background: #ddf4ff; border-color: #b6e3ff; color: #0550ae; }
 .status.failed { background: var(--del); border-color: #ffcecb; color: var(--del-ink); }
-.summary { margin-top: 14px; padding: 16px 20px; border: 1px solid var(--line); border-radius: 10px; background: var(--panel); }
+.summary {
+  margin-top: 14px; padding: 16px 20px; border: 1px solid var(--line); border-radius: 10px; background: var(--panel);
+}
 .headline-row { display: flex; justify-content: space-between; align-items: center; gap: 24px; flex-wrap: wrap; }
 .headline { font-size: 34px; font-weight: 700; margin: 0; letter-spacing: -0.01em; }
 .rate { font-size: 19px; margin: 2px 0 0; }
@@ -656,7 +743,7 @@ h2 { font-size: 19px; margin: 28px 0 10px; }
 .tile.bad .n { color: var(--bad); }
 .tile.good .n { color: var(--good); }
 .tile.muted .n { color: var(--soft); }
-.sides { border-collapse: collapse; background: #fff; border: 1px solid var(--line); border-radius: 8px; font-size: 13.5px; }
+.sides { border-collapse: collapse; background: #fff; border: 1px solid var(--line); font-size: 13.5px; }
 .sides th, .sides td { padding: 4px 12px; text-align: right; border-bottom: 1px solid var(--line); }
 .sides th[scope=row] { text-align: left; font-weight: 500; color: var(--soft); }
 .sides tr:last-child th, .sides tr:last-child td { border-bottom: 0; }
@@ -666,19 +753,26 @@ h2 { font-size: 19px; margin: 28px 0 10px; }
 .chart .label { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; }
 .chart .count { fill: var(--soft); }
 .chart rect.all { fill: #d8dee4; }
-.chart rect.changed { fill: #fb8f44; }
+.chart rect.changed { fill: var(--changed); }
 .legend { color: var(--soft); font-size: 13px; margin: -4px 0 12px; }
-mark.del { background: var(--del); color: var(--del-ink); text-decoration: line-through; text-decoration-color: #ff818266; }
+mark.del { background: var(--del); color: var(--del-ink); text-decoration: line-through; }
 mark.ins { background: var(--ins); color: var(--ins-ink); }
 .turn { border: 1px solid var(--line); border-radius: 10px; margin: 0 0 16px; overflow: hidden; }
-.turn > header { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; padding: 8px 14px; background: var(--panel);
-  border-bottom: 1px solid var(--line); }
+.turn > header {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 8px; padding: 8px 14px;
+  background: var(--panel); border-bottom: 1px solid var(--line);
+}
 .turn h3 { font-size: 15px; margin: 0 6px 0 0; }
-.flag { font-size: 12px; padding: 1px 8px; border-radius: 10px; background: #fff1e5; color: #953800; border: 1px solid #ffd8b5; }
+.flag {
+  font-size: 12px; padding: 1px 8px; border-radius: 10px;
+  background: var(--changed-bg); color: var(--changed-ink); border: 1px solid #ffd8b5;
+}
 .flag.close { background: #fff; color: var(--soft); border-color: var(--line); }
 .similarity { font-size: 12.5px; color: var(--soft); }
-.verdict { font-size: 12px; font-weight: 700; text-transform: uppercase; letter-spacing: 0.04em; padding: 1px 9px;
-  border-radius: 10px; color: #fff; }
+.verdict {
+  font-size: 12px; font-weight: 700; text-transform: uppercase; letter-spacing: 0.04em;
+  padding: 1px 9px; border-radius: 10px; color: #fff;
+}
 .verdict.better { background: var(--good); }
 .verdict.same { background: #6e7781; }
 .verdict.worse { background: var(--bad); }
@@ -692,11 +786,11 @@ h5 { margin: 8px 0 4px; font-size: 12px; color: var(--soft); }
 .text { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 13px; margin: 0 0 8px; }
 .path { margin: 0 0 6px; line-height: 1.9; }
 .node { background: #ddf4ff; color: #0550ae; padding: 1px 6px; border-radius: 4px; }
-.node.differs { background: #fff1e5; color: #953800; outline: 1px solid #fb8f44; }
+.node.differs { background: var(--changed-bg); color: var(--changed-ink); outline: 1px solid var(--changed); }
 .arrow { color: var(--soft); margin: 0 3px; }
 .tools { margin: 0; padding-left: 20px; font-size: 12.5px; }
 .call { margin-bottom: 4px; overflow-wrap: anywhere; }
-.call.differs { background: #fff1e5; outline: 1px solid #fb8f44; border-radius: 3px; }
+.call.differs { background: var(--changed-bg); outline: 1px solid var(--changed); border-radius: 3px; }
 .error { color: var(--bad); }
 .note { color: var(--soft); font-size: 12px; font-family: system-ui, sans-serif; }
 .empty { color: var(--soft); font-style: italic; font-family: system-ui, sans-serif; font-size: 13px; margin: 0 0 6px; }
@@ -704,8 +798,10 @@ details summary { cursor: pointer; color: var(--accent); }
 .repeats { margin-top: 8px; font-size: 13px; }
 .unchanged { margin-top: 8px; }
 .unchanged table { border-collapse: collapse; width: 100%; margin-top: 8px; font-size: 13px; }
-.unchanged th, .unchanged td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
-`
+.unchanged th, .unchanged td {
+  text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top;
+}
+`)
 
 /**
  * The evaluation report (issue 41 item 5; A16, A17) as one HTML document: the
@@ -714,26 +810,28 @@ details summary { cursor: pointer; color: var(--accent); }
  * counted. Self-contained: no request leaves the page (see the module docs);
  * every value of `input` is escaped. `turns` should hold every turn of the
  * evaluation (the chart then shows each node's turns beside its changed
- * ones), or at least every changed one. Pure and synchronous; about 5 KB per
- * changed turn.
+ * ones), or at least every changed one. Pure and synchronous.
  */
 export const renderReport = (input: ReportInput): string => {
   const { evaluation, turns } = input
   const summary = evaluation.summary
+  const sides = `${sideName(evaluation.candidate)} against ${sideName(evaluation.baseline)}`
+  const overview = absent(summary)
+    ? progressSection(evaluation)
+    : [summarySection(summary), chartSection(summary, turns)]
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8" />
 <meta http-equiv="Content-Security-Policy" content="${REPORT_CONTENT_SECURITY_POLICY}" />
 <meta name="viewport" content="width=device-width, initial-scale=1" />
-<meta name="referrer" content="no-referrer" />
-<title>${`Evaluation ${evaluation.id}: ${sideName(evaluation.candidate)} against ${sideName(evaluation.baseline)}`}</title>
-<style>${new Html(STYLE)}</style>
+<title>Evaluation ${evaluation.id}: ${sides}</title>
+<style>${STYLE}</style>
 </head>
 <body>
 <main>
 ${heading(evaluation)}
-${summary === null || summary === undefined ? progressSection(evaluation) : [summarySection(summary), chartSection(summary, turns)]}
+${overview}
 ${turnsSection(turns)}
 </main>
 </body>

@@ -25,6 +25,7 @@ import {
   type Evaluation,
   type EvaluationSummary,
   type EvaluationTurn,
+  REPORT_CONTENT_SECURITY_POLICY,
   renderReport,
   type SideStats,
   type ToolCall,
@@ -162,7 +163,9 @@ const TURNS: ReadonlyArray<EvaluationTurn> = [
       "handoff"
     ]),
     baseline: [answer("Glad I could help. Have a nice day!", ["billing", "faq"])],
-    candidate: [answer("I've passed you to a colleague from billing; they'll reply here shortly.", ["billing", "handoff"])],
+    candidate: [
+      answer("I've passed you to a colleague from billing; they'll reply here shortly.", ["billing", "handoff"])
+    ],
     text_changed: true,
     path_changed: true,
     similarity: 0.05,
@@ -323,7 +326,9 @@ describe("renderReport (issue 41 item 5)", () => {
     // A value's quotes are escaped, so `name="` is markup's own.
     assert.notMatch(REPORT, /\s(?:src|href|srcset|action|poster|xlink:href)\s*=\s*"/i)
     assert.notMatch(REPORT, /url\(|@import|@font-face/i)
-    assert.include(REPORT, `content="default-src 'none'; style-src 'unsafe-inline'`)
+    // The policy forbids every fetch (its quotes escaped as the attribute's value).
+    assert.include(REPORT, `content="${REPORT_CONTENT_SECURITY_POLICY.replaceAll("'", "&#39;")}"`)
+    assert.include(REPORT_CONTENT_SECURITY_POLICY, "default-src 'none'")
   })
 
   it("escapes every value: reply texts, node ids and tool arguments stay text", () => {
@@ -441,7 +446,9 @@ describe("the report in Chromium (issue 41 item 5)", () => {
           gate: { text: await page.locator("#gate").innerText(), seen: await seen(page.locator("#gate")) },
           worse: { text: await page.locator("#worse").innerText(), seen: await seen(page.locator("#worse")) },
           summary: await seen(page.locator("section.summary")),
-          headlineSize: await page.locator("#headline").evaluate((element) => getComputedStyle(element).fontSize)
+          headlineSize: await page
+            .locator("#headline")
+            .evaluate((element) => element.ownerDocument.defaultView.getComputedStyle(element).fontSize)
         }
       })
       assert.strictEqual(outcome.scrollY, 0, "the page is seen as it opens, unscrolled")
@@ -457,7 +464,10 @@ describe("the report in Chromium (issue 41 item 5)", () => {
         ["the worse verdicts", outcome.worse.seen],
         ["the whole summary", outcome.summary]
       ] as const) {
-        assert.isTrue(inFirstViewport(where, VIEWPORT), `${what} is seen in the first 1280x800 viewport: ${JSON.stringify(where)}`)
+        assert.isTrue(
+          inFirstViewport(where, VIEWPORT),
+          `${what} is seen in the first 1280x800 viewport: ${JSON.stringify(where)}`
+        )
       }
       assert.isAtLeast(Number.parseFloat(outcome.headlineSize), 28, "the headline is large")
       assert.isAtMost(outcome.scrollWidth, VIEWPORT.width, "nothing runs off the side: no horizontal scrolling")

@@ -330,7 +330,7 @@ const heading = (evaluation: Evaluation) => {
 
 /** The changed rate (a dot) and its interval (a band) on a 0-100% scale, 320x44 CSS pixels. */
 const intervalGauge = (summary: EvaluationSummary) => {
-  const x = (fraction: number) => 10 + Math.min(1, Math.max(0, fraction)) * 300
+  const x = (fraction: number) => 20 + Math.min(1, Math.max(0, fraction)) * 280
   const [low, high] = summary.interval
   const label = `Changed rate ${percent(summary.changed_rate)}, 95% interval ${percent(low)} to ${percent(high)}`
   const ticks = [0, 0.25, 0.5, 0.75, 1].map(
@@ -338,7 +338,7 @@ const intervalGauge = (summary: EvaluationSummary) => {
   <text x="${x(tick)}" y="38" text-anchor="middle">${tick * 100}%</text>`
   )
   return html`<svg class="gauge" width="320" height="44" viewBox="0 0 320 44" role="img" aria-label="${label}">
-  <line x1="10" y1="16" x2="310" y2="16" class="track" />
+  <line x1="20" y1="16" x2="300" y2="16" class="track" />
   ${ticks}
   <rect x="${x(low)}" y="10" width="${Math.max(2, x(high) - x(low))}" height="12" rx="3" class="band" />
   <circle cx="${x(summary.changed_rate)}" cy="16" r="5" class="dot" />
@@ -724,6 +724,8 @@ h2 { font-size: 19px; margin: 28px 0 10px; }
   margin-top: 14px; padding: 16px 20px; border: 1px solid var(--line); border-radius: 10px; background: var(--panel);
 }
 .headline-row { display: flex; justify-content: space-between; align-items: center; gap: 24px; flex-wrap: wrap; }
+.headline-row > div { flex: 1 1 560px; min-width: 0; }
+.gauge { flex: none; }
 .headline { font-size: 34px; font-weight: 700; margin: 0; letter-spacing: -0.01em; }
 .rate { font-size: 19px; margin: 2px 0 0; }
 .gate { font-size: 13px; color: var(--soft); margin: 6px 0 0; }

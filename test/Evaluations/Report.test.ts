@@ -173,18 +173,24 @@ const TURNS: ReadonlyArray<EvaluationTurn> = [
   }),
   turn({
     node_id: "q&a",
-    recorded: answer('The "Pro" plan includes <b>unlimited</b> seats & priority support.', ["q&a"], [
-      { node_id: "q&a", tool_id: "search_docs", arguments: { query: ATTACK_ARGUMENT }, result: { hits: 0 } }
-    ]),
+    recorded: answer(
+      'The "Pro" plan includes <b>unlimited</b> seats & priority support.',
+      ["q&a"],
+      [{ node_id: "q&a", tool_id: "search_docs", arguments: { query: ATTACK_ARGUMENT }, result: { hits: 0 } }]
+    ),
     baseline: [
-      answer('The "Pro" plan includes <b>unlimited</b> seats & priority support.', ["q&a"], [
-        { node_id: "q&a", tool_id: "search_docs", arguments: { query: ATTACK_ARGUMENT }, result: { hits: 0 } }
-      ])
+      answer(
+        'The "Pro" plan includes <b>unlimited</b> seats & priority support.',
+        ["q&a"],
+        [{ node_id: "q&a", tool_id: "search_docs", arguments: { query: ATTACK_ARGUMENT }, result: { hits: 0 } }]
+      )
     ],
     candidate: [
-      answer('The "Pro" plan includes unlimited seats, priority support & a 99.9% SLA.', ["q&a"], [
-        { node_id: "q&a", tool_id: "search_docs", arguments: { query: ATTACK_ARGUMENT }, result: { hits: 0 } }
-      ])
+      answer(
+        'The "Pro" plan includes unlimited seats, priority support & a 99.9% SLA.',
+        ["q&a"],
+        [{ node_id: "q&a", tool_id: "search_docs", arguments: { query: ATTACK_ARGUMENT }, result: { hits: 0 } }]
+      )
     ],
     text_changed: true,
     similarity: 0.6,

@@ -17,44 +17,27 @@
  * the reason printed; under CI they fail instead, since .ci/run installs it.
  */
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { chromium, type Locator, type Page } from "playwright-core"
-import { root } from "../support/Processes.ts"
+import {
+  artifact,
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  chromiumAvailable,
+  inFirstViewport,
+  type Seen,
+  seen
+} from "../support/Chromium.ts"
 import { TestApi, withApp } from "../support/TestApp.ts"
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
-const available = fs.existsSync(CHROMIUM)
-if (!available) {
-  const reason = `test/Http/Browser.test.ts: no Chromium at ${CHROMIUM} (Debian package chromium, or CHROMIUM_PATH)`
-  if (process.env.CI === "true") throw new Error(`${reason}; .ci/run installs it`)
-  process.stdout.write(`[parley tests] skipped: ${reason}\n`)
-}
-
-/** The flags a headless Chromium needs here: no sandbox as root, no background traffic off the machine. */
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
+const available = chromiumAvailable("test/Http/Browser.test.ts")
 
 /** The window of the issue's report (issue 39 item 1), in CSS pixels. */
 const VIEWPORT = { width: 1400, height: 900 }
 
 /** How long the page may take to show an element, in milliseconds. */
 const SHOWN_WITHIN = 15_000
-
-/** The path of the screenshot `name` in test/artifacts/ (git-ignored), its folder made. */
-const artifact = (name: string) => {
-  const file = path.join(root, "test/artifacts", name)
-  fs.mkdirSync(path.dirname(file), { recursive: true })
-  return file
-}
 
 /** What the page did besides rendering: requests off the machine, console warnings and errors, uncaught errors. */
 interface PageLog {
@@ -89,52 +72,12 @@ const onReferencePage = <A>(baseUrl: string, use: (page: Page, log: PageLog) => 
     }
   })
 
-/** Where an element is as a person sees it, from {@link seen}. */
-interface Seen {
-  readonly visible: boolean
-  readonly box: { readonly x: number; readonly y: number; readonly width: number; readonly height: number } | null
-  readonly onTop: boolean
-}
-
-/**
- * Where `locator`'s element is as a person sees it without scrolling: whether
- * Playwright finds it visible (attached, non-empty box, not
- * `visibility: hidden`), its box in CSS pixels from the viewport's top left,
- * and whether the element hit at the box's centre is it or inside it (nothing
- * covers it). Waits up to {@link SHOWN_WITHIN} for it to become visible
- * anywhere on the page.
- */
-const seen = async (locator: Locator): Promise<Seen> => {
-  await locator.waitFor({ state: "visible", timeout: SHOWN_WITHIN })
-  const box = await locator.boundingBox()
-  const onTop =
-    box !== null &&
-    (await locator.evaluate(
-      (element, [x, y]) => {
-        const hit = element.ownerDocument.elementFromPoint(x, y)
-        return hit !== null && element.contains(hit)
-      },
-      [box.x + box.width / 2, box.y + box.height / 2] as const
-    ))
-  return { visible: await locator.isVisible(), box, onTop }
-}
-
 /** Asserts that `where` is seen inside the first viewport (0..1400 x 0..900, non-zero size, on top), naming `what`. */
-const assertInFirstViewport = (what: string, where: Seen) => {
-  const { visible, box, onTop } = where
-  const inside =
-    box !== null &&
-    box.width > 0 &&
-    box.height > 0 &&
-    box.x >= 0 &&
-    box.y >= 0 &&
-    box.x + box.width <= VIEWPORT.width &&
-    box.y + box.height <= VIEWPORT.height
+const assertInFirstViewport = (what: string, where: Seen) =>
   assert.isTrue(
-    visible && inside && onTop,
+    inFirstViewport(where, VIEWPORT),
     `${what} is seen in the first ${VIEWPORT.width}x${VIEWPORT.height} viewport: ${JSON.stringify(where)}`
   )
-}
 
 /** Operations of the first tag, as the sidebar names them (their OpenAPI summaries, src/Sessions/Api.ts). */
 const SIDEBAR_OPERATIONS = [
@@ -160,11 +103,11 @@ withApp()("the reference page in Chromium", (it) => {
           const screenshot = artifact("docs-first-viewport.png")
           await page.screenshot({ path: screenshot })
           const operations: Array<[string, Seen]> = []
-          for (const name of SIDEBAR_OPERATIONS) operations.push([name, await seen(operation(name))])
+          for (const name of SIDEBAR_OPERATIONS) operations.push([name, await seen(operation(name), SHOWN_WITHIN)])
           return {
             log,
             screenshot,
-            title: await seen(title),
+            title: await seen(title, SHOWN_WITHIN),
             operations,
             apps: await page.locator(".scalar-api-reference").count(),
             developerTools: await page.getByText("Generate SDKs").count(),

@@ -2,8 +2,8 @@
  * A real headless Chromium for tests of what a person sees (Debian's
  * `chromium`, which .ci/run installs when missing, or `CHROMIUM_PATH`), driven
  * by `playwright-core`: where it is, the flags it needs here, where
- * screenshots go, and whether an element is seen without scrolling. The same
- * settings as test/Http/Browser.test.ts.
+ * screenshots go, and whether an element is seen without scrolling. Used by
+ * test/Http/Browser.test.ts and test/Evaluations/Report.test.ts.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

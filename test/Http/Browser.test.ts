@@ -19,7 +19,7 @@
 import * as fs from "node:fs"
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { chromium, type Locator, type Page } from "playwright-core"
+import { chromium, type Page } from "playwright-core"
 import {
   artifact,
   CHROMIUM,

@@ -175,8 +175,9 @@ export class Retention extends Context.Service<
 
 /**
  * The retention sweeper as a layer (D21, O1): in every process with
- * `PARLEY_ROLE` `all` or `worker`, a WARN at start when the server runs
- * without autovacuum, and a paced sweep every `RETENTION_SWEEP_INTERVAL`
+ * `PARLEY_ROLE` `all` or `worker`, a paced sweep every
+ * `RETENTION_SWEEP_INTERVAL`, and after the first sweep that deleted anything
+ * a WARN when the server runs without autovacuum
  * (the first one interval after start). Several processes may sweep at once:
  * their batches skip each other's rows. Its fiber stops with the layer's
  * scope. Requires `Retention` and `AppConfig`.
@@ -186,8 +187,15 @@ export const RetentionSweeperLive = Layer.effectDiscard(
     const retention = yield* Retention
     const config = yield* AppConfig
     const interval = Duration.toMillis(config.retentionSweepInterval)
-    yield* Effect.forkScoped(retention.warnWithoutAutovacuum)
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), retention.pacedSweep)))
+    // The check runs once, after the first sweep that deleted anything: a server without autovacuum matters
+    // only where retention deletes.
+    let checked = false
+    const sweepThenCheck = Effect.flatMap(retention.pacedSweep, (deleted) => {
+      if (checked || Object.keys(deleted).length === 0) return Effect.void
+      checked = true
+      return retention.warnWithoutAutovacuum
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(interval), sweepThenCheck)))
   })
 )
 

@@ -27,7 +27,7 @@
  * The module is pure (no database, no Effect): {@link renderReport} takes the
  * evaluation and its turns as A16's JSON answers carry them.
  */
-import canonicalize from "canonicalize"
+import { callKey as recordKey, type ToolCallRecord } from "../Runtime/Records.ts"
 
 // ---------------------------------------------------------------------------
 // The input: A16's wire shapes
@@ -42,19 +42,11 @@ export type EvaluationSide =
   | { readonly commit_id: string }
 
 /**
- * One tool call of a run (A15) or of a replayed answer (A16): the node that
- * made it, the tool id, its arguments (JSON) and its result (JSON) or error;
- * `truncated` when a result over 64 KiB was stored cut (A15). A replayed call
- * with no recording has the result `{"error":"No recorded result"}` (A16).
+ * One tool call of a run (A15) or of a replayed answer (A16), the record of
+ * `Runtime/Records.ts`. A replayed call with no recording has the result
+ * `{"error":"No recorded result"}` (A16).
  */
-export interface ToolCall {
-  readonly node_id?: string | undefined
-  readonly tool_id: string
-  readonly arguments: unknown
-  readonly result?: unknown
-  readonly error?: unknown
-  readonly truncated?: boolean | undefined
-}
+export type ToolCall = ToolCallRecord
 
 /** One answer to a turn (A16): the reply text, the ids of the nodes visited in order, the tool calls in order. */
 export interface TurnAnswer {
@@ -288,7 +280,8 @@ const wordDiff = (before: string, after: string) => {
 }
 
 /** A tool call's identity for comparison (A16): its tool id and RFC 8785 canonical arguments. */
-const callKey = (call: ToolCall) => `${call.tool_id}\u0000${canonicalize(call.arguments) ?? "null"}`
+/** A call's match key: the one rule of `Runtime/Records.ts` (tool id and RFC 8785 canonical arguments, A16). */
+const callKey = (call: ToolCall) => recordKey(call.tool_id, call.arguments)
 
 /** For each call of `calls`, whether no call of `others` matches it (each of `others` matching one call at most). */
 const unmatchedCalls = (calls: ReadonlyArray<ToolCall>, others: ReadonlyArray<ToolCall>) => {

@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
 import type { CommitRunStats } from "../Domain/Assistant.ts"
+import type { ToolCallRecord } from "./Records.ts"
 
 /** A finished run, as recorded (issue 5 "Runs"). */
 export interface RunRecord {
@@ -21,6 +22,8 @@ export interface RunRecord {
   /** The branch the commit was read through (A14); null for a legacy assistant. */
   readonly branchName: string | null
   readonly nodes: ReadonlyArray<string>
+  /** The tool calls it made, in order (A15). */
+  readonly toolCalls: ReadonlyArray<ToolCallRecord>
   readonly model: string | null
   readonly inputTokens: number | null
   readonly outputTokens: number | null
@@ -37,9 +40,9 @@ const makeRepo = Effect.gen(function* () {
 
   const insertRun = (run: RunRecord) =>
     sql`INSERT INTO runs (id, organization_id, session_id, trigger, job_id, assistant_id, commit_id, branch_name, nodes,
-          model, input_tokens, output_tokens, status, error, missing_node_id, started_at, finished_at, duration_ms)
+          tool_calls, model, input_tokens, output_tokens, status, error, missing_node_id, started_at, finished_at, duration_ms)
         VALUES (${run.id}, ${run.organizationId}, ${run.sessionId}, ${run.trigger}, ${run.jobId}, ${run.assistantId},
-          ${run.commitId}, ${run.branchName}, ${sql.json(run.nodes)}, ${run.model}, ${run.inputTokens}, ${run.outputTokens}, ${run.status},
+          ${run.commitId}, ${run.branchName}, ${sql.json(run.nodes)}, ${sql.json(run.toolCalls)}, ${run.model}, ${run.inputTokens}, ${run.outputTokens}, ${run.status},
           ${run.error}, ${run.missingNodeId}, ${run.startedAt}, ${new Date(run.startedAt.getTime() + run.durationMs)}, ${run.durationMs})`.pipe(
       Effect.asVoid
     )

@@ -228,6 +228,7 @@ export class Runtime extends Context.Service<
           commitId: run.info.commitId,
           branchName: run.info.branchName,
           nodes: turn?.nodes ?? [],
+          toolCalls: turn?.toolCalls ?? [],
           model: turn?.model ?? defaultModel,
           inputTokens: turn?.inputTokens ?? null,
           outputTokens: turn?.outputTokens ?? null,

@@ -20,6 +20,8 @@ const TOOL_RESULT_MAX_CHARS = 16_384
 
 /** An assistant tool as the runtime calls it (assistants.md "Tool"). */
 export interface ToolTarget {
+  /** The tool's id (A15: the runs record it; a replay matches by it, A16). */
+  readonly id: string
   readonly url: string
   readonly method: string
 }

@@ -26,6 +26,7 @@ import type { JsonObject } from "../Domain/Common.ts"
 import type { HistoryEntry, NewMessage } from "../Messages/Messages.ts"
 import * as RunFailure from "./Errors.ts"
 import { Models } from "./Models.ts"
+import { recordOf, type ToolCallRecord } from "./Records.ts"
 import { ToolCaller } from "./Tools.ts"
 
 /** Most model calls of one llm node in one turn (each tool round is one call). */
@@ -73,6 +74,8 @@ export interface Turn {
   outputTokens: number
   /** The model that answered (the last node's), as recorded on the run. */
   model: string
+  /** Every tool call of the turn, in order (A15), as recorded on the run. */
+  readonly toolCalls: Array<ToolCallRecord>
 }
 
 /** The parts of a model response a turn uses. */
@@ -236,8 +239,12 @@ const llmNode = Effect.fnUntraced(function* (
       const outcome =
         tool?.request?.url === undefined
           ? { result: { error: `Unknown tool ${call.name}` }, isError: true }
-          : yield* tools.call({ url: tool.request.url, method: tool.request.method ?? "POST" }, call.params)
+          : yield* tools.call(
+              { id: tool.id, url: tool.request.url, method: tool.request.method ?? "POST" },
+              call.params
+            )
       const name = tool?.id ?? call.name
+      turn.toolCalls.push(recordOf(node.id, name, call.params, outcome))
       turn.messages.push(
         {
           role: "assistant",
@@ -332,7 +339,8 @@ export const walk = Effect.fnUntraced(function* (input: {
     shouldClose: false,
     inputTokens: 0,
     outputTokens: 0,
-    model: models.defaultName
+    model: models.defaultName,
+    toolCalls: []
   }
   let nodeId = input.startNodeId
   if (nodeId === undefined) return yield* RunFailure.fail(new RunFailure.NoStartNode())

@@ -258,6 +258,62 @@ onDatabase()("Runtime on PostgreSQL", (it) => {
   )
 
   it.effect(
+    "A15: a run records each tool call it made (node, tool id, arguments, result or error) in order; a result over 64 KiB is cut with a mark",
+    () =>
+      withRuntime(
+        snapshotOf(
+          [llm("start", { tools: ["lookup", "broken", "dump"] })],
+          [tool("lookup", { id: "lookup" }), tool("broken", { id: "broken" }), tool("dump", { id: "dump" })]
+        ),
+        (fx) =>
+          Effect.gen(function* () {
+            const sessionId = yield* fx.session()
+            fx.script.answers.push(
+              {
+                toolCalls: [
+                  { id: "call_1", name: "lookup", params: { order: 42, fields: ["status"] } },
+                  { id: "call_2", name: "broken", params: {} }
+                ]
+              },
+              { toolCalls: [{ id: "call_3", name: "dump", params: { all: true } }] },
+              { text: "Your order ships today" }
+            )
+            const outcome = yield* (yield* Runtime).run(fx.request(sessionId))
+            assert.strictEqual(outcome.status, "succeeded")
+            const sql = yield* SqlClient.SqlClient
+            const [row] = yield* sql<{ tool_calls: ReadonlyArray<Record<string, unknown>> }>`SELECT tool_calls
+              FROM runs WHERE id = ${outcome.runId}`
+            const calls = row!.tool_calls
+            assert.deepStrictEqual(calls.slice(0, 2), [
+              {
+                node_id: "start",
+                tool_id: "lookup",
+                arguments: { order: 42, fields: ["status"] },
+                result: { status: "shipped" }
+              },
+              { node_id: "start", tool_id: "broken", arguments: {}, error: { status: 500, body: "down" } }
+            ])
+            const dump = calls[2]!
+            assert.deepStrictEqual(
+              [dump.node_id, dump.tool_id, dump.arguments, dump.truncated],
+              ["start", "dump", { all: true }, true]
+            )
+            assert.strictEqual(typeof dump.result, "string")
+            assert.strictEqual(Buffer.byteLength(dump.result as string, "utf8"), 65_536)
+            assert.isTrue((dump.result as string).startsWith('{"rows":"xxxx'))
+          }),
+        (_organizationId, target, _args) =>
+          Effect.succeed(
+            target.id === "lookup"
+              ? { result: { status: "shipped" }, isError: false }
+              : target.id === "broken"
+                ? { result: { status: 500, body: "down" }, isError: true }
+                : { result: { rows: "x".repeat(70_000) }, isError: false }
+          )
+      )
+  )
+
+  it.effect(
     "R2: a session closed while a tool runs: the turn is not written, its completion is rolled back and the run is recorded failed with SessionNotOpen",
     () =>
       withRuntime(

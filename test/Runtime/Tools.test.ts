@@ -39,12 +39,12 @@ describe("tool calls", () => {
       const caller = yield* ToolCaller
       const port = new URL(tool.url).port
       for (const url of [tool.url, `http://localhost:${port}/tool`, "http://10.0.0.1/tool", "http://[::1]:80/x"]) {
-        const outcome = yield* caller.call({ url, method: "POST" }, { q: 1 })
+        const outcome = yield* caller.call({ id: "lookup", url, method: "POST" }, { q: 1 })
         assert.strictEqual(outcome.isError, true, url)
         assert.match((outcome.result as { error: string }).error, /^Refused: /, url)
       }
       assert.strictEqual(tool.hits(), 0)
-      const scheme = yield* caller.call({ url: "file:///etc/passwd", method: "GET" }, {})
+      const scheme = yield* caller.call({ id: "lookup", url: "file:///etc/passwd", method: "GET" }, {})
       assert.strictEqual(scheme.isError, true)
     }).pipe(Effect.provide(callerWith(false)))
   )
@@ -53,7 +53,7 @@ describe("tool calls", () => {
     Effect.gen(function* () {
       const tool = yield* loopbackTool
       const caller = yield* ToolCaller
-      const outcome = yield* caller.call({ url: tool.url, method: "GET" }, { q: "a b" })
+      const outcome = yield* caller.call({ id: "lookup", url: tool.url, method: "GET" }, { q: "a b" })
       assert.deepStrictEqual(outcome, { result: { ok: true }, isError: false })
       assert.strictEqual(tool.hits(), 1)
     }).pipe(Effect.provide(callerWith(true)))

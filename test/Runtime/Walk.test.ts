@@ -188,7 +188,9 @@ describe("walk (R2)", () => {
           }
         }
       )
-      assert.deepStrictEqual(called, [[{ url: "https://example.com/tools", method: "POST" }, { order: 42 }]])
+      assert.deepStrictEqual(called, [
+        [{ id: "lookup", url: "https://example.com/tools", method: "POST" }, { order: 42 }]
+      ])
       assert.deepStrictEqual(script.calls[0]!.tools, ["lookup"])
       assert.deepStrictEqual(
         turn.messages.map((message) => message.content),

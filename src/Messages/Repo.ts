@@ -13,6 +13,7 @@
  * (`Idempotency/Repo.ts` `statementStoredParts`, the fragments it exports), since
  * it is the measured hot path of `npm run bench -- messages` ("parley key").
  */
+
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
@@ -32,6 +33,7 @@ import {
   statementStoredParts
 } from "../Idempotency/Repo.ts"
 import { insertEvents, subscribedSql, withObject } from "../Outbox/Outbox.ts"
+import { redactedRunRecords } from "../Runtime/Records.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { notDeliveredSql } from "../Webhooks/Repo.ts"
@@ -495,8 +497,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * carrying one of them (message.created, message.updated) not yet delivered
    * (`Webhooks/Repo.ts` `notDeliveredSql`) rewritten ({@link
    * REDACTED_EVENT_BODY}), and so are the stored Idempotency-Key responses
-   * that carried one ({@link REDACTED_STORED_RESPONSES}); one message.updated
-   * per message redacted (W1).
+   * that carried one ({@link REDACTED_STORED_RESPONSES}), and so are the tool
+   * call records of their run (A15, `redactedRunRecords`); one
+   * message.updated per message redacted (W1).
    * Returns the message `messageId` (decoded).
    */
   const redact = Effect.fnUntraced(function* (messageId: string, messageIds: ReadonlyArray<string>) {
@@ -519,6 +522,13 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       ), ev AS (
         SELECT x.message_id, x.id, ${traceContext}::jsonb AS trace_context
         FROM unnest(${messageIds}::uuid[], ${eventIds}::uuid[]) AS x(message_id, id)
+      ), records AS (
+        -- The run's own records of its tool calls (A15) hold the same payloads: each keeps its node and tool.
+        UPDATE runs r SET tool_calls = ${sql.literal(redactedRunRecords("r.tool_calls"))}
+        FROM m
+        WHERE m.run_id IS NOT NULL AND r.organization_id = m.organization_id AND r.session_id = m.session_id
+          AND r.id::text = m.run_id AND r.tool_calls <> '[]'::jsonb
+        RETURNING r.id
       ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses})
       SELECT ${messageJsonFragment} AS message FROM m WHERE m.id = ${messageId}`.pipe(
       Effect.flatMap((rows) => decodeMessage(rows[0]!.message))

@@ -32,7 +32,19 @@ export interface ToolCallRecord {
   readonly error?: unknown
   /** Present (true) when `result` or `error` was over {@link RECORD_RESULT_MAX_BYTES} and is its cut JSON text. */
   readonly truncated?: true
+  /** Present (true) when a redaction (D23) overwrote the call: `arguments`, `result` and `error` are gone. */
+  readonly redacted?: true
 }
+
+/**
+ * SQL over a run's `tool_calls` (jsonb expression `records`): the records as
+ * a redaction of the run's messages leaves them (D23): each keeps `node_id`
+ * and `tool_id` and gets `redacted: true`; arguments, results and errors go.
+ * Used by the redaction statement (`Messages/Repo.ts`).
+ */
+export const redactedRunRecords = (records: string) => `(SELECT coalesce(jsonb_agg(
+    jsonb_build_object('node_id', c->'node_id', 'tool_id', c->'tool_id', 'redacted', true) ORDER BY n), '[]'::jsonb)
+  FROM jsonb_array_elements(${records}) WITH ORDINALITY AS t(c, n))`
 
 /** The result (or error) as a record keeps it: itself, or its JSON text cut to the limit with the mark. */
 const capped = (value: unknown): { readonly value: unknown; readonly truncated: boolean } => {
@@ -76,14 +88,16 @@ export interface RecordedTools {
 
 /**
  * A `ToolCaller` that never calls out (A16): each call takes the first record
- * not used yet with the same tool id and the same RFC 8785 canonical
- * arguments (so key order is no change), in order of use, and answers its
+ * not used yet (nor redacted, D23) with the same tool id and the same RFC
+ * 8785 canonical arguments (so key order is no change), in order of use, and answers its
  * result (or its error, as a failed call); a call no record matches gets
  * {@link NO_RECORDED_RESULT} as a failure and is counted as unrecorded.
  */
 export const recordedToolCaller = (records: ReadonlyArray<ToolCallRecord>): RecordedTools => {
   const waiting = new Map<string, Array<ToolCallRecord>>()
   for (const record of records) {
+    // A redacted record (D23) has no arguments left to match.
+    if (record.redacted === true) continue
     const key = callKey(record.tool_id, record.arguments)
     const queue = waiting.get(key)
     if (queue === undefined) waiting.set(key, [record])

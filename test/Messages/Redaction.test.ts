@@ -7,9 +7,12 @@ import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Messages } from "../../src/Messages/Messages.ts"
+import { makeIdGenerator } from "../../src/Shared/Ids.ts"
 import { assertMessage, ISO_UTC } from "../support/Shapes.ts"
 import { C, TestApi, type TestOrganization, withApp } from "../support/TestApp.ts"
 import { createApp } from "../support/Webhooks.ts"
+
+const newId = makeIdGenerator()
 
 const text = (value: string) => ({ role: "user", content: { type: "text", text: value } })
 
@@ -281,6 +284,52 @@ withApp({ allowPrivateNetworkTargets: true })("redaction of one message (D23)", 
         assert.strictEqual((yield* org.call("POST", redactPath(session.id, call2.id))).status, 200)
         assert.deepStrictEqual((yield* read(result2.id)).content, { type: "redacted" })
         assert.deepStrictEqual((yield* read(reply2.id)).content, { type: "text", text: "Done" })
+      })
+  )
+
+  it.effect(
+    "the run's records of its tool calls (A15) lose their arguments and results too; another run's stay (D23)",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const session = yield* org.session()
+        const messages = yield* Messages
+        const sql = yield* SqlClient.SqlClient
+        const [redactedRun, keptRun] = [newId(), newId()]
+        const record = (order: number) => ({
+          node_id: "desk",
+          tool_id: "lookup",
+          arguments: { address: "1 Main St", order },
+          result: { at: "1 Main St" }
+        })
+        for (const [runId, order] of [
+          [redactedRun, 42],
+          [keptRun, 43]
+        ] as const) {
+          yield* sql`INSERT INTO runs (id, organization_id, session_id, trigger, status, started_at, finished_at,
+            duration_ms, tool_calls)
+          VALUES (${runId}, ${org.id}, ${session.id}, 'reply', 'succeeded', now(), now(), 5,
+            ${JSON.stringify([record(order), { ...record(order), tool_id: "track" }])}::jsonb)`
+        }
+        const reply = JSON.parse(
+          yield* messages.append(org.id, session.id, {
+            role: "assistant",
+            content: { type: "text", text: "Shipped to 1 Main St" },
+            provider_message_id: null,
+            replied_provider_message_id: null,
+            run_id: redactedRun
+          })
+        )
+        assert.strictEqual((yield* org.call("POST", redactPath(session.id, reply.id))).status, 200)
+        const records = yield* sql<{ id: string; tool_calls: unknown }>`SELECT id::text AS id, tool_calls FROM runs
+        WHERE session_id = ${session.id} ORDER BY id`
+        const byRun = Object.fromEntries(records.map((row) => [row.id, row.tool_calls]))
+        assert.deepStrictEqual(byRun[redactedRun], [
+          { node_id: "desk", tool_id: "lookup", redacted: true },
+          { node_id: "desk", tool_id: "track", redacted: true }
+        ])
+        assert.deepStrictEqual(byRun[keptRun], [record(43), { ...record(43), tool_id: "track" }])
       })
   )
 

@@ -139,4 +139,16 @@ describe("the replay's tool executor (A16)", () => {
       assert.strictEqual(replay.unrecorded(), 4)
     })
   )
+
+  it.effect("a redacted record (D23) answers no call, not even one without arguments", () =>
+    Effect.gen(function* () {
+      const replay = recordedToolCaller([{ node_id: "n", tool_id: "lookup", arguments: null, redacted: true }])
+      const outcome = yield* Effect.gen(function* () {
+        const tools = yield* ToolCaller
+        return yield* tools.call(target("lookup"), null)
+      }).pipe(Effect.provide(replay.layer))
+      assert.deepStrictEqual(outcome, { result: NO_RECORDED_RESULT, isError: true })
+      assert.strictEqual(replay.unrecorded(), 1)
+    })
+  )
 })

@@ -34,6 +34,7 @@ import { Ids } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
 import * as RunFailure from "./Errors.ts"
 import { Models } from "./Models.ts"
+import type { ToolCallRecord } from "./Records.ts"
 import { RuntimeRepo } from "./Repo.ts"
 import { ToolCaller } from "./Tools.ts"
 import { type RuntimeSnapshot, startNode, type Turn, walk } from "./Walk.ts"
@@ -176,6 +177,8 @@ export class Runtime extends Context.Service<
         branchName: string | null
         /** R2/A13: the session's current node the published version no longer has (started at the initial node). */
         missingNodeId: string | null
+        /** A15: the tool calls made so far, kept on the record of a failed run too. */
+        readonly toolCalls: Array<ToolCallRecord>
       }
 
       /** Computes the turn (no writes); fails with the run's reason. */
@@ -205,10 +208,13 @@ export class Runtime extends Context.Service<
           run.missingNodeId = start.missingNodeId
           yield* Effect.annotateCurrentSpan("parley.missing_node_id", start.missingNodeId)
         }
-        return yield* walk({ snapshot, startNodeId: start.nodeId, history, metadata: request.metadata }).pipe(
-          Effect.provideService(Models, models),
-          Effect.provideService(ToolCaller, tools)
-        )
+        return yield* walk({
+          snapshot,
+          startNodeId: start.nodeId,
+          history,
+          metadata: request.metadata,
+          toolCalls: run.toolCalls
+        }).pipe(Effect.provideService(Models, models), Effect.provideService(ToolCaller, tools))
       })
 
       /** Records a finished run (`runs`), inside the caller's transaction. */
@@ -228,7 +234,7 @@ export class Runtime extends Context.Service<
           commitId: run.info.commitId,
           branchName: run.info.branchName,
           nodes: turn?.nodes ?? [],
-          toolCalls: turn?.toolCalls ?? [],
+          toolCalls: turn?.toolCalls ?? run.info.toolCalls,
           model: turn?.model ?? defaultModel,
           inputTokens: turn?.inputTokens ?? null,
           outputTokens: turn?.outputTokens ?? null,
@@ -261,7 +267,13 @@ export class Runtime extends Context.Service<
         const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
         const started = performance.now()
-        const info: RunInfo = { assistantId: null, commitId: null, branchName: null, missingNodeId: null }
+        const info: RunInfo = {
+          assistantId: null,
+          commitId: null,
+          branchName: null,
+          missingNodeId: null,
+          toolCalls: []
+        }
         yield* Effect.annotateCurrentSpan({
           "parley.run_id": runId,
           "parley.session_id": request.sessionId,
@@ -330,7 +342,13 @@ export class Runtime extends Context.Service<
       ) {
         const runId = newId()
         const startedAt = yield* Clock.currentTimeMillis
-        const info: RunInfo = { assistantId: null, commitId: null, branchName: null, missingNodeId: null }
+        const info: RunInfo = {
+          assistantId: null,
+          commitId: null,
+          branchName: null,
+          missingNodeId: null,
+          toolCalls: []
+        }
         const completion: RunCompletion = { status: "failed", reason }
         const held = yield* repo
           .withTransaction(

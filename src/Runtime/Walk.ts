@@ -328,6 +328,8 @@ export const walk = Effect.fnUntraced(function* (input: {
   readonly startNodeId: string | undefined
   readonly history: ReadonlyArray<HistoryEntry>
   readonly metadata: JsonObject
+  /** Where the turn's tool-call records go (A15), so a caller keeps them when the walk fails; default: a new list. */
+  readonly toolCalls?: Array<ToolCallRecord>
 }) {
   const models = yield* Models
   const nodesById = new Map((input.snapshot.graph?.nodes ?? []).map((node) => [node.id, node]))
@@ -340,7 +342,7 @@ export const walk = Effect.fnUntraced(function* (input: {
     inputTokens: 0,
     outputTokens: 0,
     model: models.defaultName,
-    toolCalls: []
+    toolCalls: input.toolCalls ?? []
   }
   let nodeId = input.startNodeId
   if (nodeId === undefined) return yield* RunFailure.fail(new RunFailure.NoStartNode())

@@ -112,6 +112,11 @@ describe("issue 38 item 2: the embedded PostgreSQL is supervised", () => {
         process.kill(first.postgresPid, "SIGKILL")
         assert.isTrue(yield* Effect.promise(() => eventually(readable(owner), 30_000)), owner.output())
         assert.isTrue(yield* Effect.promise(() => eventually(readable(attached), 30_000)), attached.output())
+        // server.json is written just after PostgreSQL accepts connections (see below).
+        assert.isTrue(
+          yield* Effect.promise(() => eventually(async () => record().postgresPid !== first.postgresPid, 10_000)),
+          JSON.stringify(record())
+        )
         const second = record()
         assert.notStrictEqual(second.postgresPid, first.postgresPid)
         assert.strictEqual(second.port, first.port)
@@ -132,8 +137,13 @@ describe("issue 38 item 2: the embedded PostgreSQL is supervised", () => {
         assert.isTrue(isAlive(second.postgresPid))
         process.kill(second.postgresPid, "SIGKILL")
         assert.isTrue(yield* Effect.promise(() => eventually(readable(attached), 30_000)), attached.output())
+        // The starter writes server.json once its database exists, just after PostgreSQL accepts connections, so
+        // a pool can read before the record names its new owner (a race this test lost once in .ci/run).
+        assert.isTrue(
+          yield* Effect.promise(() => eventually(async () => record().ownerPid === attached.child.pid, 10_000)),
+          JSON.stringify(record())
+        )
         const third = record()
-        assert.strictEqual(third.ownerPid, attached.child.pid)
         assert.strictEqual(third.port, first.port)
         const messages = yield* Effect.promise(() =>
           callJson(attached.baseUrl, "POST", `${C}/sessions/${session.body.id}/messages/search`, token, {

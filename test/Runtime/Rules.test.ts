@@ -345,6 +345,21 @@ onDatabase()("Runtime on PostgreSQL", (it) => {
       )
   )
 
+  it.effect("A15: a failed run records the tool calls it made before it failed", () =>
+    withRuntime(snapshotOf([llm("start", { tools: ["lookup"] })], [tool("lookup", { id: "lookup" })]), (fx) =>
+      Effect.gen(function* () {
+        const sessionId = yield* fx.session()
+        fx.script.answers.push({ toolCalls: [{ id: "c1", name: "lookup", params: { q: "x" } }] }, { text: "  " })
+        const outcome = yield* (yield* Runtime).run(fx.request(sessionId))
+        assert.strictEqual(outcome.status, "failed")
+        const rows = yield* rowsOf("runs", "organization_id", fx.ORG)
+        assert.deepStrictEqual(rows[0]!.tool_calls, [
+          { node_id: "start", tool_id: "lookup", arguments: { q: "x" }, result: { ok: true } }
+        ])
+      })
+    )
+  )
+
   it.effect(
     "R2: never half a reply: when writing the run record fails, the turn's tool messages, reply, current node and close roll back with it",
     () =>

@@ -267,9 +267,16 @@ const makeWorker = Effect.gen(function* () {
       }
       if (full) continue
       const next = yield* repo.nextDue
-      const untilDue = next === null ? POLL_MS : next.getTime() - (yield* Clock.currentTimeMillis)
-      // Due but not claimable (its session's previous turn still runs): the finishing run wakes the loop.
-      const wait = untilDue <= 0 ? POLL_MS : Math.min(POLL_MS, untilDue)
+      // Nothing due, or due at this pass's `now` but not claimable (its session's previous turn
+      // still runs): the finishing run wakes the loop, the poll is the fallback.
+      let wait = POLL_MS
+      if (next !== null && next.getTime() > now) {
+        const untilDue = next.getTime() - (yield* Clock.currentTimeMillis)
+        // Fell due while this pass ran (a slow round trip, or a test's clock moved on): claim it now,
+        // rather than a poll later (on TestClock that poll may never come).
+        if (untilDue <= 0) continue
+        wait = Math.min(POLL_MS, untilDue)
+      }
       yield* Queue.take(wakeups).pipe(Effect.timeoutOption(wait))
     }
   }).pipe(

@@ -354,24 +354,19 @@ export const run = async (_args: ReadonlyArray<string>) => {
       { header: "p99 ratio" },
       { header: "non-2xx" }
     ]
+    /** A row of the table: the run's rate and latencies, and its p99 over p99 alone. */
+    const loadRow = (name: string, result: LoadResult) => [
+      name,
+      fixed(result.requestsPerSecond, 0),
+      result.p50,
+      result.p99,
+      fixed(result.p99 / alone.p99, 2),
+      result.non2xx
+    ]
     const tableRows = [
-      ["POST message alone", fixed(alone.requestsPerSecond, 0), alone.p50, alone.p99, "1.00", alone.non2xx],
-      [
-        "POST message during the sweep",
-        fixed(during.requestsPerSecond, 0),
-        during.p50,
-        during.p99,
-        fixed(during.p99 / alone.p99, 2),
-        during.non2xx
-      ],
-      [
-        "POST message during the erasure",
-        fixed(duringErasure.requestsPerSecond, 0),
-        duringErasure.p50,
-        duringErasure.p99,
-        fixed(duringErasure.p99 / alone.p99, 2),
-        duringErasure.non2xx
-      ]
+      loadRow("POST message alone", alone),
+      loadRow("POST message during the sweep", during),
+      loadRow("POST message during the erasure", duringErasure)
     ]
     const erasureSummary = `erasure: a contact of ${erasedMessages} messages and as many events in 1,000 sessions in ${fixed(erasureSeconds, 2)} s from the DELETE to completed (goal <= 10 s); POST message p99 ${fixed(duringErasure.p99 / alone.p99, 2)}x (goal <= 1.5x)`
     const summary = `retention: ${total} messages with their receipts, sessions, conversations and contacts (${loaded.rows} rows) in ${fixed(sweepSeconds, 1)} s = ${fixed(messagesPerSecond, 0)} messages/s, ${fixed(rowsPerSecond, 0)} rows/s; during the neighbour's load ${fixed(messagesInLoad, 0)} messages/s, ${fixed(rowsInLoad, 0)} rows/s (goal >= 20,000 rows/s); POST message p99 ${fixed(during.p99 / alone.p99, 2)}x (goal <= 1.5x), ${connections} connections, ${seconds} s each`

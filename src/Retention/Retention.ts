@@ -16,6 +16,7 @@
  * logged (an outage once, O9) and the sweep goes on with the next.
  */
 import { Clock, Context, Duration, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql"
 import { AppConfig } from "../Config.ts"
 import { DatabaseHealth, logUnlessOutage } from "../Database/Health.ts"
 import { defaultSettings } from "../Domain/Organization.ts"
@@ -78,53 +79,32 @@ export class Retention extends Context.Service<
         for (const [table, n] of Object.entries(more)) total[table] = (total[table] ?? 0) + (n ?? 0)
       }
 
-      /** `batch`, then (when `paced`) a pause of {@link PAUSE_PER_BATCH_TIME} times its duration. */
-      const pacedBy =
-        (paced: boolean) =>
-        <A, E>(batch: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-          paced
-            ? Effect.gen(function* () {
-                const started = yield* Clock.currentTimeMillis
-                const result = yield* batch
-                const took = (yield* Clock.currentTimeMillis) - started
-                yield* Effect.sleep(Duration.millis(took * PAUSE_PER_BATCH_TIME))
-                return result
-              })
-            : batch
-
-      /** Every batch of the organization's sessions closed before `before`, until one comes back short. */
-      const sessionsOf = (
-        organizationId: string,
-        before: string,
+      /**
+       * Runs `batch` until `last` says a batch came back short, adding what each
+       * deleted to `total`; when `paced`, pauses after each for
+       * {@link PAUSE_PER_BATCH_TIME} times its duration.
+       */
+      const batches = <B extends { readonly deleted: DeletedRows }>(
+        batch: Effect.Effect<B, SqlError.SqlError>,
+        last: (done: B) => boolean,
         total: Record<string, number>,
-        pace: ReturnType<typeof pacedBy>
+        paced: boolean
       ) =>
         Effect.gen(function* () {
           for (;;) {
-            const batch = yield* pace(repo.deleteClosedSessions(organizationId, before))
-            add(total, batch.deleted)
-            if (batch.finished && batch.taken < SESSIONS_PER_BATCH) return
-          }
-        })
-
-      /** Every batch of the organization's events written before `before`, until one comes back short. */
-      const eventsOf = (
-        organizationId: string,
-        before: string,
-        total: Record<string, number>,
-        pace: ReturnType<typeof pacedBy>
-      ) =>
-        Effect.gen(function* () {
-          for (;;) {
-            const batch = yield* pace(repo.deleteEvents(organizationId, before))
-            add(total, batch.deleted)
-            if (batch.taken < EVENTS_PER_BATCH) return
+            const started = yield* Clock.currentTimeMillis
+            const done = yield* batch
+            add(total, done.deleted)
+            if (paced) {
+              const took = (yield* Clock.currentTimeMillis) - started
+              yield* Effect.sleep(Duration.millis(took * PAUSE_PER_BATCH_TIME))
+            }
+            if (last(done)) return
           }
         })
 
       const sweepOf = (paced: boolean) =>
         Effect.gen(function* () {
-          const pace = pacedBy(paced)
           const now = yield* Clock.currentTimeMillis
           const before = (days: number) => new Date(now - days * DAY_MS).toISOString()
           const total: Record<string, number> = {}
@@ -134,9 +114,19 @@ export class Retention extends Context.Service<
           for (const policy of policies) {
             yield* Effect.gen(function* () {
               if (policy.message_retention_days !== null)
-                yield* sessionsOf(policy.organization_id, before(policy.message_retention_days), total, pace)
+                yield* batches(
+                  repo.deleteClosedSessions(policy.organization_id, before(policy.message_retention_days)),
+                  (done) => done.finished && done.taken < SESSIONS_PER_BATCH,
+                  total,
+                  paced
+                )
               if (policy.event_retention_days !== null)
-                yield* eventsOf(policy.organization_id, before(policy.event_retention_days), total, pace)
+                yield* batches(
+                  repo.deleteEvents(policy.organization_id, before(policy.event_retention_days)),
+                  (done) => done.taken < EVENTS_PER_BATCH,
+                  total,
+                  paced
+                )
             }).pipe(
               Effect.catchCause((cause) =>
                 logUnlessOutage(`Retention sweep failed for organization ${policy.organization_id}`, cause)

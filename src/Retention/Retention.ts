@@ -81,8 +81,8 @@ export class Retention extends Context.Service<
 
       /**
        * Runs `batch` until `last` says a batch came back short, adding what each
-       * deleted to `total`; when `paced`, pauses after each for
-       * {@link PAUSE_PER_BATCH_TIME} times its duration.
+       * deleted to `total`; when `paced`, pauses between batches for
+       * {@link PAUSE_PER_BATCH_TIME} times the last one's duration.
        */
       const batches = <B extends { readonly deleted: DeletedRows }>(
         batch: Effect.Effect<B, SqlError.SqlError>,
@@ -95,11 +95,12 @@ export class Retention extends Context.Service<
             const started = yield* Clock.currentTimeMillis
             const done = yield* batch
             add(total, done.deleted)
+            if (last(done)) return
+            // Only between batches: a sweep with nothing (more) to delete never waits.
             if (paced) {
               const took = (yield* Clock.currentTimeMillis) - started
               yield* Effect.sleep(Duration.millis(took * PAUSE_PER_BATCH_TIME))
             }
-            if (last(done)) return
           }
         })
 

@@ -66,3 +66,66 @@ export const stopWorker = (options: {
     )
     return left
   })
+
+/**
+ * A worker of leased jobs that advance in steps (erasures D22, evaluations
+ * A16), as a layer effect (O1, O5): claims a job (`claim`, under the
+ * caller's lease), calls `advance` until it answers anything but `"more"`,
+ * claims the next, and when none is left waits for a NOTIFY on `channel` or
+ * `pollMs`. A failed step is logged (`<name> batch failed`, quiet during a
+ * database outage) and the loop goes on; a crashed process's job is claimed
+ * again once its lease expires. Shutdown: stop between steps (up to
+ * `SHUTDOWN_GRACE_MS`), then `release` the leases still held. Requires `PgClient`.
+ */
+export const steppedJobWorker = <J>(options: {
+  /** The job kind, for log lines: `Erasure`, `Evaluation`. */
+  readonly name: string
+  readonly channel: string
+  readonly pollMs: number
+  readonly claim: Effect.Effect<J | undefined>
+  readonly advance: (job: J) => Effect.Effect<string>
+  readonly release: Effect.Effect<void>
+}) =>
+  Effect.gen(function* () {
+    let stopping = false
+    const wakeups = yield* Queue.dropping<void>(1)
+    const wake = () => {
+      Queue.offerUnsafe(wakeups, undefined)
+    }
+
+    /** Claims and advances jobs until none is waiting; returns then, or when it stops. */
+    const drain = Effect.gen(function* () {
+      while (!stopping) {
+        const job = yield* options.claim
+        if (job === undefined) return
+        while (!stopping) {
+          if ((yield* options.advance(job)) !== "more") break
+        }
+      }
+    }).pipe(Effect.catchCause((cause) => logUnlessOutage(`${options.name} batch failed`, cause)))
+
+    const loop = Effect.gen(function* () {
+      while (!stopping) {
+        yield* drain
+        if (stopping) return
+        yield* Queue.take(wakeups).pipe(Effect.timeout(options.pollMs), Effect.ignore)
+      }
+    })
+
+    yield* Effect.forkScoped(listenForever(options.channel, wake, options.pollMs))
+    const fiber = yield* Effect.forkScoped(loop)
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        stopping = true
+        wake()
+        yield* Fiber.await(fiber).pipe(Effect.timeout(SHUTDOWN_GRACE_MS), Effect.ignore)
+        yield* Fiber.interrupt(fiber)
+        yield* options.release.pipe(
+          Effect.timeout(5_000),
+          Effect.catchCause((cause) =>
+            Effect.logWarning(`Could not release ${options.name.toLowerCase()} leases`, cause)
+          )
+        )
+      })
+    )
+  })

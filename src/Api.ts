@@ -9,6 +9,7 @@ import { AdminApi } from "./Admin/Api.ts"
 import { AssistantsAdminApi, AssistantsApi } from "./Assistants/Api.ts"
 import { ValidationErrors } from "./Domain/Security.ts"
 import { ErasuresApi } from "./Erasures/Api.ts"
+import { EvaluationsApi } from "./Evaluations/Api.ts"
 import { ExportApi } from "./Export/Api.ts"
 import { IngestApi } from "./Ingest/Api.ts"
 import { MessagesApi } from "./Messages/Api.ts"
@@ -29,6 +30,7 @@ const Contract = HttpApi.make("parley")
   .add(ExportApi)
   .add(AppsApi)
   .add(ErasuresApi)
+  .add(EvaluationsApi)
   .middleware(ValidationErrors)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotate(HttpApi.AdditionalSchemas, webhookSchemas)

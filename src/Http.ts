@@ -38,6 +38,7 @@ import { CurrentOrganization } from "./Domain/Organization.ts"
 import { AdminAuthorization, Authorization, ValidationErrors } from "./Domain/Security.ts"
 import { dedupeIssues, validationIssues } from "./Domain/Validation.ts"
 import { ErasuresHttp } from "./Erasures/Http.ts"
+import { EvaluationsHttp } from "./Evaluations/Http.ts"
 import { ExportHttp } from "./Export/Http.ts"
 import { Idempotency } from "./Idempotency/Idempotency.ts"
 import { IngestHttp } from "./Ingest/Http.ts"
@@ -491,7 +492,8 @@ const ApiRoutes = HttpApiBuilder.layer(ParleyApi, { openapiPath: "/openapi.json"
     AssistantsAdminHttp,
     ExportHttp,
     AppsHttp,
-    ErasuresHttp
+    ErasuresHttp,
+    EvaluationsHttp
   ]),
   Layer.provide([AuthorizationLive, AdminAuthorizationLive, ValidationErrorsLive])
 )

@@ -11,6 +11,8 @@ import * as Database from "./Database/Database.ts"
 import { DatabaseHealth } from "./Database/Health.ts"
 import { Erasures } from "./Erasures/Erasures.ts"
 import { ErasureWorkerLive } from "./Erasures/Worker.ts"
+import { Evaluations } from "./Evaluations/Evaluations.ts"
+import { EvaluationWorkerLive } from "./Evaluations/Worker.ts"
 import { Export } from "./Export/Export.ts"
 import { ServerLive } from "./Http.ts"
 import { Idempotency, IdempotencySweeperLive } from "./Idempotency/Idempotency.ts"
@@ -56,7 +58,9 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Replies.layer,
     Retention.layer,
     Erasures.layer,
-    Runtime.layer.pipe(Layer.provide(models))
+    Runtime.layer.pipe(Layer.provide(models)),
+    // The same `models` layer value: one build, shared with the runtime.
+    Evaluations.layer.pipe(Layer.provide(models))
   ).pipe(Layer.provideMerge(core))
   // Ingest uses Replies (D11), so it sits on top of the other services.
   return Ingest.layer.pipe(Layer.provideMerge(domain))
@@ -72,7 +76,7 @@ export const ServicesLive = servicesWith(Models.layer)
  * D16), the retention sweeper (`Retention/Retention.ts`, D21), the sweep of
  * expired Idempotency-Key responses (D19) and the sampler of
  * the database-wide gauges (`Telemetry/Metrics.ts`) and the erasure worker
- * (`Erasures/Worker.ts`, D22); none with `api`. They
+ * (`Erasures/Worker.ts`, D22) and the evaluation worker (`Evaluations/Worker.ts`, A16); none with `api`. They
  * stop gracefully with the application (O5). Requires the domain services,
  * `PgClient`, `DatabaseLocation` (where the webhook worker opens its own
  * pool) and `AppConfig`.
@@ -88,7 +92,8 @@ export const WorkersLive = Layer.unwrap(
           RetentionSweeperLive,
           IdempotencySweeperLive,
           GaugeSamplerLive,
-          ErasureWorkerLive
+          ErasureWorkerLive,
+          EvaluationWorkerLive
         )
   )
 )

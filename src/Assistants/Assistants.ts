@@ -21,6 +21,7 @@ import type { SqlError } from "effect/sql"
 import type { Assistant, Snapshot, SnapshotInput } from "../Domain/Assistant.ts"
 import { DEFAULT_PAGE_LIMIT, type PageQuery } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
+import type { EvaluationSide } from "../Domain/Evaluation.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { type AssistantAccessError, MAIN, makeAccess } from "./Access.ts"
 import type { CreateAssistantPayload, MigrateResponse, RuntimeResponse, UpdateAssistantPayload } from "./Api.ts"
@@ -31,6 +32,8 @@ import {
   AssistantInUse,
   AssistantNotFound,
   type BranchNotFound,
+  BranchNotPublished,
+  CommitNotFound,
   NoPublishedVersion
 } from "./Errors.ts"
 import { filesFromSnapshot, referenceIssues, snapshotOf } from "./Files.ts"
@@ -118,6 +121,21 @@ export class Assistants extends Context.Service<
       assistantId: string,
       sessionId: string
     ) => Effect.Effect<SessionRuntime, AssistantNotFound | BranchNotFound | NoPublishedVersion>
+    /**
+     * The snapshot one side of an evaluation answers from (A16) and its commit:
+     * a branch's HEAD (`{branch_name}`), its draft (`{branch_name, draft:
+     * true}`, `commit_id` null) or a commit (`{commit_id}`).
+     * `AssistantNotFound`, `AssistantNotVersioned` (A1), `BranchNotFound`,
+     * `BranchNotPublished` (a HEAD that is null), `CommitNotFound`.
+     */
+    readonly sideSnapshot: (
+      organizationId: string,
+      assistantId: string,
+      side: EvaluationSide
+    ) => Effect.Effect<
+      { readonly commit_id: string | null; readonly snapshot: Snapshot },
+      AssistantAccessError | BranchNotFound | BranchNotPublished | CommitNotFound
+    >
     /**
      * POST /migrate (A11): a legacy assistant becomes versioned, one way: its
      * snapshot fills the draft of `main` and is published as the first commit
@@ -371,5 +389,28 @@ const makeAssistants = (
   const checkVersioned = (organizationId: string, assistantId: string) =>
     access.versioned(organizationId, assistantId).pipe(Effect.asVoid, Effect.catchTag("SqlError", Effect.die))
 
-  return { create, list, get, update, delete: remove, runtime, checkVersioned, sessionRuntime, migrate }
+  const sideSnapshot = Effect.fn("Assistants.sideSnapshot")(
+    function* (organizationId: string, assistantId: string, side: EvaluationSide) {
+      yield* access.versioned(organizationId, assistantId)
+      const read = (commitId: string) =>
+        Effect.map(Cache.get(snapshots, snapshotKey(assistantId, commitId)), (snapshot) => ({
+          commit_id: commitId as string | null,
+          snapshot
+        }))
+      if ("commit_id" in side) {
+        const commit = yield* repo.findCommit(assistantId, side.commit_id)
+        if (commit === undefined) return yield* new CommitNotFound({ commit_id: side.commit_id })
+        return yield* read(commit.id)
+      }
+      const branch = yield* access.branch(assistantId, side.branch_name)
+      if (side.draft === true) {
+        return { commit_id: null, snapshot: snapshotOf(yield* repo.draftFiles(assistantId, branch.id, "")) }
+      }
+      if (branch.head_commit_id === null) return yield* new BranchNotPublished({ branch_name: side.branch_name })
+      return yield* read(branch.head_commit_id)
+    },
+    Effect.catchTag("SqlError", Effect.die)
+  )
+
+  return { create, list, get, update, delete: remove, runtime, checkVersioned, sessionRuntime, migrate, sideSnapshot }
 }

@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { Uuid } from "./Common.ts"
 import { Conversation } from "./Conversation.ts"
 import { ContactErased } from "./Erasure.ts"
+import { Evaluation } from "./Evaluation.ts"
 import { Message } from "./Message.ts"
 import { Session } from "./Session.ts"
 
@@ -19,7 +20,8 @@ export const eventTypes = [
   "session.finished",
   "session.closed",
   "conversation.created",
-  "contact.erased"
+  "contact.erased",
+  "evaluation.completed"
 ] as const
 
 /** An event type (W1). */
@@ -49,7 +51,9 @@ export const eventDescriptions: { readonly [T in EventType]: string } = {
   "session.closed": 'A session closed, by any path (ingest\'s included: `action: "ingest"`).',
   "conversation.created": "A conversation was created: a contact's first session on a channel (D8).",
   "contact.erased":
-    "Everything Parley held of a contact was deleted (D22): erase your copies too. Carries only the contact's id and the erasure's."
+    "Everything Parley held of a contact was deleted (D22): erase your copies too. Carries only the contact's id and the erasure's.",
+  "evaluation.completed":
+    "An evaluation of an assistant completed (A16): it carries the evaluation with its summary, so a CI job or a dashboard can act on the changed rate without polling."
 }
 
 /** The schema identifier of an event type's schema: `message.created` -> `MessageCreatedEvent`. */
@@ -89,7 +93,8 @@ export const eventSchemas = {
   "session.finished": envelope("session.finished", closedSession("session.finished")),
   "session.closed": envelope("session.closed", closedSession("session.closed")),
   "conversation.created": envelope("conversation.created", Conversation),
-  "contact.erased": envelope("contact.erased", ContactErased)
+  "contact.erased": envelope("contact.erased", ContactErased),
+  "evaluation.completed": envelope("evaluation.completed", Evaluation)
 } as const satisfies { readonly [T in EventType]: Schema.Top }
 
 /** Any event (W1, W3), told apart by `type`. */

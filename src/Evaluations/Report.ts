@@ -27,119 +27,38 @@
  * The module is pure (no database, no Effect): {@link renderReport} takes the
  * evaluation and its turns as A16's JSON answers carry them.
  */
-import { callKey as recordKey, type ToolCallRecord } from "../Runtime/Records.ts"
+import type {
+  Evaluation,
+  EvaluationSide,
+  EvaluationSummary,
+  EvaluationTurn,
+  SideStats,
+  ToolCallRecord as ToolCall,
+  TurnAnswer,
+  Verdict
+} from "../Domain/Evaluation.ts"
+import { callKey as recordKey } from "../Runtime/Records.ts"
 
 // ---------------------------------------------------------------------------
 // The input: A16's wire shapes
 // ---------------------------------------------------------------------------
 
 /**
- * How one side of an evaluation was chosen (A16, the request's `baseline` and
- * `candidate`): a branch's HEAD, a branch's draft (`draft: true`) or a commit.
+ * A16's wire shapes, as `Domain/Evaluation.ts` defines them: the page draws
+ * what the JSON endpoints answer. `ToolCall` is a run record (A15); a replayed
+ * call with no recording has the error `{"error":"No recorded result"}`.
  */
-export type EvaluationSide =
-  | { readonly branch_name: string; readonly draft?: boolean | undefined }
-  | { readonly commit_id: string }
-
-/**
- * One tool call of a run (A15) or of a replayed answer (A16), the record of
- * `Runtime/Records.ts`. A replayed call with no recording has the result
- * `{"error":"No recorded result"}` (A16).
- */
-export type ToolCall = ToolCallRecord
-
-/** One answer to a turn (A16): the reply text, the ids of the nodes visited in order, the tool calls in order. */
-export interface TurnAnswer {
-  readonly text: string
-  readonly nodes: ReadonlyArray<string>
-  readonly tool_calls: ReadonlyArray<ToolCall>
-}
-
-/** A judge's verdict on a changed turn's candidate reply against the baseline's (A17). */
-export type Verdict = "better" | "same" | "worse"
-
-/**
- * One turn of an evaluation as `GET .../evaluations/{eval_id}/turns` lists it
- * (A16): a recorded run of a selected session, answered again by the baseline
- * and the candidate, one answer per repeat in `baseline` and `candidate`.
- * `text_changed`, `path_changed` and `tools_changed` compare the candidate's
- * answers with the baseline's (tool calls by tool id and RFC 8785 canonical
- * arguments); `similarity` is the Jaccard index (0 to 1) of the lowercase word
- * sets of the first baseline and candidate texts; `should_close` says whether
- * the reply would have closed the session; `verdict` is the judge's (A17),
- * on changed turns of a judged evaluation only.
- */
-export interface EvaluationTurn {
-  readonly id: string
-  readonly session_id: string
-  readonly run_id: string
-  /** The node the recorded run started at, which both sides started at too (A16). */
-  readonly node_id: string
-  readonly should_close: boolean
-  readonly recorded: TurnAnswer
-  readonly baseline: ReadonlyArray<TurnAnswer>
-  readonly candidate: ReadonlyArray<TurnAnswer>
-  readonly text_changed: boolean
-  readonly path_changed: boolean
-  readonly tools_changed: boolean
-  readonly similarity: number
-  readonly verdict?: Verdict | null | undefined
-}
-
-/** One side's cost over the evaluation's turns (A16): duration percentiles in milliseconds, tokens summed. */
-export interface SideStats {
-  readonly duration_ms: { readonly p50: number; readonly p95: number }
-  readonly input_tokens: number
-  readonly output_tokens: number
-}
-
-/**
- * A completed evaluation's summary (A16): `changed` of `turns` turns changed
- * (candidate text, node path or tool calls differ from the baseline's, in any
- * repeat), `changed_rate` (0 to 1) with its Wilson 95% interval
- * `[low, high]` (0 to 1), the turns by kind of change, `unrecorded_tool_calls`
- * (replayed calls with no recording), `baseline_unstable` (turns whose
- * baseline repeats differ from each other), each side's {@link SideStats},
- * `by_node` (changed turns per starting node id) and, when judged (A17),
- * `verdicts`.
- */
-export interface EvaluationSummary {
-  readonly turns: number
-  readonly changed: number
-  readonly changed_rate: number
-  readonly interval: readonly [low: number, high: number]
-  readonly text_changed: number
-  readonly path_changed: number
-  readonly tools_changed: number
-  readonly unrecorded_tool_calls: number
-  readonly baseline_unstable: number
-  readonly baseline: SideStats
-  readonly candidate: SideStats
-  readonly by_node: Readonly<Record<string, number>>
-  readonly verdicts?: { readonly better: number; readonly same: number; readonly worse: number } | null | undefined
-}
-
-/** An evaluation's status (A16). */
-export type EvaluationStatus = "queued" | "running" | "completed" | "failed" | "cancelled"
-
-/**
- * An evaluation as `GET /assistants/{id}/evaluations/{eval_id}` answers it
- * (A16): the sides as requested and the commits they resolved to, progress in
- * turns, `created_at` (ISO 8601) and, once completed, `summary`.
- */
-export interface Evaluation {
-  readonly id: string
-  readonly assistant_id: string
-  readonly status: EvaluationStatus
-  readonly baseline: EvaluationSide
-  readonly candidate: EvaluationSide
-  readonly baseline_commit_id?: string | null | undefined
-  readonly candidate_commit_id?: string | null | undefined
-  readonly turns_total: number
-  readonly turns_done: number
-  readonly created_at: string
-  readonly summary?: EvaluationSummary | null | undefined
-}
+export type {
+  Evaluation,
+  EvaluationSide,
+  EvaluationStatus,
+  EvaluationSummary,
+  EvaluationTurn,
+  SideStats,
+  ToolCallRecord as ToolCall,
+  TurnAnswer,
+  Verdict
+} from "../Domain/Evaluation.ts"
 
 /** What {@link renderReport} draws: the evaluation and its turns (all of them, or at least every changed one). */
 export interface ReportInput {

@@ -114,8 +114,13 @@ export class Messages extends Context.Service<
       sessionId: string,
       message: NewMessage
     ): Effect.Effect<JsonText<Message>, SessionNotFound | SessionNotOpen>
-    /** The latest `limit` text messages of the session, oldest first: the history an AI run answers from (R2). */
-    history(sessionId: string, limit: number): Effect.Effect<ReadonlyArray<HistoryEntry>>
+    /**
+     * The latest `limit` text messages of the session, oldest first: the
+     * history an AI run answers from (R2); with `before`, of the messages
+     * created before that moment: the history a replay of a run started then
+     * answers from (A16).
+     */
+    history(sessionId: string, limit: number, before?: Date): Effect.Effect<ReadonlyArray<HistoryEntry>>
   }
 >()("parley/Messages") {
   /** The service, its repository left open; requires `MessagesRepo` and `DeliveryWakeup` (the one this process's delivery worker listens to). */
@@ -254,7 +259,8 @@ export class Messages extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      const history = (sessionId: string, limit: number) => repo.history(sessionId, limit).pipe(Effect.orDie)
+      const history = (sessionId: string, limit: number, before?: Date) =>
+        repo.history(sessionId, limit, before).pipe(Effect.orDie)
 
       return Messages.of({ create, get, update, redact, search, append, history })
     })

@@ -86,6 +86,14 @@ const MESSAGE_JSON = messageJson("m")
 /** The text a redacted text message has in the AI history (D23, R2). */
 export const REDACTED_HISTORY_TEXT = "[redacted]"
 
+/**
+ * SQL text of the text of the text message `alias` (a messages row) as the AI
+ * history has it (R2): its text, or {@link REDACTED_HISTORY_TEXT} once redacted
+ * (D23). The recorded reply of a replayed turn reads it too (A16).
+ */
+export const historyText = (alias: string): string =>
+  `CASE WHEN ${alias}.redacted_at IS NULL THEN ${alias}.content->>'text' ELSE '${REDACTED_HISTORY_TEXT}' END`
+
 /** A message a redaction locked: its id and whether it is redacted already (D23). */
 export interface RedactionLock {
   readonly id: string
@@ -463,15 +471,15 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       : Effect.succeed(false)
 
   /**
-   * The latest `limit` text messages of the session, oldest first (R2); a
-   * redacted one (it was text before, `redacted_type`) with the text
-   * {@link REDACTED_HISTORY_TEXT} (D23).
+   * The latest `limit` text messages of the session (created before
+   * `before` when given: the history a replay answers, A16), oldest first
+   * (R2); a redacted one with {@link historyText}.
    */
-  const history = (sessionId: string, limit: number) =>
+  const history = (sessionId: string, limit: number, before?: Date) =>
     sql<HistoryEntry>`SELECT role, text FROM (
-        SELECT m.role, CASE WHEN m.redacted_at IS NULL THEN m.content->>'text' ELSE ${REDACTED_HISTORY_TEXT} END AS text,
-          m.created_at, m.id FROM messages m
+        SELECT m.role, ${sql.literal(historyText("m"))} AS text, m.created_at, m.id FROM messages m
         WHERE m.session_id = ${sessionId} AND coalesce(m.redacted_type, m.content->>'type') = 'text'
+          ${before === undefined ? sql`` : sql`AND m.created_at < ${before}`}
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
       ) h ORDER BY h.created_at, h.id`
 
@@ -640,12 +648,14 @@ export class MessagesRepo extends Context.Service<
     /** Whether the session exists in the organization (D1). */
     readonly sessionExists: (organizationId: string, sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /**
-     * The latest `limit` text messages of the session, oldest first (R2); a
-     * redacted text message has the text {@link REDACTED_HISTORY_TEXT} (D23).
+     * The latest `limit` text messages of the session (created before
+     * `before` when given, A16), oldest first (R2); a redacted text message
+     * has the text {@link REDACTED_HISTORY_TEXT} (D23).
      */
     readonly history: (
       sessionId: string,
-      limit: number
+      limit: number,
+      before?: Date
     ) => Effect.Effect<ReadonlyArray<HistoryEntry>, SqlError.SqlError>
     /**
      * Locks (inside a transaction), in id order, an existing message and, while

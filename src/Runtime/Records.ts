@@ -13,28 +13,14 @@
  */
 import canonicalize from "canonicalize"
 import { Effect, Layer } from "effect"
+import type { ToolCallRecord } from "../Domain/Evaluation.ts"
 import { ToolCaller, type ToolOutcome, type ToolTarget } from "./Tools.ts"
 
 /** The most bytes of a result's (or error's) JSON text a record keeps (A15: 64 KiB). */
 export const RECORD_RESULT_MAX_BYTES = 65_536
 
-/** One tool call of a run, as recorded (A15). */
-export interface ToolCallRecord {
-  /** The llm node that made the call. */
-  readonly node_id: string
-  /** The assistant tool's id. */
-  readonly tool_id: string
-  /** The model's arguments, as it gave them (JSON). */
-  readonly arguments: unknown
-  /** The result the model was given (absent when the call failed). */
-  readonly result?: unknown
-  /** The failure the model was given (absent when the call succeeded). */
-  readonly error?: unknown
-  /** Present (true) when `result` or `error` was over {@link RECORD_RESULT_MAX_BYTES} and is its cut JSON text. */
-  readonly truncated?: true
-  /** Present (true) when a redaction (D23) overwrote the call: `arguments`, `result` and `error` are gone. */
-  readonly redacted?: true
-}
+/** One tool call of a run, as recorded (A15): the schema is `Domain/Evaluation.ts` `ToolCallRecord`. */
+export type { ToolCallRecord } from "../Domain/Evaluation.ts"
 
 /**
  * SQL over a run's `tool_calls` (jsonb expression `records`): the records as

@@ -54,7 +54,7 @@ const STATS_DEFAULT_RANGE_MS = 24 * 60 * 60 * 1000
 const EARLIEST_MS = Date.parse("0001-01-01T00:00:00Z")
 
 /** Most text messages of the history a run sends to the model (the latest ones, R2). */
-const HISTORY_LIMIT = 200
+export const HISTORY_LIMIT = 200
 
 /** What causes a run and how its outcome is recorded. */
 export interface RunRequest {
@@ -103,8 +103,8 @@ const failedOutcome = (runId: string, reason: RunFailure.Reason): RunOutcome => 
 
 class Lost extends Data.TaggedError("Lost")<{}> {}
 
-/** The first line of a defect's message, as recorded on a run that died (no stack, no data). */
-const defectMessage = (cause: Cause.Cause<unknown>): string => {
+/** The first line of a defect's message, at most 500 characters, as recorded on a run that died (no stack, no data). */
+export const defectMessage = (cause: Cause.Cause<unknown>): string => {
   const defect = Cause.squash(cause)
   return (defect instanceof Error ? defect.message : String(defect)).split("\n")[0]!.slice(0, 500)
 }

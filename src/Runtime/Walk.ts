@@ -79,7 +79,7 @@ export interface Turn {
 }
 
 /** The parts of a model response a turn uses. */
-interface ModelAnswer {
+export interface ModelAnswer {
   readonly text: string
   readonly toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly params: unknown }>
   readonly inputTokens: number
@@ -126,8 +126,12 @@ export const startNode = (
   return known ? { nodeId: currentNodeId, missingNodeId: null } : { nodeId: initial, missingNodeId: currentNodeId }
 }
 
-/** One model call with retries; AiErrors become `ModelFailed` after the last retry. */
-const generate = (
+/**
+ * One model call with retries ({@link MODEL_RETRIES}, exponential from 500
+ * ms, while retryable); AiErrors become `RunFailed` of `ModelFailed` after the
+ * last retry. `toolkit` undefined: a call without tools.
+ */
+export const generate = (
   model: LanguageModel.LanguageModel,
   prompt: Array<Prompt.MessageEncoded>,
   toolkit: Toolkit.Toolkit<any> | undefined

@@ -85,11 +85,11 @@ export const verifyWebhook = (
  * The id of the conversation an event is about (W7: the key its app's
  * `ordering: "conversation"` orders by): a conversation.created event's
  * conversation, and the `conversation_id` of a session or message event;
- * null for `contact.erased`, which is about a contact (D22) and is ordered
- * after nothing.
+ * null for `contact.erased`, which is about a contact (D22), and
+ * `evaluation.completed`, about an assistant (A16): ordered after nothing.
  */
 export const conversationOf = (event: WebhookEvent): string | null =>
-  event.type === "contact.erased"
+  event.type === "contact.erased" || event.type === "evaluation.completed"
     ? null
     : event.type === "conversation.created"
       ? event.data.object.id

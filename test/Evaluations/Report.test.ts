@@ -40,7 +40,8 @@ import { artifact, CHROMIUM, CHROMIUM_ARGS, chromiumAvailable, inFirstViewport, 
 const answer = (text: string, nodes: ReadonlyArray<string>, tool_calls: ReadonlyArray<ToolCall> = []): TurnAnswer => ({
   text,
   nodes,
-  tool_calls
+  tool_calls,
+  error: null
 })
 
 const uuid = (kind: number, n: number) => `0193${kind}a4e-5f10-7c2d-8000-${String(n).padStart(12, "0")}`
@@ -56,6 +57,7 @@ const turn = (
     session_id: uuid(2, sequence),
     run_id: uuid(3, sequence),
     should_close: false,
+    verdict: null,
     text_changed: false,
     path_changed: false,
     tools_changed: false,
@@ -298,6 +300,10 @@ const EVALUATION: Evaluation = {
   candidate: { branch_name: "tone-update", draft: true },
   baseline_commit_id: "3f9c2a71b0de",
   candidate_commit_id: "a81d44e0c97b",
+  repeats: 1,
+  judge: { instructions: "Prefer short, correct replies." },
+  error: null,
+  completed_at: "2026-11-28T10:01:00.000000Z",
   turns_total: 12,
   turns_done: 12,
   created_at: "2026-11-28T21:14:09.512Z",
@@ -366,7 +372,7 @@ describe("renderReport (issue 41 item 5)", () => {
 
   it("an evaluation still running shows its progress, no summary and no chart", () => {
     const running = renderReport({
-      evaluation: { ...EVALUATION, status: "running", turns_done: 4, summary: undefined },
+      evaluation: { ...EVALUATION, status: "running", turns_done: 4, summary: null },
       turns: TURNS.slice(0, 4)
     })
     const text = running.replace(/<[^>]+>/g, "")
@@ -378,8 +384,8 @@ describe("renderReport (issue 41 item 5)", () => {
 
   it("an evaluation without a judge says so and shows no verdict", () => {
     const unjudged = renderReport({
-      evaluation: { ...EVALUATION, summary: { ...SUMMARY, verdicts: undefined } },
-      turns: TURNS.map(({ verdict: _, ...rest }) => rest)
+      evaluation: { ...EVALUATION, summary: { ...SUMMARY, verdicts: null } },
+      turns: TURNS.map((turn) => ({ ...turn, verdict: null }))
     })
     assert.include(unjudged, "not judged")
     assert.notInclude(unjudged, 'class="verdict')

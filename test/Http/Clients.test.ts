@@ -14,6 +14,8 @@ import { Webhook } from "standardwebhooks"
 import { makeClient, withIdempotencyKey } from "../../src/client.ts"
 import { eventTypes } from "../../src/Domain/Event.ts"
 import { conversationOf, verifyWebhook, WebhookVerificationError } from "../../src/Webhooks/Receiver.ts"
+import { A, llm } from "../support/Assistants.ts"
+import { snapshotOf } from "../support/AssistantItems.ts"
 import { root, runNode } from "../support/Processes.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, withApp, withWorkers } from "../support/TestApp.ts"
@@ -200,9 +202,22 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
           yield* org.call("PATCH", `/sessions/${session.id}/messages/${message.id}`, { delivery_status: "sent" })
           yield* org.call("POST", `/sessions/${session.id}/transfer`, { agent_id: yield* org.agent("human") })
           yield* org.call("POST", `/sessions/${session.id}/finish`, {})
-          yield* eventually(() => hook.received.length >= eventTypes.length - 1, 10_000, "every event of the session")
+          yield* eventually(() => hook.received.length >= eventTypes.length - 2, 10_000, "every event of the session")
           // D22: once the contact's erasure is done, contact.erased goes out too.
           yield* org.call("DELETE", `/contacts/${encodeURIComponent(session.contact_id)}`)
+          yield* eventually(() => hook.received.length >= eventTypes.length - 1, 10_000, "contact.erased")
+          // A16: an evaluation (of no session: no model is asked) completes with evaluation.completed.
+          const assistant = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/assistants`, {
+            token: ADMIN_TOKEN,
+            body: { name: "Support bot", snapshot: snapshotOf([llm("start")]) }
+          })).body
+          const base = `${A}/assistants/${assistant.id}`
+          yield* api.request("POST", `${base}/branches/main/publish`, { token: org.token, body: { message: "v1" } })
+          const started = yield* api.request("POST", `${base}/evaluations`, {
+            token: org.token,
+            body: { baseline: { branch_name: "main" }, candidate: { branch_name: "main", draft: true }, sessions: {} }
+          })
+          assert.strictEqual(started.status, 202, started.text)
           yield* eventually(() => hook.received.length >= eventTypes.length, 10_000, "every event type")
 
           const events = hook.received.map((request) =>
@@ -232,6 +247,9 @@ withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.
               case "contact.erased":
                 assert.deepStrictEqual(Object.keys(event.data.object), ["contact_id", "erasure_id"])
                 assert.strictEqual(event.data.object.contact_id, session.contact_id)
+                break
+              case "evaluation.completed":
+                assert.deepInclude(event.data.object, { id: started.body.id, status: "completed", turns_total: 0 })
                 break
               default:
                 assert.strictEqual(event.data.object.id, session.id)

@@ -86,7 +86,18 @@ withApp()("the OpenAPI document", (it) => {
             1000,
             "Most items on the page, 1-1000 (default 100)."
           ],
-          "GET /assistants/api/v2/assistants limit": [1, 1000, "Most items on the page, 1-1000 (default 100)."]
+          "GET /assistants/api/v2/assistants limit": [1, 1000, "Most items on the page, 1-1000 (default 100)."],
+          // A16: evaluations by id, their turns by keyset.
+          "GET /assistants/api/v2/assistants/{assistant_id}/evaluations limit": [
+            1,
+            1000,
+            "Most items on the page, 1-1000 (default 100)."
+          ],
+          "GET /assistants/api/v2/assistants/{assistant_id}/evaluations/{evaluation_id}/turns limit": [
+            1,
+            1000,
+            "Most turns on the page, 1-1000 (default 100)."
+          ]
         })
       })
   )
@@ -322,7 +333,9 @@ withApp()("the OpenAPI document", (it) => {
           "session.transferred": "Session",
           "conversation.created": "Conversation",
           // D22: the contact's id and the erasure's, nothing else.
-          "contact.erased": "ContactErased"
+          "contact.erased": "ContactErased",
+          // A16: the evaluation with its summary.
+          "evaluation.completed": "Evaluation"
         }
         for (const type of eventTypes) {
           const operation = doc.webhooks[type].post

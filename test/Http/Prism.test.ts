@@ -358,6 +358,26 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* call("PUT", `${assistant}/runtime-settings`, { session_pinning: "session" })
         yield* call("GET", `${assistant}/runs/stats?since=2000-01-01T00:00:00Z`)
         yield* call("GET", `${assistant}/runs/stats?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z`)
+        // Evaluations (A16, A17): no worker runs here, so they stay queued and can be cancelled.
+        const evaluation = yield* call("POST", `${assistant}/evaluations`, {
+          baseline: { branch_name: "main" },
+          candidate: { commit_id: secondCommit },
+          sessions: { ids: [aiSession] },
+          repeats: 2
+        })
+        yield* call("POST", `${assistant}/evaluations`, {
+          baseline: { branch_name: "prism", draft: true },
+          candidate: { branch_name: "main" },
+          sessions: { since: "2000-01-01T00:00:00Z", until: "2100-01-01T00:00:00Z", limit: 5 },
+          judge: { instructions: "Prefer short replies." }
+        })
+        yield* call("GET", `${assistant}/evaluations?limit=5`)
+        yield* call("GET", `${assistant}/evaluations?limit=1&after_id=${evaluation?.id}`)
+        yield* call("GET", `${assistant}/evaluations/${evaluation?.id}`)
+        yield* call("GET", `${assistant}/evaluations/${evaluation?.id}/turns?changed=true&limit=5`)
+        yield* call("GET", `${assistant}/evaluations/${evaluation?.id}/turns?after_id=${evaluation?.id}`)
+        yield* call("GET", `${assistant}/evaluations/${evaluation?.id}/report`)
+        yield* call("DELETE", `${assistant}/evaluations/${evaluation?.id}`)
         yield* call("DELETE", `${assistant}/branches/prism-fork`)
         yield* call("POST", `${A}/assistants/${fixture("legacy")}/migrate`)
 
@@ -379,6 +399,13 @@ withApp()("Prism's validation proxy (issue 39 item 4)", (it) => {
         yield* refused(404, "GET", `${assistant}/branches/nowhere/draft`)
         yield* refused(404, "GET", `${assistant}/rollout`)
         yield* refused(404, "GET", `${A}/assistants/${unknown}/versions`)
+        yield* refused(404, "GET", `${assistant}/evaluations/${unknown}`)
+        yield* refused(409, "DELETE", `${assistant}/evaluations/${evaluation?.id}`)
+        yield* refused(422, "POST", `${assistant}/evaluations`, {
+          baseline: { branch_name: "main" },
+          candidate: { branch_name: "main" },
+          sessions: { ids: [unknown] }
+        })
         yield* refused(400, "POST", `${C}/sessions/${session}/messages`, {
           role: "user",
           content: { type: "function_call", name: "lookup" }

@@ -5,7 +5,6 @@
  * starting_node_id, model errors (retried, then a failed run with no reply),
  * unsupported node types, and the run record.
  */
-import { createServer, type IncomingHttpHeaders } from "node:http"
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -14,48 +13,10 @@ import { llm, tool } from "../support/Assistants.ts"
 import { makeScript, scriptedModel } from "../support/ScriptedModel.ts"
 import { assertMessage } from "../support/Shapes.ts"
 import { TestApi, withWorkers } from "../support/TestApp.ts"
+import { toolServer } from "../support/ToolServer.ts"
 import { aiFixture, messagesOf, realSleep, runsOf, snapshotOf, waitFor } from "./support.ts"
 
 const script = makeScript()
-
-/** A tool server on loopback responding with JSON; records each request. */
-const toolServer = (respond: (body: any) => { status: number; json: unknown }) =>
-  Effect.acquireRelease(
-    Effect.promise(
-      () =>
-        new Promise<{
-          url: string
-          requests: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: any }>
-          close: () => Promise<void>
-        }>((resolve) => {
-          const requests: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: any }> = []
-          const server = createServer((req, res) => {
-            let text = ""
-            req.on("data", (chunk) => (text += chunk))
-            req.on("end", () => {
-              const body = text === "" ? undefined : JSON.parse(text)
-              requests.push({ method: req.method!, url: req.url!, headers: req.headers, body })
-              const response = respond(body)
-              res.writeHead(response.status, { "content-type": "application/json" })
-              res.end(JSON.stringify(response.json))
-            })
-          })
-          server.listen(0, "127.0.0.1", () => {
-            const address = server.address() as { port: number }
-            resolve({
-              url: `http://127.0.0.1:${address.port}/tools`,
-              requests,
-              close: () =>
-                new Promise<void>((done) => {
-                  server.closeAllConnections()
-                  server.close(() => done())
-                })
-            })
-          })
-        })
-    ),
-    (server) => Effect.promise(() => server.close())
-  )
 
 const reply = (
   org: { call: (m: string, p: string, b?: unknown) => Effect.Effect<any> },

@@ -253,6 +253,14 @@ export const makeFixtures = Effect.gen(function* () {
     yield* org.session({ contact_id: "+15550006" })
     yield* org.session({ contact_id: "+15550007" })
     const erasure = ok("erasure", yield* org.call("DELETE", "/contacts/%2B15550007"))
+    // A16: an evaluation to read and one to cancel (queued until a worker takes them; of no session, so no model is asked).
+    const evaluation = () =>
+      assistantCall("POST", "/evaluations", {
+        baseline: { branch_name: "main" },
+        candidate: { branch_name: "main", draft: true },
+        sessions: { ids: [session.id] }
+      }).pipe(Effect.map((response) => ok("evaluation", response)))
+    const evaluations = [yield* evaluation(), yield* evaluation()]
     const deliveries: ReadonlyArray<{ id: string }> = ok(
       "deliveries",
       yield* admin("GET", `/apps/${app.id}/deliveries?limit=5`)
@@ -264,6 +272,8 @@ export const makeFixtures = Effect.gen(function* () {
       message: [message.id],
       schedule: [schedule.id],
       erasure: [erasure.id],
+      evaluation: [evaluations[0]!.id],
+      spareEvaluation: [evaluations[1]!.id],
       legacy: [legacy.id],
       spareApp: [spareApp],
       key: [key.id],
@@ -284,6 +294,8 @@ export const makeFixtures = Effect.gen(function* () {
     message_id: [ref("message")],
     schedule_id: [ref("schedule")],
     erasure_id: [ref("erasure")],
+    evaluation_id: [ref("evaluation")],
+    ids: sessions,
     assistant_id: [assistant.id, assistant.id, ref("legacy")],
     branch_name: branches,
     source_branch_name: branches,
@@ -320,6 +332,7 @@ export const makeFixtures = Effect.gen(function* () {
   const deletable: Record<string, ReadonlyArray<string>> = {
     app_id: [ref("spareApp")],
     contact_id: ["+15550006"],
+    evaluation_id: [ref("spareEvaluation")],
     branch_name: ["spare", "feature", "main"]
   }
   const finishable = { session_id: [ref("spareSession", 0), ref("spareSession", 1)] }

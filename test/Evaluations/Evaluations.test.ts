@@ -7,7 +7,8 @@
  * answered concurrently get the same answers in any order: a call whose last
  * user text asks about an order calls `lookup` (with `order_id` 8 when the
  * instructions say "New args.", else 7), and after the tool's result answers
- * `<instructions> | <result>`; any other call answers `<instructions> |
+ * `<instructions> | <result>`; a "bye" calls `end_chat` (a `should_close`
+ * tool) when the node has it; any other call answers `<instructions> |
  * <last user text>`. A judge call (A17) answers `worse`.
  */
 import { assert } from "@effect/vitest"
@@ -31,6 +32,9 @@ const respond = (call: RecordedCall): ScriptedAnswer => {
   if (last?.role === "tool") {
     const part = last.content[0]
     return { text: `${call.system} | ${JSON.stringify(part?.type === "tool-result" ? part.result : null)}` }
+  }
+  if (call.lastUserText?.includes("bye") && call.tools.includes("end_chat")) {
+    return { toolCalls: [{ id: "call-bye", name: "end_chat", params: {} }] }
   }
   if (call.lastUserText?.includes("order")) {
     const orderId = call.system === "New args." ? 8 : 7
@@ -411,5 +415,87 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         // The stuck batch's answers (3 turns, 2 sides, the order turn twice) were refused, then 2 turns answered again.
         assert.strictEqual(script.calls.length - calls, 4 * 2 + 2 * 2)
       })
+  )
+  it.effect(
+    "A15, A16: a run recorded without records still replays (its calls unrecorded); a start node the version lacks starts at initial_node_id",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const { fx, tools, sessions } = yield* recordedFixture
+        // Runs written before A15 have no records (migrations/0023_run_records.ts).
+        yield* sql`UPDATE runs SET tool_calls = '[]' WHERE session_id = ${sessions[0]}`
+        const old = yield* evaluate(fx, {
+          baseline: { branch_name: "main" },
+          candidate: { branch_name: "main" },
+          sessions: { ids: [sessions[0]] }
+        })
+        assert.deepInclude(old.evaluation.summary, { turns: 2, changed: 0, unrecorded_tool_calls: 2 })
+        const [order] = (yield* fx.call("GET", `/evaluations/${old.created.id}/turns`)).body as Array<any>
+        assert.deepStrictEqual(order.recorded.tool_calls, [])
+        assert.strictEqual(order.baseline[0].text, 'Help with orders. | {"error":"No recorded result"}')
+        assert.strictEqual(tools.requests.length, 1, "no tool URL was called by the replay")
+
+        // A draft that renamed the node the runs started at: the candidate starts at initial_node_id.
+        assert.strictEqual((yield* fx.call("POST", "/branches", { name: "renamed" })).status, 201)
+        const renamed = yield* fx.call("PATCH", fx.draft("renamed"), {
+          nodes: { upsert: [llm("welcome", { instructions: "Welcome." })], delete: ["start"] },
+          config: { initial_node_id: "welcome" }
+        })
+        assert.strictEqual(renamed.status, 200, renamed.text)
+        const moved = yield* evaluate(fx, {
+          baseline: { branch_name: "main" },
+          candidate: { branch_name: "renamed", draft: true },
+          sessions: { ids: [sessions[1]] }
+        })
+        const [turn] = (yield* fx.call("GET", `/evaluations/${moved.created.id}/turns`)).body as Array<any>
+        assert.strictEqual(turn.node_id, "start")
+        assert.deepStrictEqual(turn.candidate[0].nodes, ["welcome"])
+        assert.strictEqual(turn.candidate[0].text, "Welcome. | Hello")
+        assert.deepInclude(moved.evaluation.summary, { changed: 1, path_changed: 1, by_node: { start: 1 } })
+      })
+  )
+
+  it.effect("A16: should_close says whether the reply would have closed the session; the session stays as it is", () =>
+    Effect.gen(function* () {
+      const tools = yield* toolServer(() => ({ status: 200, json: { ok: true } }))
+      const fx = yield* aiFixture(
+        snapshotOf(
+          [llm("start", { instructions: "Say goodbye.", tools: ["end_chat"] })],
+          [tool("end_chat", { request: { url: tools.url, method: "POST" }, should_close: true })]
+        )
+      )
+      const session = yield* fx.session()
+      yield* recordTurn(fx, session.id, "Hello")
+      assert.strictEqual((yield* fx.call("POST", "/branches", { name: "open" })).status, 201)
+      yield* fx.call("PATCH", fx.draft("open"), {
+        nodes: { upsert: [llm("start", { instructions: "Say goodbye.", tools: [] })] }
+      })
+      // The second turn closes the session (R2) and leaves it closed.
+      yield* recordTurn(fx, session.id, "bye")
+      const closed = (yield* fx.org.call("GET", `/sessions/${session.id}`)).body
+      assert.strictEqual(closed.status, "closed")
+      const { created } = yield* evaluate(fx, {
+        baseline: { branch_name: "main" },
+        candidate: { branch_name: "open", draft: true },
+        sessions: { ids: [session.id] }
+      })
+      const turns = (yield* fx.call("GET", `/evaluations/${created.id}/turns`)).body as Array<any>
+      assert.deepStrictEqual(
+        turns.map((turn) => turn.should_close),
+        [false, false]
+      )
+      const same = yield* evaluate(fx, {
+        baseline: { branch_name: "open", draft: true },
+        candidate: { branch_name: "main" },
+        sessions: { ids: [session.id] }
+      })
+      const again = (yield* fx.call("GET", `/evaluations/${same.created.id}/turns`)).body as Array<any>
+      assert.deepStrictEqual(
+        again.map((turn) => turn.should_close),
+        [false, true]
+      )
+      assert.deepStrictEqual((yield* fx.org.call("GET", `/sessions/${session.id}`)).body, closed)
+      assert.strictEqual(tools.requests.length, 1, "only the recorded run called the tool")
+    })
   )
 })

@@ -30,6 +30,11 @@ const benchmarks: Record<
       "Rate limit fairness: an unlimited organization's POST message alone vs. while one limited to 20/s is hammered; CPU per 429",
     load: () => import("./suites/fairness.ts")
   },
+  evaluations: {
+    description:
+      "Evaluations (A16) on an OpenAI-compatible test server: 1,000 turns alone (s, CPU per turn and side), live replies beside them",
+    load: () => import("./suites/evaluations.ts")
+  },
   export: {
     description: "Bulk export: walk 1,000,000 messages at limit 3000 against psql \\copy as the floor",
     load: () => import("./suites/export.ts")

@@ -22,6 +22,7 @@ import { RateLimiter } from "./RateLimits/RateLimiter.ts"
 import { Replies } from "./Replies/Replies.ts"
 import { RepliesWorkerLive } from "./Replies/Worker.ts"
 import { Retention, RetentionSweeperLive } from "./Retention/Retention.ts"
+import { LiveRuns } from "./Runtime/LiveRuns.ts"
 import { Models } from "./Runtime/Models.ts"
 import { Runtime } from "./Runtime/Runtime.ts"
 import { Sessions } from "./Sessions/Sessions.ts"
@@ -49,7 +50,12 @@ export const servicesWith = <E, R>(models: Layer.Layer<Models, E, R>) => {
     Assistants.layer
     // One generator for the whole application (O2): its ids share one order. One wakeup of this process's
     // delivery worker, which POST message wakes (Webhooks/Wakeup.ts).
-  ).pipe(Layer.provideMerge(Ids.layer), Layer.provideMerge(DeliveryWakeup.layer))
+  ).pipe(
+    Layer.provideMerge(Ids.layer),
+    Layer.provideMerge(DeliveryWakeup.layer),
+    // One count of this process's live runs: the replies worker counts them, evaluations give way to them.
+    Layer.provideMerge(LiveRuns.layer)
+  )
   const domain = Layer.mergeAll(
     Idempotency.layer,
     RateLimiter.layer,

@@ -26,27 +26,10 @@ import { startParley } from "../lib/parley.ts"
 import { cpuSeconds } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
+import { percentile, pool } from "../lib/stats.ts"
 import { type Column, fixed, formatTable, markdownTable } from "../lib/table.ts"
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
-
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-
-/** Runs `work` over `items` with at most `concurrency` in flight. */
-const pool = async <A, B>(items: ReadonlyArray<A>, concurrency: number, work: (item: A) => Promise<B>) => {
-  const results: Array<B> = new Array(items.length)
-  let next = 0
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) {
-        const i = next++
-        results[i] = await work(items[i]!)
-      }
-    })
-  )
-  return results
-}
 
 export const run = async (args: ReadonlyArray<string>) => {
   const cpuProf = args.includes("--cpu-prof")

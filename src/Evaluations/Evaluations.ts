@@ -32,6 +32,7 @@ import {
   type EvaluationTurnsQuery
 } from "../Domain/Evaluation.ts"
 import { Messages } from "../Messages/Messages.ts"
+import { LiveRuns } from "../Runtime/LiveRuns.ts"
 import { Models } from "../Runtime/Models.ts"
 import { defectMessage, HISTORY_LIMIT } from "../Runtime/Runtime.ts"
 import type { RuntimeSnapshot } from "../Runtime/Walk.ts"
@@ -45,7 +46,7 @@ import { renderReport } from "./Report.ts"
 /** Turns read per batch. */
 export const TURNS_PER_BATCH = 32
 /** Turns answered at once by one worker (each makes its model calls one after the other). */
-export const TURN_CONCURRENCY = 8
+export const TURN_CONCURRENCY = 2
 
 /** What one batch did: `more` (call again), `completed`, or `stopped` (cancelled, lease lost, failed). */
 export type Advance = "more" | "completed" | "stopped"
@@ -109,7 +110,7 @@ export class Evaluations extends Context.Service<
     readonly advance: (evaluation: ClaimedEvaluation, workerId: string, leaseMs: number) => Effect.Effect<Advance>
   }
 >()("parley/Evaluations") {
-  /** The service; requires `EvaluationsRepo`, `Assistants`, `Messages`, `Models`. */
+  /** The service; requires `EvaluationsRepo`, `Assistants`, `Messages`, `Models`, `LiveRuns`. */
   static readonly layerNoDeps = Layer.effect(
     Evaluations,
     Effect.gen(function* () {
@@ -117,6 +118,20 @@ export class Evaluations extends Context.Service<
       const assistants = yield* Assistants
       const messages = yield* Messages
       const models = yield* Models
+      const live = yield* LiveRuns
+      /** The models a replay calls: each call first waits for this process's live runs (`LiveRuns`). */
+      const yieldingModels = Models.of({
+        defaultName: models.defaultName,
+        forNode: (name) =>
+          Effect.map(models.forNode(name), (named) => ({
+            ...named,
+            model: {
+              ...named.model,
+              generateText: ((options: any) =>
+                Effect.andThen(live.idle, named.model.generateText(options))) as typeof named.model.generateText
+            }
+          }))
+      })
 
       const create = Effect.fn("Evaluations.create")(
         function* (organizationId: string, assistantId: string, payload: CreateEvaluationPayload) {
@@ -220,6 +235,7 @@ export class Evaluations extends Context.Service<
       /** Both sides' answers to one turn, compared and (when asked and changed) judged; written once. */
       const answerTurn = (evaluation: ClaimedEvaluation, workerId: string, leaseMs: number, turn: PendingTurn) =>
         Effect.gen(function* () {
+          yield* live.idle
           const history = yield* messages.history(turn.session_id, HISTORY_LIMIT, turn.started_at)
           const side = (snapshot: unknown) =>
             Effect.forEach(Array.from({ length: evaluation.repeats }), () =>
@@ -267,7 +283,7 @@ export class Evaluations extends Context.Service<
               baseline_unstable: comparison.baseline_unstable
             }
           })
-        }).pipe(Effect.provideService(Models, models))
+        }).pipe(Effect.provideService(Models, yieldingModels))
 
       const advance = Effect.fn("Evaluations.advance")(function* (
         evaluation: ClaimedEvaluation,
@@ -307,6 +323,6 @@ export class Evaluations extends Context.Service<
     })
   )
 
-  /** Over PostgreSQL; requires `Models`, `Assistants`, `Messages`, `PgClient` and `Ids`. */
+  /** Over PostgreSQL; requires `Models`, `LiveRuns`, `Assistants`, `Messages`, `PgClient` and `Ids`. */
   static readonly layer = Evaluations.layerNoDeps.pipe(Layer.provide(EvaluationsRepo.layer))
 }

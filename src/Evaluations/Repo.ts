@@ -261,12 +261,17 @@ const makeRepo = Effect.gen(function* () {
   /**
    * Writes a turn's answers and renews the lease, when the lease is still
    * `workerId`'s, the evaluation running and the turn unanswered; false
-   * otherwise (cancelled, lease lost: stop).
+   * otherwise (cancelled, lease lost: stop). Its commit does not wait for the
+   * WAL flush (`synchronous_commit` off for this transaction): an answer lost
+   * in a crash of the database server is answered again, and live commits do
+   * not queue behind an evaluation's flushes (`npm run bench -- evaluations`,
+   * live replies beside an evaluation).
    */
   const answer = (evaluation: ClaimedEvaluation, workerId: string, leaseMs: number, turnId: string, r: TurnResult) =>
     sql<{ held: boolean }>`WITH e AS (
         UPDATE evaluations SET turns_done = turns_done + 1,
           lease_until = statement_timestamp() + ${leaseMs} * interval '1 millisecond'
+        FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
         WHERE organization_id = ${evaluation.organization_id} AND id = ${evaluation.id}
           AND leased_by = ${workerId} AND status = 'running'
           AND EXISTS (SELECT 1 FROM evaluation_turns WHERE organization_id = ${evaluation.organization_id}

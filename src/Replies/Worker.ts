@@ -25,6 +25,7 @@ import { listenForever, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import * as RunFailure from "../Runtime/Errors.ts"
+import { LiveRuns } from "../Runtime/LiveRuns.ts"
 import { diedOutcome, type RunCompletion, type RunOutcome, type RunRequest, Runtime } from "../Runtime/Runtime.ts"
 import { Ids } from "../Shared/Ids.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
@@ -65,6 +66,7 @@ const makeWorker = Effect.gen(function* () {
   const runtime = yield* Runtime
   const messages = yield* Messages
   const pg = yield* PgClient.PgClient
+  const live = yield* LiveRuns
   const workerId = (yield* Ids).newId()
 
   let inFlight = 0
@@ -246,7 +248,7 @@ const makeWorker = Effect.gen(function* () {
         if (stopping) return
         for (const job of jobs) {
           inFlight++
-          yield* FiberSet.run(runs, runJob(job))
+          yield* FiberSet.run(runs, live.track(runJob(job)))
         }
         const room = MAX_CONCURRENT_RUNS - inFlight
         const schedules =
@@ -261,7 +263,7 @@ const makeWorker = Effect.gen(function* () {
         if (stopping) return
         for (const schedule of schedules) {
           inFlight++
-          yield* FiberSet.run(runs, runSchedule(schedule))
+          yield* FiberSet.run(runs, live.track(runSchedule(schedule)))
         }
         full = jobs.length === free || schedules.length === room
       }

@@ -5,7 +5,7 @@
  */
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { AiError, IdGenerator, LanguageModel, type Prompt, type Response } from "effect/ai"
-import { FetchHttpClient, HttpClient } from "effect/http"
+import { HttpClient } from "effect/http"
 import {
   annotate,
   DEFAULT_TIMEOUT,
@@ -14,6 +14,7 @@ import {
   functionTools,
   type ProviderOptions,
   postJson,
+  providerHttpClient,
   refuseStructuredOutput,
   toolResultText,
   trimUrl,
@@ -263,4 +264,4 @@ const makeAnthropic = Effect.fnUntraced(function* (options: AnthropicOptions) {
  * inside. Errors: `AiError` with the reasons of `Providers/Http.ts`.
  */
 export const anthropicLanguageModel = (options: AnthropicOptions = {}): Layer.Layer<LanguageModel.LanguageModel> =>
-  Layer.effect(LanguageModel.LanguageModel, makeAnthropic(options)).pipe(Layer.provide(FetchHttpClient.layer))
+  Layer.effect(LanguageModel.LanguageModel, makeAnthropic(options)).pipe(Layer.provide(providerHttpClient))

@@ -7,7 +7,7 @@
  */
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { AiError, IdGenerator, LanguageModel, type Prompt, type Response, Tool } from "effect/ai"
-import { FetchHttpClient, HttpClient } from "effect/http"
+import { HttpClient } from "effect/http"
 import {
   annotate,
   DEFAULT_TIMEOUT,
@@ -16,6 +16,7 @@ import {
   functionTools,
   type ProviderOptions,
   postJson,
+  providerHttpClient,
   refuseStructuredOutput,
   toolResultText,
   trimUrl,
@@ -279,4 +280,4 @@ const makeOpenAi = Effect.fnUntraced(function* (options: ProviderOptions) {
  * provided inside. Errors: `AiError` with the reasons of `Providers/Http.ts`.
  */
 export const openAiLanguageModel = (options: ProviderOptions = {}): Layer.Layer<LanguageModel.LanguageModel> =>
-  Layer.effect(LanguageModel.LanguageModel, makeOpenAi(options)).pipe(Layer.provide(FetchHttpClient.layer))
+  Layer.effect(LanguageModel.LanguageModel, makeOpenAi(options)).pipe(Layer.provide(providerHttpClient))

@@ -26,6 +26,25 @@
  * const { commits } = yield* parley.assistants.runStats({ params: { assistant_id }, query: {} })
  * ```
  *
+ * Evaluating a draft against `main` on the conversations of the last week
+ * (A16), then reading the changed turns:
+ *
+ * ```ts
+ * const evaluation = yield* parley.evaluations.createEvaluation({
+ *   params: { assistant_id },
+ *   payload: {
+ *     baseline: { branch_name: "main" },
+ *     candidate: { branch_name: "friendlier", draft: true },
+ *     sessions: { since: new Date(Date.now() - 7 * 86_400_000).toISOString() }
+ *   }
+ * })
+ * // ... once `getEvaluation` says `completed`: its `summary.changed_rate` and `summary.interval`
+ * const changed = yield* parley.evaluations.listEvaluationTurns({
+ *   params: { assistant_id, evaluation_id: evaluation.id },
+ *   query: { changed: "true" }
+ * })
+ * ```
+ *
  * Erasing a contact (D22) and following the erasure:
  *
  * ```ts

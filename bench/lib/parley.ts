@@ -15,6 +15,8 @@ export interface BenchParley {
   readonly token: string
   /** An admin API call (`/admin/v1` + path) expected to respond `expected`. */
   readonly admin: (expected: number, method: string, path: string, body?: unknown) => Promise<any>
+  /** A call of the organization's API (path from the server's root) with its API key, expected to respond `expected`. */
+  readonly api: (expected: number, method: string, path: string, body?: unknown) => Promise<any>
 }
 
 /**
@@ -61,5 +63,32 @@ export const startParley = async (
     expectJson(expected, method, `${server.baseUrl}/admin/v1${path}`, { token: adminToken, body })
   const organization = await admin(201, "POST", "/organizations", { name: "bench" })
   const key = await admin(201, "POST", `/organizations/${organization.id}/api-keys`, { name: "bench" })
-  return { server, adminToken, organizationId: organization.id, token: key.token, admin }
+  const api = (expected: number, method: string, path: string, body?: unknown) =>
+    expectJson(expected, method, `${server.baseUrl}${path}`, { token: key.token, body })
+  return { server, adminToken, organizationId: organization.id, token: key.token, admin, api }
+}
+
+/**
+ * A versioned assistant of one llm node `start` with `instructions`, published
+ * on `main`, and an AI agent answering from it: `{assistantId, agentId}`.
+ */
+export const aiAgent = async (parley: BenchParley, instructions: string) => {
+  const assistant = await parley.admin(201, "POST", `/organizations/${parley.organizationId}/assistants`, {
+    name: "Bench bot",
+    snapshot: {
+      graph: {
+        initial_node_id: "start",
+        nodes: [{ id: "start", name: "Start", type: "llm", config: { instructions } }]
+      }
+    }
+  })
+  await parley.api(200, "POST", `/assistants/api/v2/assistants/${assistant.id}/branches/main/publish`, {
+    message: "v1"
+  })
+  const agent = await parley.admin(201, "POST", `/organizations/${parley.organizationId}/agents`, {
+    name: "Bot",
+    type: "ai",
+    assistant_id: assistant.id
+  })
+  return { assistantId: assistant.id as string, agentId: agent.id as string }
 }

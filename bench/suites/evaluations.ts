@@ -28,9 +28,8 @@ import * as path from "node:path"
 import { makeCleanup } from "../lib/cleanup.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
-import { expectJson } from "../lib/http.ts"
 import { startOpenAiTestServer } from "../lib/openaiTestServer.ts"
-import { startParley } from "../lib/parley.ts"
+import { aiAgent, startParley } from "../lib/parley.ts"
 import { cpuSeconds } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, writeResults } from "../lib/results.ts"
@@ -63,31 +62,14 @@ export const run = async (_args: ReadonlyArray<string>) => {
       OPENAI_API_KEY: "test",
       AI_MODEL: "test"
     })
-    const base = parley.server.baseUrl
-    const api = (expected: number, method: string, route: string, body?: unknown) =>
-      expectJson(expected, method, `${base}${route}`, { token: parley.token, body })
-
-    const assistant = await parley.admin(201, "POST", `/organizations/${parley.organizationId}/assistants`, {
-      name: "Support bot",
-      snapshot: {
-        graph: {
-          initial_node_id: "start",
-          nodes: [{ id: "start", name: "Start", type: "llm", config: { instructions: "Answer briefly." } }]
-        }
-      }
-    })
-    const A = `/assistants/api/v2/assistants/${assistant.id}`
-    await api(200, "POST", `${A}/branches/main/publish`, { message: "v1" })
+    const api = parley.api
+    const { assistantId, agentId } = await aiAgent(parley, "Answer briefly.")
+    const A = `/assistants/api/v2/assistants/${assistantId}`
     await api(201, "POST", `${A}/branches`, { name: "candidate" })
     await api(200, "PATCH", `${A}/branches/candidate/draft`, {
       nodes: {
         upsert: [{ id: "start", name: "Start", type: "llm", config: { instructions: "Answer in one word." } }]
       }
-    })
-    const agent = await parley.admin(201, "POST", `/organizations/${parley.organizationId}/agents`, {
-      name: "Bot",
-      type: "ai",
-      assistant_id: assistant.id
     })
     let contacts = 0
     /** A new session with one user message; its id. */
@@ -96,7 +78,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const session = await api(201, "POST", `${C}/sessions`, {
         contact_id: `+1555${String(n).padStart(7, "0")}`,
         contact_name: "Bench",
-        agent_id: agent.id
+        agent_id: agentId
       })
       await api(201, "POST", `${C}/sessions/${session.id}/messages`, {
         role: "user",

@@ -21,8 +21,7 @@ import { makeCleanup } from "../lib/cleanup.ts"
 import { analyzeProfile, findProfile, formatProfile, type ProfileSummary } from "../lib/cpuprofile.ts"
 import { runStatement, startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
-import { expectJson } from "../lib/http.ts"
-import { startParley } from "../lib/parley.ts"
+import { aiAgent, startParley } from "../lib/parley.ts"
 import { cpuSeconds } from "../lib/proc.ts"
 import { rootDirectory, sleep } from "../lib/process.ts"
 import { environment, resultsDirectory, writeResults } from "../lib/results.ts"
@@ -51,25 +50,8 @@ export const run = async (args: ReadonlyArray<string>) => {
       { AI_PROVIDER: "echo" },
       cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profileDirectory}`] : []
     )
-    const base = parley.server.baseUrl
-    const api = (expected: number, method: string, route: string, body?: unknown) =>
-      expectJson(expected, method, `${base}${route}`, { token: parley.token, body })
-
-    const assistant = await parley.admin(201, "POST", `/organizations/${parley.organizationId}/assistants`, {
-      name: "Echo bot",
-      snapshot: {
-        graph: {
-          initial_node_id: "start",
-          nodes: [{ id: "start", name: "Start", type: "llm", config: { instructions: "Answer briefly." } }]
-        }
-      }
-    })
-    await api(200, "POST", `/assistants/api/v2/assistants/${assistant.id}/branches/main/publish`, { message: "v1" })
-    const agent = await parley.admin(201, "POST", `/organizations/${parley.organizationId}/agents`, {
-      name: "Bot",
-      type: "ai",
-      assistant_id: assistant.id
-    })
+    const api = parley.api
+    const agent = { id: (await aiAgent(parley, "Answer briefly.")).agentId }
     const C = "/conversations/v2/api/v1"
     const ids = await pool(
       Array.from({ length: sessions }, (_, i) => i),

@@ -40,25 +40,8 @@ import type {
 import { callKey as recordKey } from "../Runtime/Records.ts"
 
 // ---------------------------------------------------------------------------
-// The input: A16's wire shapes
+// The input: A16's wire shapes (`Domain/Evaluation.ts`; `ToolCall` is a run record, A15)
 // ---------------------------------------------------------------------------
-
-/**
- * A16's wire shapes, as `Domain/Evaluation.ts` defines them: the page draws
- * what the JSON endpoints answer. `ToolCall` is a run record (A15); a replayed
- * call with no recording has the error `{"error":"No recorded result"}`.
- */
-export type {
-  Evaluation,
-  EvaluationSide,
-  EvaluationStatus,
-  EvaluationSummary,
-  EvaluationTurn,
-  SideStats,
-  ToolCallRecord as ToolCall,
-  TurnAnswer,
-  Verdict
-} from "../Domain/Evaluation.ts"
 
 /** What {@link renderReport} draws: the evaluation and its turns (all of them, or at least every changed one). */
 export interface ReportInput {

@@ -95,6 +95,12 @@ const evaluate = (fx: { call: (m: string, p: string, b?: unknown) => Effect.Effe
     return { created: created.body, evaluation: done.body }
   })
 
+/** The answered turns of evaluation `id`, with `query` (`changed=true&limit=2`, ...). */
+const turnsOf = (fx: { call: (m: string, p: string, b?: unknown) => Effect.Effect<any> }, id: string, query = "") =>
+  fx
+    .call("GET", `/evaluations/${id}/turns${query === "" ? "" : `?${query}`}`)
+    .pipe(Effect.map((r) => r.body as Array<any>))
+
 /** What a replay must never change (A16): rows a real run writes, per table, and the sessions as they are. */
 const footprint = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -143,7 +149,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         assert.closeTo(summary.interval[1], 3.8415 / (3 + 3.8415), 1e-4)
         assert.strictEqual(summary.baseline.input_tokens, 40)
 
-        const turns = (yield* fx.call("GET", `/evaluations/${created.id}/turns`)).body as Array<any>
+        const turns = yield* turnsOf(fx, created.id)
         assert.deepStrictEqual(
           turns.map((turn) => [turn.session_id, turn.recorded.text]),
           [
@@ -208,8 +214,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         assert.closeTo(summary.interval[0], 3 / (3 + 3.8415), 1e-4)
         assert.strictEqual(summary.interval[1], 1)
 
-        const page = (query: string) =>
-          fx.call("GET", `/evaluations/${created.id}/turns?${query}`).pipe(Effect.map((r) => r.body as Array<any>))
+        const page = (query: string) => turnsOf(fx, created.id, query)
         const first = yield* page("changed=true&limit=2")
         const rest = yield* page(`changed=true&limit=2&after_id=${first[1].id}`)
         assert.deepStrictEqual([first.length, rest.length], [2, 1])
@@ -246,7 +251,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         judge: { instructions: "Shorter is better." }
       })
       assert.deepStrictEqual(judged.evaluation.summary.verdicts, { better: 0, same: 0, worse: 1 })
-      const [turn] = (yield* fx.call("GET", `/evaluations/${judged.created.id}/turns`)).body as Array<any>
+      const [turn] = yield* turnsOf(fx, judged.created.id)
       assert.strictEqual(turn.verdict, "worse")
       const judgeCall = script.calls.find((call) => call.system?.startsWith(JUDGE_PREFIX))!
       assert.include(judgeCall.system, "Shorter is better.")
@@ -275,7 +280,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
       })
       assert.strictEqual(created.turns_total, 1)
       assert.strictEqual(evaluation.summary.turns, 1)
-      const [turn] = (yield* fx.call("GET", `/evaluations/${created.id}/turns`)).body as Array<any>
+      const [turn] = yield* turnsOf(fx, created.id)
       assert.strictEqual(turn.session_id, sessions[1])
       assert.strictEqual(turn.baseline.length, 2)
       assert.strictEqual(turn.candidate.length, 2)
@@ -406,7 +411,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         open()
         const done = yield* waitFor(fx.call("GET", `/evaluations/${id}`), (r) => r.body.status === "completed")
         assert.deepInclude(done.body, { turns_total: 3, turns_done: 3 })
-        const turns = (yield* fx.call("GET", `/evaluations/${id}/turns`)).body as Array<any>
+        const turns = yield* turnsOf(fx, id)
         assert.strictEqual(turns[0].baseline[0].text, "before the crash", "the turn answered before the crash is kept")
         assert.deepStrictEqual(
           turns.slice(1).map((turn) => turn.baseline[0].text),
@@ -430,7 +435,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
           sessions: { ids: [sessions[0]] }
         })
         assert.deepInclude(old.evaluation.summary, { turns: 2, changed: 0, unrecorded_tool_calls: 2 })
-        const [order] = (yield* fx.call("GET", `/evaluations/${old.created.id}/turns`)).body as Array<any>
+        const [order] = yield* turnsOf(fx, old.created.id)
         assert.deepStrictEqual(order.recorded.tool_calls, [])
         assert.strictEqual(order.baseline[0].text, 'Help with orders. | {"error":"No recorded result"}')
         assert.strictEqual(tools.requests.length, 1, "no tool URL was called by the replay")
@@ -447,7 +452,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
           candidate: { branch_name: "renamed", draft: true },
           sessions: { ids: [sessions[1]] }
         })
-        const [turn] = (yield* fx.call("GET", `/evaluations/${moved.created.id}/turns`)).body as Array<any>
+        const [turn] = yield* turnsOf(fx, moved.created.id)
         assert.strictEqual(turn.node_id, "start")
         assert.deepStrictEqual(turn.candidate[0].nodes, ["welcome"])
         assert.strictEqual(turn.candidate[0].text, "Welcome. | Hello")
@@ -479,7 +484,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         candidate: { branch_name: "open", draft: true },
         sessions: { ids: [session.id] }
       })
-      const turns = (yield* fx.call("GET", `/evaluations/${created.id}/turns`)).body as Array<any>
+      const turns = yield* turnsOf(fx, created.id)
       assert.deepStrictEqual(
         turns.map((turn) => turn.should_close),
         [false, false]
@@ -489,7 +494,7 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         candidate: { branch_name: "main" },
         sessions: { ids: [session.id] }
       })
-      const again = (yield* fx.call("GET", `/evaluations/${same.created.id}/turns`)).body as Array<any>
+      const again = yield* turnsOf(fx, same.created.id)
       assert.deepStrictEqual(
         again.map((turn) => turn.should_close),
         [false, true]

@@ -21,16 +21,15 @@
 import * as fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import { type Browser, chromium, type Page } from "playwright-core"
-import {
-  type Evaluation,
-  type EvaluationSummary,
-  type EvaluationTurn,
-  REPORT_CONTENT_SECURITY_POLICY,
-  renderReport,
-  type SideStats,
-  type ToolCall,
-  type TurnAnswer
-} from "../../src/Evaluations/Report.ts"
+import type {
+  Evaluation,
+  EvaluationSummary,
+  EvaluationTurn,
+  SideStats,
+  ToolCallRecord as ToolCall,
+  TurnAnswer
+} from "../../src/Domain/Evaluation.ts"
+import { REPORT_CONTENT_SECURITY_POLICY, renderReport } from "../../src/Evaluations/Report.ts"
 import { artifact, CHROMIUM, CHROMIUM_ARGS, chromiumAvailable, inFirstViewport, seen } from "../support/Chromium.ts"
 
 // ---------------------------------------------------------------------------

@@ -207,9 +207,12 @@ const logLevels = {
   none: "None"
 } as const satisfies Record<string, LogLevel.LogLevel>
 
+/** The port the server listens on when `PORT` is unset (O3). */
+export const DEFAULT_PORT = 8080
+
 /** The decoded configuration; durations are `Duration`s, sizes bytes. */
 export const AppConfigSpec = Config.all({
-  port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+  port: Config.Port("PORT").pipe(Config.withDefault(DEFAULT_PORT)),
   host: Config.schema(BindHost, "HOST").pipe(Config.withDefault("0.0.0.0")),
   databaseUrl: Config.schema(PostgresUrl, "DATABASE_URL").pipe(
     Config.option,

@@ -14,8 +14,23 @@ import { existsSync, realpathSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Console, Effect, Layer, Logger, Option, References, Schema } from "effect"
-import { CliError, CliOutput, Command, Flag, type HelpDoc } from "effect/cli"
+import {
+  Config,
+  Console,
+  Data,
+  Duration,
+  Effect,
+  Layer,
+  Logger,
+  Option,
+  Redacted,
+  References,
+  Schedule,
+  Schema
+} from "effect"
+import { Argument, CliError, CliOutput, Command, Flag, type HelpDoc } from "effect/cli"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClientError from "effect/http/HttpClientError"
 import { Admin } from "./Admin/Admin.ts"
 import {
   CreateAgentPayload,
@@ -28,10 +43,16 @@ import { RolloutPayload, UpdateAssistantPayload } from "./Assistants/Api.ts"
 import { Assistants } from "./Assistants/Assistants.ts"
 import { AssistantsRepo } from "./Assistants/Repo.ts"
 import { Rollouts } from "./Assistants/Rollouts.ts"
-import { AppConfig, readConfig } from "./Config.ts"
+import { AppConfig, DEFAULT_PORT, readConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { PageQuery } from "./Domain/Common.ts"
 import type { Erasure } from "./Domain/Erasure.ts"
+import {
+  CreateEvaluationPayload,
+  type Evaluation,
+  type EvaluationSide,
+  type SideStats
+} from "./Domain/Evaluation.ts"
 import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { validationIssues } from "./Domain/Validation.ts"
 import { Erasures } from "./Erasures/Erasures.ts"
@@ -71,6 +92,13 @@ const show = (record: Record<string, unknown>) =>
       .map(([key, value]) => `${key}=${value === null || value === undefined ? "" : String(value)}`)
       .join("\n")
   )
+
+/** A failure the user reads (O9): `text` as one line on stderr, exit 1; the command goes on to its end. */
+const failLine = (text: string) =>
+  Effect.sync(() => {
+    process.stderr.write(`${text}\n`)
+    process.exitCode = 1
+  })
 
 /** Records as `show` prints each, separated by an empty line (issue 39 item 6: the lists). */
 const showAll = (records: ReadonlyArray<Record<string, unknown>>) =>
@@ -487,6 +515,281 @@ const rolloutEnd = Command.make(
   })
 ).pipe(Command.withDescription("End an assistant's rollout: its sessions go back to main unless pinned (A12, A13)"))
 
+/**
+ * Flags an environment variable stands in for (issue 41 item 4): the `eval`
+ * commands read `PARLEY_URL` and `PARLEY_TOKEN` when `--url` and `--token`
+ * are not given, and a usage error does not call such a flag missing while
+ * its variable is set.
+ */
+const FLAG_VARIABLES: Readonly<Record<string, string>> = { url: "PARLEY_URL", token: "PARLEY_TOKEN" }
+
+/** Where the `eval` commands find the server when neither `--url` nor `PARLEY_URL` says: its default address (O3). */
+const DEFAULT_SERVER_URL = `http://127.0.0.1:${DEFAULT_PORT}`
+
+/**
+ * The flags of a command that calls a running server over HTTP with an
+ * organization's API key, not the database (issue 41 item 4: a gate in an
+ * integrator's CI, where only the server is reachable).
+ */
+const serverFlags = {
+  url: Flag.String("url").pipe(
+    Flag.withDescription(`The Parley server (default: $PARLEY_URL, else ${DEFAULT_SERVER_URL})`),
+    Flag.withFallbackConfig(Config.String(FLAG_VARIABLES.url)),
+    Flag.withDefault(DEFAULT_SERVER_URL)
+  ),
+  token: Flag.Redacted("token").pipe(
+    Flag.withDescription("The organization's API key (default: $PARLEY_TOKEN, as parley bootstrap prints it)"),
+    Flag.withFallbackConfig(Config.Redacted(FLAG_VARIABLES.token))
+  )
+}
+
+/**
+ * A request to the server that failed with no `{detail}` its endpoint declares
+ * (the server unreachable, a status such as 429 or 503): printed as
+ * `Error: <detail>`, exit 1, like the declared ones (O9).
+ */
+class RequestFailed extends Data.TaggedError("RequestFailed")<{ readonly detail: string }> {}
+
+/** The `{detail}` text of a response body, when it has one. */
+const detailOf = (body: unknown): string | undefined => {
+  const detail = typeof body === "object" && body !== null ? (body as { detail?: unknown }).detail : undefined
+  return typeof detail === "string" ? detail : undefined
+}
+
+/**
+ * `HttpClientError`s of a request to the server at `url` as {@link RequestFailed}:
+ * `Cannot reach Parley at <url>: <why>`, or the response's `{detail}`, else
+ * `HTTP <status>`. Errors the endpoint declares were decoded by the client
+ * and pass through with their `detail`.
+ */
+const reportingRequestFailures =
+  (url: string) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | RequestFailed, R> =>
+    Effect.catch(self, (error): Effect.Effect<never, E | RequestFailed> => {
+      if (!HttpClientError.isHttpClientError(error)) return Effect.fail(error)
+      const reason = error.reason
+      if (reason._tag === "TransportError") {
+        const cause = (reason.cause as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause
+        const why = typeof cause?.code === "string" ? cause.code : String(cause?.message ?? reason.message)
+        return Effect.fail(new RequestFailed({ detail: `Cannot reach Parley at ${url}: ${why}` }))
+      }
+      const response = "response" in reason ? reason.response : undefined
+      if (response === undefined) return Effect.fail(new RequestFailed({ detail: reason.message }))
+      return response.json.pipe(
+        Effect.map(detailOf),
+        Effect.orElseSucceed(() => undefined),
+        Effect.flatMap((detail) => Effect.fail(new RequestFailed({ detail: detail ?? `HTTP ${response.status}` })))
+      )
+    })
+
+/**
+ * The typed client (`src/client.ts`) of the server at `url` with the API key
+ * `token`. Loaded when a command calls it, so the admin commands start
+ * without the contract (as `openapi` loads it). Requires an `HttpClient`.
+ */
+const serverClient = (flags: { readonly url: string; readonly token: Redacted.Redacted<string> }) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./client.ts")),
+    ({ makeClient }) => makeClient({ baseUrl: flags.url, apiKey: Redacted.value(flags.token) })
+  )
+
+/** One side of an evaluation as the CLI prints it: `branch:<name>`, `draft:<branch>` or `commit:<id>` (A16). */
+const sideText = (side: EvaluationSide) =>
+  "commit_id" in side ? `commit:${side.commit_id}` : `${side.draft === true ? "draft" : "branch"}:${side.branch_name}`
+
+/**
+ * An evaluation as `key=value` lines (issue 41 item 4, A16, A17): its fields,
+ * the sides as {@link sideText}, `judged` (true or false; the rubric is not
+ * printed), and once completed the summary flattened: `interval_low`,
+ * `interval_high` (the Wilson 95% interval of `changed_rate`, 0-1),
+ * `baseline_duration_ms_p50` (milliseconds) and the like for each side,
+ * `verdicts_better`/`_same`/`_worse` when judged, then `by_node.<node id>=n`
+ * (a record's keys after a dot, as `counts.<kind>` of an erasure).
+ */
+const showEvaluation = ({ summary, baseline, candidate, judge, ...evaluation }: Evaluation) => {
+  const stats = (name: string, side: SideStats) => ({
+    [`${name}_duration_ms_p50`]: side.duration_ms.p50,
+    [`${name}_duration_ms_p95`]: side.duration_ms.p95,
+    [`${name}_input_tokens`]: side.input_tokens,
+    [`${name}_output_tokens`]: side.output_tokens
+  })
+  return show({
+    id: evaluation.id,
+    assistant_id: evaluation.assistant_id,
+    status: evaluation.status,
+    baseline: sideText(baseline),
+    candidate: sideText(candidate),
+    baseline_commit_id: evaluation.baseline_commit_id,
+    candidate_commit_id: evaluation.candidate_commit_id,
+    repeats: evaluation.repeats,
+    judged: judge !== null,
+    turns_total: evaluation.turns_total,
+    turns_done: evaluation.turns_done,
+    error: evaluation.error,
+    created_at: evaluation.created_at,
+    completed_at: evaluation.completed_at,
+    ...(summary === null
+      ? {}
+      : {
+          turns: summary.turns,
+          changed: summary.changed,
+          changed_rate: summary.changed_rate,
+          interval_low: summary.interval[0],
+          interval_high: summary.interval[1],
+          text_changed: summary.text_changed,
+          path_changed: summary.path_changed,
+          tools_changed: summary.tools_changed,
+          unrecorded_tool_calls: summary.unrecorded_tool_calls,
+          baseline_unstable: summary.baseline_unstable,
+          ...stats("baseline", summary.baseline),
+          ...stats("candidate", summary.candidate),
+          ...(summary.verdicts === null
+            ? {}
+            : {
+                verdicts_better: summary.verdicts.better,
+                verdicts_same: summary.verdicts.same,
+                verdicts_worse: summary.verdicts.worse
+              }),
+          ...Object.fromEntries(Object.entries(summary.by_node).map(([node, n]) => [`by_node.${node}`, n]))
+        })
+  })
+}
+
+/** `rate` (0-1) rounded up to 3 decimals, so "could be up to" never understates it. */
+const upTo = (rate: number) => Math.ceil(rate * 1000 - 1e-9) / 1000
+
+/**
+ * Why a finished evaluation fails the CI gate (issue 41 item 4), one reason
+ * each; none: it passes. It fails when it did not complete (failed or
+ * cancelled), when `maxChangedRate` (0-1) is given and the upper end of the
+ * Wilson 95% interval of the changed rate is above it (A16: the rate the
+ * sample cannot rule out), or when a judge found a changed turn worse (A17).
+ */
+export const gateFailures = (evaluation: Evaluation, maxChangedRate: Option.Option<number>): Array<string> => {
+  if (evaluation.status === "failed") return [`evaluation ${evaluation.id} failed: ${evaluation.error ?? "no reason given"}`]
+  if (evaluation.status !== "completed" || evaluation.summary === null) {
+    return [`evaluation ${evaluation.id} is ${evaluation.status}, not completed`]
+  }
+  const { interval, verdicts, changed } = evaluation.summary
+  return [
+    ...(Option.isSome(maxChangedRate) && interval[1] > maxChangedRate.value
+      ? [
+          `changed rate could be up to ${upTo(interval[1])} (upper end of the 95% interval) > ${maxChangedRate.value}`
+        ]
+      : []),
+    ...(verdicts !== null && verdicts.worse > 0
+      ? [`the judge found ${verdicts.worse} of ${changed} changed turns worse`]
+      : [])
+  ]
+}
+
+/** How often `eval run` asks for the evaluation's progress. */
+const POLL_INTERVAL = Duration.millis(500)
+
+/** Cells of the progress bar on a terminal. */
+const BAR_WIDTH = 20
+
+/**
+ * Shows an evaluation's progress on stderr (issue 41 item 4): on a terminal
+ * one bar redrawn in place (`[#####---------------] 12/40 turns`), else a
+ * line (`12/40 turns`) each time `turns_done` changes, so a CI log gets a few
+ * lines, not one per poll. `end` finishes the bar's line.
+ */
+const progressOnStderr = (terminal: boolean) => {
+  let shown: number | undefined
+  return {
+    update: (evaluation: Evaluation) =>
+      Effect.sync(() => {
+        const { turns_done: done, turns_total: total } = evaluation
+        if (done === shown) return
+        shown = done
+        const text = `${done}/${total} turns`
+        if (!terminal) return void process.stderr.write(`${text}\n`)
+        const filled = total === 0 ? BAR_WIDTH : Math.floor((done / total) * BAR_WIDTH)
+        process.stderr.write(`\r[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${text}`)
+      }),
+    end: Effect.sync(() => {
+      if (terminal && shown !== undefined) process.stderr.write("\n")
+    })
+  }
+}
+
+const finished = (evaluation: Evaluation) => evaluation.status !== "queued" && evaluation.status !== "running"
+
+const evalRun = Command.make(
+  "run",
+  {
+    assistant: assistantFlag,
+    baseline: Flag.String("baseline").pipe(Flag.withDescription("The branch whose HEAD answers as the baseline")),
+    candidate: Flag.String("candidate").pipe(
+      Flag.withDescription("The branch whose HEAD (or draft, with --draft) answers as the candidate")
+    ),
+    draft: Flag.Boolean("draft").pipe(
+      Flag.withDescription("The candidate is the branch's draft, not its HEAD"),
+      Flag.withDefault(false)
+    ),
+    sessions: Flag.String("sessions").pipe(
+      Flag.withDescription("How many sessions to replay, newest first, 1-1000 (default 100)"),
+      Flag.optional
+    ),
+    maxChangedRate: Flag.Finite("max-changed-rate").pipe(
+      Flag.withSchema(Schema.Finite.pipe(Schema.check(Schema.isBetween({ minimum: 0, maximum: 1 })))),
+      Flag.withDescription(
+        "Fail (exit 1) when the changed rate could be above this, 0-1: the upper end of its 95% interval"
+      ),
+      Flag.optional
+    ),
+    judgeFile: Flag.FileText("judge-file").pipe(
+      Flag.withDescription("A file with the rubric a judge grades changed turns by; fail (exit 1) on any worse (A17)"),
+      Flag.optional
+    ),
+    ...serverFlags
+  },
+  Effect.fn(function* ({ assistant, baseline, candidate, draft, sessions, maxChangedRate, judgeFile, ...server }) {
+    const payload = yield* decodeAsBody(CreateEvaluationPayload)({
+      baseline: { branch_name: baseline },
+      candidate: draft ? { branch_name: candidate, draft: true } : { branch_name: candidate },
+      sessions: Option.match(sessions, { onNone: () => ({}), onSome: (text) => ({ limit: wholeNumber(text) }) }),
+      ...Option.match(judgeFile, { onNone: () => ({}), onSome: (instructions) => ({ judge: { instructions } }) })
+    })
+    const parley = yield* serverClient(server)
+    const params = { assistant_id: assistant }
+    const created = yield* parley.evaluations.createEvaluation({ params, payload })
+    const ids = { ...params, evaluation_id: created.id }
+    process.stderr.write(`Evaluation ${created.id}: ${sideText(created.baseline)} against ${sideText(created.candidate)}\n`)
+    const progress = progressOnStderr(process.stderr.isTTY === true)
+    const evaluation = yield* parley.evaluations.getEvaluation({ params: ids }).pipe(
+      Effect.tap(progress.update),
+      Effect.repeat({ until: finished, schedule: Schedule.spaced(POLL_INTERVAL) }),
+      Effect.ensuring(progress.end),
+      // Stopped (Ctrl-C, a CI job cancelled): the evaluation is cancelled too, so workers stop answering it.
+      Effect.onInterrupt(() => parley.evaluations.cancelEvaluation({ params: ids }).pipe(Effect.ignore))
+    )
+    yield* showEvaluation(evaluation)
+    const failures = gateFailures(evaluation, maxChangedRate)
+    if (failures.length > 0) yield* failLine(`Gate failed: ${failures.join("; ")}`)
+  }, (self, { url }) => reportingRequestFailures(url)(self))
+).pipe(
+  Command.withDescription(
+    "Evaluate a candidate against a baseline on a running server (A16, A17) and gate on the result: prints the summary, exit 1 when the gate fails"
+  )
+)
+
+const evalShow = Command.make(
+  "show",
+  {
+    evaluation: Argument.String("evaluation").pipe(Argument.withDescription("Evaluation id")),
+    assistant: assistantFlag,
+    ...serverFlags
+  },
+  Effect.fn(function* ({ evaluation, assistant, ...server }) {
+    const parley = yield* serverClient(server)
+    yield* showEvaluation(
+      yield* parley.evaluations.getEvaluation({ params: { assistant_id: assistant, evaluation_id: evaluation } })
+    )
+  }, (self, { url }) => reportingRequestFailures(url)(self))
+).pipe(Command.withDescription("Print an evaluation as it is now, from a running server (A16)"))
+
 const migrate = Command.make(
   "migrate",
   {},
@@ -587,6 +890,11 @@ export const parley = Command.make("parley").pipe(
         settingsSet.pipe(Command.provide(AdminLive))
       ])
     ),
+    Command.make("eval").pipe(
+      Command.withDescription("Evaluations on a running server, with the organization's API key (A16, A17)"),
+      Command.withSubcommands([evalRun, evalShow]),
+      Command.provide(FetchHttpClient.layer)
+    ),
     migrate.pipe(Command.provide(QuietLogging)),
     openapi,
     serve
@@ -612,6 +920,10 @@ const missingFlags = (helpDoc: HelpDoc.HelpDoc, argv: ReadonlyArray<string>): Ar
   const given = (spelling: string) => options.some((arg) => arg === spelling || arg.startsWith(`${spelling}=`))
   return helpDoc.flags
     .filter((flag) => flag.required && ![flag.name, ...flag.aliases].some((name) => given(flagSpelling(name))))
+    .filter((flag) => {
+      const variable = FLAG_VARIABLES[flag.name]
+      return variable === undefined || process.env[variable] === undefined
+    })
     .map((flag) => flagSpelling(flag.name))
 }
 
@@ -703,9 +1015,7 @@ const program = Effect.gen(function* () {
       const text = Array.isArray(detail)
         ? detail.map((issue: ValidationIssue) => `${issue.loc.slice(1).join(".")}: ${issue.msg}`).join("; ")
         : String(detail)
-      process.stderr.write(`Error: ${text}\n`)
-      process.exitCode = 1
-      return Effect.void
+      return failLine(`Error: ${text}`)
     }),
     // Usage errors were printed by `presenter`: exit 2 (`--help` does not fail: exit 0); other CLI errors exit 1.
     Effect.catchIf(CliError.isCliError, (error) =>

@@ -47,13 +47,14 @@ import { AppConfig, DEFAULT_PORT, readConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
 import { PageQuery } from "./Domain/Common.ts"
 import type { Erasure } from "./Domain/Erasure.ts"
+import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import {
   CreateEvaluationPayload,
   type Evaluation,
+  EvaluationSessions,
   type EvaluationSide,
   type SideStats
 } from "./Domain/Evaluation.ts"
-import { ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { validationIssues } from "./Domain/Validation.ts"
 import { Erasures } from "./Erasures/Erasures.ts"
 import { reportFatal, serverTeardown } from "./Fatal.ts"
@@ -666,16 +667,15 @@ const upTo = (rate: number) => Math.ceil(rate * 1000 - 1e-9) / 1000
  * sample cannot rule out), or when a judge found a changed turn worse (A17).
  */
 export const gateFailures = (evaluation: Evaluation, maxChangedRate: Option.Option<number>): Array<string> => {
-  if (evaluation.status === "failed") return [`evaluation ${evaluation.id} failed: ${evaluation.error ?? "no reason given"}`]
+  if (evaluation.status === "failed")
+    return [`evaluation ${evaluation.id} failed: ${evaluation.error ?? "no reason given"}`]
   if (evaluation.status !== "completed" || evaluation.summary === null) {
     return [`evaluation ${evaluation.id} is ${evaluation.status}, not completed`]
   }
   const { interval, verdicts, changed } = evaluation.summary
   return [
     ...(Option.isSome(maxChangedRate) && interval[1] > maxChangedRate.value
-      ? [
-          `changed rate could be up to ${upTo(interval[1])} (upper end of the 95% interval) > ${maxChangedRate.value}`
-        ]
+      ? [`changed rate could be up to ${upTo(interval[1])} (upper end of the 95% interval) > ${maxChangedRate.value}`]
       : []),
     ...(verdicts !== null && verdicts.worse > 0
       ? [`the judge found ${verdicts.worse} of ${changed} changed turns worse`]
@@ -714,6 +714,17 @@ const progressOnStderr = (terminal: boolean) => {
   }
 }
 
+/**
+ * The body `eval run` sends (A16), checked as the API checks it, with
+ * `sessions` always the range form `{limit?}` the command builds: a bad
+ * `--sessions` is told only what is wrong with its limit, not that `ids` is
+ * missing too.
+ */
+const EvalRunPayload = CreateEvaluationPayload.mapFields((fields) => ({
+  ...fields,
+  sessions: EvaluationSessions.members[1]
+}))
+
 const finished = (evaluation: Evaluation) => evaluation.status !== "queued" && evaluation.status !== "running"
 
 const evalRun = Command.make(
@@ -745,30 +756,35 @@ const evalRun = Command.make(
     ),
     ...serverFlags
   },
-  Effect.fn(function* ({ assistant, baseline, candidate, draft, sessions, maxChangedRate, judgeFile, ...server }) {
-    const payload = yield* decodeAsBody(CreateEvaluationPayload)({
-      baseline: { branch_name: baseline },
-      candidate: draft ? { branch_name: candidate, draft: true } : { branch_name: candidate },
-      sessions: Option.match(sessions, { onNone: () => ({}), onSome: (text) => ({ limit: wholeNumber(text) }) }),
-      ...Option.match(judgeFile, { onNone: () => ({}), onSome: (instructions) => ({ judge: { instructions } }) })
-    })
-    const parley = yield* serverClient(server)
-    const params = { assistant_id: assistant }
-    const created = yield* parley.evaluations.createEvaluation({ params, payload })
-    const ids = { ...params, evaluation_id: created.id }
-    process.stderr.write(`Evaluation ${created.id}: ${sideText(created.baseline)} against ${sideText(created.candidate)}\n`)
-    const progress = progressOnStderr(process.stderr.isTTY === true)
-    const evaluation = yield* parley.evaluations.getEvaluation({ params: ids }).pipe(
-      Effect.tap(progress.update),
-      Effect.repeat({ until: finished, schedule: Schedule.spaced(POLL_INTERVAL) }),
-      Effect.ensuring(progress.end),
-      // Stopped (Ctrl-C, a CI job cancelled): the evaluation is cancelled too, so workers stop answering it.
-      Effect.onInterrupt(() => parley.evaluations.cancelEvaluation({ params: ids }).pipe(Effect.ignore))
-    )
-    yield* showEvaluation(evaluation)
-    const failures = gateFailures(evaluation, maxChangedRate)
-    if (failures.length > 0) yield* failLine(`Gate failed: ${failures.join("; ")}`)
-  }, (self, { url }) => reportingRequestFailures(url)(self))
+  Effect.fn(
+    function* ({ assistant, baseline, candidate, draft, sessions, maxChangedRate, judgeFile, ...server }) {
+      const payload = yield* decodeAsBody(EvalRunPayload)({
+        baseline: { branch_name: baseline },
+        candidate: draft ? { branch_name: candidate, draft: true } : { branch_name: candidate },
+        sessions: Option.match(sessions, { onNone: () => ({}), onSome: (text) => ({ limit: wholeNumber(text) }) }),
+        ...Option.match(judgeFile, { onNone: () => ({}), onSome: (instructions) => ({ judge: { instructions } }) })
+      })
+      const parley = yield* serverClient(server)
+      const params = { assistant_id: assistant }
+      const created = yield* parley.evaluations.createEvaluation({ params, payload })
+      const ids = { ...params, evaluation_id: created.id }
+      process.stderr.write(
+        `Evaluation ${created.id}: ${sideText(created.baseline)} against ${sideText(created.candidate)}\n`
+      )
+      const progress = progressOnStderr(process.stderr.isTTY === true)
+      const evaluation = yield* parley.evaluations.getEvaluation({ params: ids }).pipe(
+        Effect.tap(progress.update),
+        Effect.repeat({ until: finished, schedule: Schedule.spaced(POLL_INTERVAL) }),
+        Effect.ensuring(progress.end),
+        // Stopped (Ctrl-C, a CI job cancelled): the evaluation is cancelled too, so workers stop answering it.
+        Effect.onInterrupt(() => parley.evaluations.cancelEvaluation({ params: ids }).pipe(Effect.ignore))
+      )
+      yield* showEvaluation(evaluation)
+      const failures = gateFailures(evaluation, maxChangedRate)
+      if (failures.length > 0) yield* failLine(`Gate failed: ${failures.join("; ")}`)
+    },
+    (self, { url }) => reportingRequestFailures(url)(self)
+  )
 ).pipe(
   Command.withDescription(
     "Evaluate a candidate against a baseline on a running server (A16, A17) and gate on the result: prints the summary, exit 1 when the gate fails"
@@ -782,12 +798,15 @@ const evalShow = Command.make(
     assistant: assistantFlag,
     ...serverFlags
   },
-  Effect.fn(function* ({ evaluation, assistant, ...server }) {
-    const parley = yield* serverClient(server)
-    yield* showEvaluation(
-      yield* parley.evaluations.getEvaluation({ params: { assistant_id: assistant, evaluation_id: evaluation } })
-    )
-  }, (self, { url }) => reportingRequestFailures(url)(self))
+  Effect.fn(
+    function* ({ evaluation, assistant, ...server }) {
+      const parley = yield* serverClient(server)
+      yield* showEvaluation(
+        yield* parley.evaluations.getEvaluation({ params: { assistant_id: assistant, evaluation_id: evaluation } })
+      )
+    },
+    (self, { url }) => reportingRequestFailures(url)(self)
+  )
 ).pipe(Command.withDescription("Print an evaluation as it is now, from a running server (A16)"))
 
 const migrate = Command.make(

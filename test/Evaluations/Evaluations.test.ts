@@ -15,7 +15,7 @@ import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { servicesWith } from "../../src/Server.ts"
-import { aiFixture, realSleep, runsOf, snapshotOf, waitFor } from "../Replies/support.ts"
+import { aiFixture, realSleep, recordTurn, snapshotOf, waitFor } from "../Replies/support.ts"
 import { A, assistantFixture, llm, tool } from "../support/Assistants.ts"
 import { makeScript, type RecordedCall, type ScriptedAnswer, scriptedModel } from "../support/ScriptedModel.ts"
 import { TestApi, withWorkers } from "../support/TestApp.ts"
@@ -43,21 +43,6 @@ const respond = (call: RecordedCall): ScriptedAnswer => {
   return { text: `${call.system} | ${call.lastUserText}` }
 }
 script.respond = respond
-
-/** One recorded run: the user's `text`, then a reply run to completion. */
-const recordTurn = (
-  fx: { org: { call: (m: string, p: string, b?: unknown) => Effect.Effect<any> } },
-  sessionId: string,
-  text: string
-) =>
-  Effect.gen(function* () {
-    const before = (yield* runsOf(sessionId)).length
-    yield* fx.org.call("POST", `/sessions/${sessionId}/messages`, { role: "user", content: { type: "text", text } })
-    const reply = yield* fx.org.call("POST", `/sessions/${sessionId}/reply`, { debounce_time: 0 })
-    assert.strictEqual(reply.status, 200, reply.text)
-    const runs = yield* waitFor(runsOf(sessionId), (rows) => rows.length === before + 1)
-    assert.strictEqual(runs.at(-1)!.status, "succeeded", runs.at(-1)!.error ?? "")
-  })
 
 /** An assistant with a `lookup` tool on a recording server, two sessions with three recorded runs. */
 const recordedFixture = Effect.gen(function* () {

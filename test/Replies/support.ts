@@ -3,10 +3,12 @@
  * from a published assistant, a session with that agent, and readers of the
  * runs and messages the runtime wrote.
  */
+import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { assistantFixture } from "../support/Assistants.ts"
 import { ADMIN_TOKEN, type TestOrganization } from "../support/TestApp.ts"
+import { waitFor } from "../support/Wait.ts"
 
 export { snapshotOf } from "../support/AssistantItems.ts"
 export { realSleep, waitFor } from "../support/Wait.ts"
@@ -55,3 +57,22 @@ export const messagesOf = (org: TestOrganization, sessionId: string) =>
   org
     .call("POST", `/sessions/${sessionId}/messages/search`, { session_id: sessionId, limit: 1000 })
     .pipe(Effect.map((response) => response.body as Array<any>))
+
+/**
+ * One recorded run (A15, A16): the user's `text` in session `sessionId` of
+ * `fx.org`, then a reply with no debounce, waited for until its run
+ * succeeded.
+ */
+export const recordTurn = (
+  fx: { readonly org: { readonly call: TestOrganization["call"] } },
+  sessionId: string,
+  text: string
+) =>
+  Effect.gen(function* () {
+    const before = (yield* runsOf(sessionId)).length
+    yield* fx.org.call("POST", `/sessions/${sessionId}/messages`, { role: "user", content: { type: "text", text } })
+    const reply = yield* fx.org.call("POST", `/sessions/${sessionId}/reply`, { debounce_time: 0 })
+    assert.strictEqual(reply.status, 200, reply.text)
+    const runs = yield* waitFor(runsOf(sessionId), (rows) => rows.length === before + 1)
+    assert.strictEqual(runs.at(-1)!.status, "succeeded", runs.at(-1)!.error ?? "")
+  })

@@ -26,10 +26,20 @@ export interface Finished {
   readonly stderr: string
 }
 
-/** Runs `node <script> ...args` from the project root with `env` added; resolves when it exits. */
-export const runNode = (script: string, args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>
-  new Promise<Finished>((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { cwd: root, env: environment(env) })
+/** A started `node` process: the child, and its outcome once it exits. */
+export interface NodeProcess {
+  readonly child: ChildProcess
+  readonly finished: Promise<Finished>
+}
+
+/** Starts `node <script> ...args` from the project root with `env` added; `finished` resolves when it exits. */
+export const spawnNode = (
+  script: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string | undefined>
+): NodeProcess => {
+  const child = spawn(process.execPath, [script, ...args], { cwd: root, env: environment(env) })
+  const finished = new Promise<Finished>((resolve, reject) => {
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk) => (stdout += chunk))
@@ -37,6 +47,12 @@ export const runNode = (script: string, args: ReadonlyArray<string>, env: Record
     child.on("error", reject)
     child.on("exit", (code) => resolve({ code, stdout, stderr }))
   })
+  return { child, finished }
+}
+
+/** Runs `node <script> ...args` from the project root with `env` added; resolves when it exits. */
+export const runNode = (script: string, args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>
+  spawnNode(script, args, env).finished
 
 /** A running server process. */
 export interface ServerProcess {

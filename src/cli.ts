@@ -4,6 +4,12 @@
  * `openapi` (the document, with no database) and `serve`. It uses `DATABASE_URL`, or attaches to the embedded server of
  * `DATA_DIR` (starting it for the command when no server runs).
  *
+ * `eval run` and `eval show` (issue 41 item 4; A16, A17) are for an
+ * integrator's CI instead: they call a running server over HTTP (`--url`,
+ * `PARLEY_URL`) with the organization's API key (`--token`, `PARLEY_TOKEN`)
+ * and never touch the database. `eval run` is a gate: exit 1 when the
+ * evaluation fails it.
+ *
  * Output is shell-friendly: `eval "$(npx parley bootstrap)"` sets
  * `PARLEY_ORG_ID` and `PARLEY_TOKEN`. Only results go to stdout (O9): a usage
  * error (unknown flag or command, missing flag or command) is one or two lines
@@ -666,7 +672,7 @@ const upTo = (rate: number) => Math.ceil(rate * 1000 - 1e-9) / 1000
  * Wilson 95% interval of the changed rate is above it (A16: the rate the
  * sample cannot rule out), or when a judge found a changed turn worse (A17).
  */
-export const gateFailures = (evaluation: Evaluation, maxChangedRate: Option.Option<number>): Array<string> => {
+const gateFailures = (evaluation: Evaluation, maxChangedRate: Option.Option<number>): Array<string> => {
   if (evaluation.status === "failed")
     return [`evaluation ${evaluation.id} failed: ${evaluation.error ?? "no reason given"}`]
   if (evaluation.status !== "completed" || evaluation.summary === null) {
@@ -682,6 +688,21 @@ export const gateFailures = (evaluation: Evaluation, maxChangedRate: Option.Opti
       : [])
   ]
 }
+
+/**
+ * A failure of a request worth making again: the server unreachable for a
+ * moment, or answering 429 or 5xx (a deploy, a restart, a rate limit, D20).
+ */
+const transient = (error: unknown) => {
+  if (!HttpClientError.isHttpClientError(error)) return false
+  const reason = error.reason
+  if (reason._tag === "TransportError") return true
+  const status = "response" in reason ? reason.response?.status : undefined
+  return status !== undefined && (status === 429 || status >= 500)
+}
+
+/** How `eval run` asks for the evaluation again after a {@link transient} failure: 5 times, 0.5 s doubling (15.5 s). */
+const POLL_RETRY = { while: transient, times: 5, schedule: Schedule.exponential("500 millis") }
 
 /** How often `eval run` asks for the evaluation's progress. */
 const POLL_INTERVAL = Duration.millis(500)
@@ -727,6 +748,19 @@ const EvalRunPayload = CreateEvaluationPayload.mapFields((fields) => ({
 
 const finished = (evaluation: Evaluation) => evaluation.status !== "queued" && evaluation.status !== "running"
 
+/**
+ * `parley eval run --assistant ID --baseline NAME --candidate NAME [--draft]
+ * [--sessions N] [--max-changed-rate R] [--judge-file F]` (issue 41 item 4):
+ * starts an evaluation (A16) of the candidate (a branch's HEAD, or its draft
+ * with `--draft`) against the baseline (a branch's HEAD) over the `N` newest
+ * sessions (default 100), judged by the rubric of file `F` when given (A17);
+ * asks for it every 0.5 s showing progress on stderr (one line naming the
+ * evaluation, then {@link progressOnStderr}); once it is finished prints it
+ * on stdout ({@link showEvaluation}). Exit 1 with one `Gate failed: ...` line
+ * on stderr when {@link gateFailures} finds a reason, else 0. Input the API
+ * refuses and HTTP failures: `Error: <detail>`, exit 1; usage errors exit 2.
+ * Interrupted (SIGINT, SIGTERM) while waiting, it cancels the evaluation.
+ */
 const evalRun = Command.make(
   "run",
   {
@@ -768,11 +802,14 @@ const evalRun = Command.make(
       const params = { assistant_id: assistant }
       const created = yield* parley.evaluations.createEvaluation({ params, payload })
       const ids = { ...params, evaluation_id: created.id }
-      process.stderr.write(
-        `Evaluation ${created.id}: ${sideText(created.baseline)} against ${sideText(created.candidate)}\n`
+      yield* Effect.sync(() =>
+        process.stderr.write(
+          `Evaluation ${created.id}: ${sideText(created.baseline)} against ${sideText(created.candidate)}\n`
+        )
       )
       const progress = progressOnStderr(process.stderr.isTTY === true)
       const evaluation = yield* parley.evaluations.getEvaluation({ params: ids }).pipe(
+        Effect.retry(POLL_RETRY),
         Effect.tap(progress.update),
         Effect.repeat({ until: finished, schedule: Schedule.spaced(POLL_INTERVAL) }),
         Effect.ensuring(progress.end),
@@ -788,9 +825,21 @@ const evalRun = Command.make(
 ).pipe(
   Command.withDescription(
     "Evaluate a candidate against a baseline on a running server (A16, A17) and gate on the result: prints the summary, exit 1 when the gate fails"
-  )
+  ),
+  Command.withExamples([
+    {
+      command:
+        "parley eval run --assistant $ASSISTANT_ID --baseline main --candidate friendlier --draft --max-changed-rate 0.2",
+      description: "In CI, with PARLEY_URL and PARLEY_TOKEN set: fail when more than 20% of the replies could change"
+    }
+  ])
 )
 
+/**
+ * `parley eval show ID --assistant ID` (issue 41 item 4): prints an
+ * evaluation as it is now (A16; {@link showEvaluation}), finished or not,
+ * with no waiting and no gate: exit 0, or `Error: <detail>` and exit 1.
+ */
 const evalShow = Command.make(
   "show",
   {
@@ -807,7 +856,12 @@ const evalShow = Command.make(
     },
     (self, { url }) => reportingRequestFailures(url)(self)
   )
-).pipe(Command.withDescription("Print an evaluation as it is now, from a running server (A16)"))
+).pipe(
+  Command.withDescription("Print an evaluation as it is now, from a running server (A16)"),
+  Command.withExamples([
+    { command: "parley eval show $EVALUATION_ID --assistant $ASSISTANT_ID", description: "Its status and summary" }
+  ])
+)
 
 const migrate = Command.make(
   "migrate",
@@ -841,7 +895,7 @@ const serve = Command.make("serve", {}, () =>
 
 /** The whole command tree, exported for tests that walk it (issue 39 item 5). */
 export const parley = Command.make("parley").pipe(
-  Command.withDescription("Parley administration"),
+  Command.withDescription("Parley administration, and evaluations of assistants on a running server (eval)"),
   Command.withSubcommands([
     bootstrap.pipe(Command.provide(AdminLive)),
     Command.make("org").pipe(
@@ -931,7 +985,7 @@ const flagSpelling = (name: string) => (name.startsWith("-") ? name : name.lengt
 
 /**
  * The required flags of a command that `argv` does not give (`--org x` and
- * `--org=x` give `--org`). effect/cli stops at the first missing flag; the
+ * `--org=x` give `--org`) nor their environment variable ({@link FLAG_VARIABLES}). effect/cli stops at the first missing flag; the
  * user is told every one at once (issue 39 item 5).
  */
 const missingFlags = (helpDoc: HelpDoc.HelpDoc, argv: ReadonlyArray<string>): Array<string> => {

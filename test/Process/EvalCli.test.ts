@@ -7,6 +7,7 @@
  * whose instructions differ changes every turn; a judge's call (A17) answers
  * `worse`.
  */
+import { spawnSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -15,7 +16,7 @@ import { Effect } from "effect"
 import { servicesWith } from "../../src/Server.ts"
 import { aiFixture, recordTurn, snapshotOf, waitFor } from "../Replies/support.ts"
 import { llm } from "../support/Assistants.ts"
-import { freePort, runNode, spawnNode } from "../support/Processes.ts"
+import { freePort, runNode, spawnCommand, spawnNode } from "../support/Processes.ts"
 import { makeScript, scriptedModel } from "../support/ScriptedModel.ts"
 import { TestApi, withWorkers } from "../support/TestApp.ts"
 
@@ -249,6 +250,28 @@ withWorkers({}, servicesWith(scriptedModel(script)))("parley eval", (it) => {
           stdout: "",
           stderr: 'Error: parley eval show: missing --token\nRun "parley eval show --help" for usage.\n'
         })
+      }),
+    120_000
+  )
+
+  // `script` (util-linux) gives the command a terminal; where it is missing the test is skipped.
+  it.effect.skipIf(spawnSync("script", ["--version"]).status !== 0)(
+    "issue 41 item 4: on a terminal the progress is one bar redrawn in place, ended by a newline before the summary",
+    () =>
+      Effect.gen(function* () {
+        const { fx, env } = yield* fixture
+        const command = [process.execPath, "src/cli.ts", "eval", "run", "--assistant", fx.id, "--baseline", "main"]
+          .concat(["--candidate", "feature", "--draft"])
+          .join(" ")
+        // Not spawnSync: the server answering the command runs in this process.
+        const run = yield* Effect.promise(() => spawnCommand("script", ["-qec", command, "/dev/null"], env).finished)
+        assert.strictEqual(run.code, 0, run.stdout)
+        // stdout and stderr share the terminal; it writes \r\n for \n.
+        const output = run.stdout.replace(/\r\n/g, "\n")
+        assert.match(output, /^Evaluation \S+: branch:main against draft:feature\n\r\[[#-]{20}\] \d\/3 turns/)
+        assert.include(output, "\r[####################] 3/3 turns\nid=")
+        assert.notMatch(output, /^\d+\/\d+ turns$/m)
+        assert.include(output, "\nchanged=3\n")
       }),
     120_000
   )

@@ -26,19 +26,19 @@ export interface Finished {
   readonly stderr: string
 }
 
-/** A started `node` process: the child, and its outcome once it exits. */
-export interface NodeProcess {
+/** A started process: the child, and its outcome once it exits. */
+export interface StartedProcess {
   readonly child: ChildProcess
   readonly finished: Promise<Finished>
 }
 
-/** Starts `node <script> ...args` from the project root with `env` added; `finished` resolves when it exits. */
-export const spawnNode = (
-  script: string,
+/** Starts `command ...args` from the project root with `env` added; `finished` resolves when it exits. */
+export const spawnCommand = (
+  command: string,
   args: ReadonlyArray<string>,
   env: Record<string, string | undefined>
-): NodeProcess => {
-  const child = spawn(process.execPath, [script, ...args], { cwd: root, env: environment(env) })
+): StartedProcess => {
+  const child = spawn(command, args, { cwd: root, env: environment(env) })
   const finished = new Promise<Finished>((resolve, reject) => {
     let stdout = ""
     let stderr = ""
@@ -49,6 +49,10 @@ export const spawnNode = (
   })
   return { child, finished }
 }
+
+/** Starts `node <script> ...args` from the project root with `env` added ({@link spawnCommand}). */
+export const spawnNode = (script: string, args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>
+  spawnCommand(process.execPath, [script, ...args], env)
 
 /** Runs `node <script> ...args` from the project root with `env` added; resolves when it exits. */
 export const runNode = (script: string, args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>

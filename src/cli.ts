@@ -528,7 +528,7 @@ const rolloutEnd = Command.make(
  * are not given, and a usage error does not call such a flag missing while
  * its variable is set.
  */
-const FLAG_VARIABLES: Readonly<Record<string, string>> = { url: "PARLEY_URL", token: "PARLEY_TOKEN" }
+const FLAG_VARIABLES = { url: "PARLEY_URL", token: "PARLEY_TOKEN" } as const
 
 /** Where the `eval` commands find the server when neither `--url` nor `PARLEY_URL` says: its default address (O3). */
 const DEFAULT_SERVER_URL = `http://127.0.0.1:${DEFAULT_PORT}`
@@ -673,8 +673,9 @@ const upTo = (rate: number) => Math.ceil(rate * 1000 - 1e-9) / 1000
  * sample cannot rule out), or when a judge found a changed turn worse (A17).
  */
 const gateFailures = (evaluation: Evaluation, maxChangedRate: Option.Option<number>): Array<string> => {
-  if (evaluation.status === "failed")
+  if (evaluation.status === "failed") {
     return [`evaluation ${evaluation.id} failed: ${evaluation.error ?? "no reason given"}`]
+  }
   if (evaluation.status !== "completed" || evaluation.summary === null) {
     return [`evaluation ${evaluation.id} is ${evaluation.status}, not completed`]
   }
@@ -994,7 +995,7 @@ const missingFlags = (helpDoc: HelpDoc.HelpDoc, argv: ReadonlyArray<string>): Ar
   return helpDoc.flags
     .filter((flag) => flag.required && ![flag.name, ...flag.aliases].some((name) => given(flagSpelling(name))))
     .filter((flag) => {
-      const variable = FLAG_VARIABLES[flag.name]
+      const variable = (FLAG_VARIABLES as Readonly<Record<string, string | undefined>>)[flag.name]
       return variable === undefined || process.env[variable] === undefined
     })
     .map((flag) => flagSpelling(flag.name))

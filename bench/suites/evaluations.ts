@@ -18,7 +18,7 @@
  *    for BENCH_EVAL_LIVE_SECONDS (10) s; trigger-to-reply latency p50 and p99
  *    (the trigger request's start to the reply message's `created_at`, one
  *    machine's clock), without an evaluation and with evaluations running
- *    back to back the whole time, alternated over BENCH_EVAL_LIVE_ROUNDS (2)
+ *    back to back the whole time, alternated over BENCH_EVAL_LIVE_ROUNDS (5)
  *    rounds each; medians of the rounds. Target: no more than 10% slower.
  *
  * Prints a table and writes bench/results/evaluations-<timestamp>.{json,md}.
@@ -45,7 +45,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
   const rounds = envInt("BENCH_EVAL_ROUNDS", 3)
   const liveRate = envInt("BENCH_EVAL_LIVE_RATE", 20)
   const liveSeconds = envInt("BENCH_EVAL_LIVE_SECONDS", 10)
-  const liveRounds = envInt("BENCH_EVAL_LIVE_ROUNDS", 2)
+  const liveRounds = envInt("BENCH_EVAL_LIVE_ROUNDS", 5)
   const startedAt = new Date()
   const cleanup = makeCleanup()
   try {
@@ -173,7 +173,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const first = Date.now()
       await Promise.all(
         sessions.map(async (id, i) => {
-          await sleep(first + (i * 1000) / liveRate - Date.now())
+          await sleep(Math.max(0, first + (i * 1000) / liveRate - Date.now()))
           triggeredAt.set(id, Date.now())
           await api(200, "POST", `${C}/sessions/${id}/reply`, { debounce_time: 0 })
         })

@@ -17,7 +17,7 @@
  * - A defect while answering (a bug) fails the evaluation with `Internal
  *   error: ...`; a database outage leaves it to be taken up again.
  */
-import { Cause, Context, Effect, Layer } from "effect"
+import { Cause, Context, Duration, Effect, Layer } from "effect"
 import type { AssistantAccessError, BranchAccessError } from "../Assistants/Access.ts"
 import { Assistants } from "../Assistants/Assistants.ts"
 import type { BranchNotPublished, CommitNotFound } from "../Assistants/Errors.ts"
@@ -47,6 +47,17 @@ import { renderReport } from "./Report.ts"
 export const TURNS_PER_BATCH = 32
 /** Turns answered at once by one worker (each makes its model calls one after the other). */
 export const TURN_CONCURRENCY = 2
+
+/** How long after a live run an evaluation still counts as beside live work, in ms (see {@link PAUSE_PER_TURN_TIME}). */
+export const LIVE_WINDOW_MS = 1_000
+/**
+ * Beside live runs (one in flight or ended within {@link LIVE_WINDOW_MS}), a
+ * turn is followed by a pause of this many times its own duration, so the
+ * evaluation takes at most about half of the process's time from live
+ * replies. Measured by `npm run bench -- evaluations` (bench/README.md
+ * "evaluations": live replies without and beside evaluations).
+ */
+export const PAUSE_PER_TURN_TIME = 3
 
 /** What one batch did: `more` (call again), `completed`, or `stopped` (cancelled, lease lost, failed). */
 export type Advance = "more" | "completed" | "stopped"
@@ -236,6 +247,7 @@ export class Evaluations extends Context.Service<
       const answerTurn = (evaluation: ClaimedEvaluation, workerId: string, leaseMs: number, turn: PendingTurn) =>
         Effect.gen(function* () {
           yield* live.idle
+          const started = performance.now()
           const history = yield* messages.history(turn.session_id, HISTORY_LIMIT, turn.started_at)
           const side = (snapshot: unknown) =>
             Effect.forEach(Array.from({ length: evaluation.repeats }), () =>
@@ -266,7 +278,7 @@ export class Evaluations extends Context.Service<
             input_tokens: answers.reduce((sum, a) => sum + a.inputTokens, 0),
             output_tokens: answers.reduce((sum, a) => sum + a.outputTokens, 0)
           })
-          return yield* repo.answer(evaluation, workerId, leaseMs, turn.id, {
+          const held = yield* repo.answer(evaluation, workerId, leaseMs, turn.id, {
             should_close: candidate[0]!.shouldClose,
             baseline: baseline.map((a) => a.answer),
             candidate: candidate.map((a) => a.answer),
@@ -283,6 +295,10 @@ export class Evaluations extends Context.Service<
               baseline_unstable: comparison.baseline_unstable
             }
           })
+          if (yield* live.recentlyBusy(LIVE_WINDOW_MS)) {
+            yield* Effect.sleep(Duration.millis((performance.now() - started) * PAUSE_PER_TURN_TIME))
+          }
+          return held
         }).pipe(Effect.provideService(Models, yieldingModels))
 
       const advance = Effect.fn("Evaluations.advance")(function* (

@@ -22,6 +22,8 @@ export class LiveRuns extends Context.Service<
     readonly track: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
     /** Completes at once when no live run is in flight, else when the last one ends. */
     readonly idle: Effect.Effect<void>
+    /** Whether a live run is in flight or was within the last `windowMs` (real time). */
+    readonly recentlyBusy: (windowMs: number) => Effect.Effect<boolean>
   }
 >()("parley/Runtime/LiveRuns") {
   /** One count per process (build it once, shared by the replies worker and the evaluations). */
@@ -30,10 +32,12 @@ export class LiveRuns extends Context.Service<
     Effect.gen(function* () {
       const open = yield* Latch.make(true)
       let inFlight = 0
+      let lastEnd = Number.NEGATIVE_INFINITY
       const begin = Effect.sync(() => {
         if (inFlight++ === 0) open.closeUnsafe()
       })
       const end = Effect.sync(() => {
+        lastEnd = performance.now()
         if (--inFlight === 0) open.openUnsafe()
       })
       return LiveRuns.of({
@@ -43,7 +47,8 @@ export class LiveRuns extends Context.Service<
             () => effect,
             () => end
           ),
-        idle: open.await
+        idle: open.await,
+        recentlyBusy: (windowMs) => Effect.sync(() => inFlight > 0 || performance.now() - lastEnd < windowMs)
       })
     })
   )

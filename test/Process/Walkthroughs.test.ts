@@ -156,6 +156,22 @@ describe("The walkthroughs (README.md, docs/walkthroughs.md), as written", () =>
     expect(run.output.trim()).toMatch(/204$/)
   })
 
+  it("Evaluations walkthrough: recorded conversations replayed against a draft, the CI gate failing then passing, the report (A16)", {
+    timeout: 180_000
+  }, async () => {
+    const run = await runSection("## Evaluations walkthrough")
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toMatch(/^10\/10 turns$/m)
+    expect(run.output).toMatch(/^Gate failed: changed rate could be up to 1 \(upper end of the 95% interval\) > 0\.2$/m)
+    expect(run.output).toMatch(/^gate: exit 1$/m)
+    expect(run.output).toMatch(/^turns=10$/m)
+    expect(run.output).toMatch(/^changed=10$/m)
+    expect(run.output).toMatch(/^interval_high=1$/m)
+    expect(run.output).toMatch(/^gate: exit 0\nchanged=0$/m)
+    expect(run.output).toContain("report: 200 text/html; charset=utf-8")
+    expect(run.output).toMatch(/^Answer warmly, in one sentence. \| Question 19$/m)
+  })
+
   it("Webhooks walkthrough: an app, a verifying receiver, signed events received, deliveries listed", {
     timeout: 180_000
   }, async () => {

@@ -10,15 +10,7 @@ import { CliOutput, Command, type HelpDoc } from "effect/cli"
 import postgres from "postgres"
 import { AppConfig } from "../../src/Config.ts"
 import { parley } from "../../src/cli.ts"
-import { ownDatabase, runNode, startServer } from "../support/Processes.ts"
-
-const parse = (stdout: string): Record<string, string> =>
-  Object.fromEntries(
-    stdout
-      .trim()
-      .split("\n")
-      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
-  )
+import { ownDatabase, parseShow as parse, runNode, startServer } from "../support/Processes.ts"
 
 const databaseUrl = ownDatabase("parley_cli")
 

@@ -16,7 +16,7 @@ import { Effect } from "effect"
 import { servicesWith } from "../../src/Server.ts"
 import { aiFixture, recordTurn, snapshotOf, waitFor } from "../Replies/support.ts"
 import { llm } from "../support/Assistants.ts"
-import { freePort, runNode, spawnCommand, spawnNode } from "../support/Processes.ts"
+import { freePort, parseShow as parse, runNode, spawnCommand, spawnNode } from "../support/Processes.ts"
 import { makeScript, scriptedModel } from "../support/ScriptedModel.ts"
 import { TestApi, withWorkers } from "../support/TestApp.ts"
 
@@ -25,15 +25,6 @@ script.respond = (call) =>
   call.system?.startsWith("You compare two replies")
     ? { text: "worse" }
     : { text: `${call.system} | ${call.lastUserText}` }
-
-/** `key=value` lines as a record (the CLI's `show`). */
-const parse = (stdout: string): Record<string, string> =>
-  Object.fromEntries(
-    stdout
-      .trim()
-      .split("\n")
-      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
-  )
 
 /**
  * An assistant published on main ("Help."), two sessions with three recorded

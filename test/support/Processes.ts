@@ -135,3 +135,12 @@ export const waitUntil = async (condition: () => boolean, timeoutMs: number) => 
   }
   return true
 }
+
+/** The `key=value` lines the CLI prints (`src/cli.ts` `show`) as a record. */
+export const parseShow = (stdout: string): Record<string, string> =>
+  Object.fromEntries(
+    stdout
+      .trim()
+      .split("\n")
+      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
+  )

@@ -98,6 +98,7 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
         content: JSON.stringify({ type: "text", text: content.text }),
         providerMessageId: provider_message_id ?? null,
         repliedProviderMessageId: replied_provider_message_id ?? null,
+        replyToMessageId: null,
         runId: run_id ?? null,
         metadata: "{}",
         eventId: uuidv7(),
@@ -164,6 +165,10 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
   if (providerMessageId !== null && !isIdentifier(providerMessageId)) {
     return invalid(reply, ["provider_message_id"], "Expected an identifier")
   }
+  const repliedProviderMessageId = body.replied_provider_message_id ?? null
+  if (repliedProviderMessageId !== null && !isIdentifier(repliedProviderMessageId)) {
+    return invalid(reply, ["replied_provider_message_id"], "Expected an identifier")
+  }
   if (contact !== undefined && contact !== null && !isObject(contact))
     return invalid(reply, ["contact"], "Expected an object")
   const name = contact?.name ?? null
@@ -197,6 +202,7 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
         contactName: name,
         contactPhone: phone,
         providerMessageId,
+        repliedProviderMessageId,
         messageId,
         newSessionId,
         reuseOpen: true,
@@ -231,6 +237,7 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
         role,
         content: contentText,
         providerMessageId,
+        repliedProviderMessageId,
         messageEventId: uuidv7(),
         traceContext
       }) as Array<any>,

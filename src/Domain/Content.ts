@@ -32,13 +32,40 @@ export const FileContent = Schema.Struct({
   name: NonEmpty
 })
 
-/** The content schemas a client may send, by type (D12). */
+/** Whether `value` is one user-perceived character (an extended grapheme cluster, UAX #29), or "" (D24). */
+const isOneGraphemeOrEmpty = (value: string): boolean => {
+  if (value === "") return true
+  const segments = new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(value)[Symbol.iterator]()
+  const first = segments.next()
+  return !first.done && segments.next().done === true
+}
+
+/**
+ * `{type: "reaction", emoji, message_id}` (D24): `emoji` one grapheme (at most
+ * 64 UTF-16 units: flags and ZWJ sequences are one), or "" to remove the
+ * role's reaction; `message_id` the message reacted to: a Parley id of the
+ * same conversation (POST message; else 400 `Message not found`), or on
+ * ingest also the channel's id of it.
+ */
+export const ReactionContent = Schema.Struct({
+  type: Schema.Literal("reaction"),
+  emoji: Schema.String.pipe(
+    Schema.check(Schema.isMaxLength(64)),
+    Schema.check(
+      Schema.makeFilter((value: string) => isOneGraphemeOrEmpty(value) || "emoji must be one grapheme, or empty")
+    )
+  ),
+  message_id: Url
+})
+
+/** The content schemas a client may send, by type (D12, D24). */
 export const clientContentSchemas = {
   text: TextContent,
   image: ImageContent,
   audio: AudioContent,
   video: VideoContent,
-  file: FileContent
+  file: FileContent,
+  reaction: ReactionContent
 } as const
 
 /** A content type a client may send. */
@@ -79,7 +106,10 @@ export const ContentInput = ContentObject.pipe(
       encode: Effect.succeed
     })
   )
-).annotate({ identifier: "ContentInput", description: "One of the content types: text, image, audio, video, file" })
+).annotate({
+  identifier: "ContentInput",
+  description: "One of the content types: text, image, audio, video, file, reaction (D24)"
+})
 export type ContentInput = typeof ContentObject.Type
 
 /** Content as stored and returned: any content object with a `type`. */
@@ -93,6 +123,9 @@ export type Content = typeof Content.Type
  * the service only (a client sending it gets 400 `Invalid content type`, D12).
  */
 export const redactedContent: Content = { type: "redacted" }
+
+/** Whether `content` is a reaction (D24): stored as a message, summarized on its target, never triggers a reply. */
+export const isReaction = (content: { readonly type: string }): boolean => content.type === "reaction"
 
 /** The content types the AI runtime writes for a tool call and its result (R2): the payloads of a run. */
 export const toolPayloadTypes: ReadonlyArray<string> = ["function_call", "function_result"]

@@ -73,6 +73,18 @@ export const IngestPayload = Schema.Struct({
   provider_message_id: Schema.optionalKey(
     Schema.NullOr(Identifier).annotate({ description: "The channel's id of the message: a repeat is a no-op (D10)." })
   ),
+  replied_provider_message_id: Schema.optionalKey(
+    Schema.NullOr(Identifier).annotate({
+      description:
+        "The channel's id of the message this one quotes: resolved to `reply_to_message_id` when it names a message of the conversation, kept as given otherwise; never a reason to refuse the message (D24)."
+    })
+  ),
+  edit_of_provider_message_id: Schema.optionalKey(
+    Schema.NullOr(Identifier).annotate({
+      description:
+        "The channel's id of a message this call edits (D24): `content` replaces that message's content (kept in its `edits`); no message is stored and no reply is triggered. When it names no message of the conversation, `content` is stored as a new message. Cannot be combined with `agent_id`, `metadata` or a `session` other than `continue` (422)."
+    })
+  ),
   session: Schema.optionalKey(
     IngestSessionMode.annotate({
       description: "`continue` (default) the open session, `new` session, or `close` the session after this message."

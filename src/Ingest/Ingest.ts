@@ -21,9 +21,10 @@ import { AgentNotFound } from "../Admin/Errors.ts"
 import { retryWhileReferenceDeleted } from "../Database/Races.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import { isUuid, type JsonObject, MAX_METADATA_BYTES } from "../Domain/Common.ts"
+import { type Content, isReaction } from "../Domain/Content.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import type { InvalidContentType } from "../Messages/Errors.ts"
-import { validateContent } from "../Messages/Messages.ts"
+import { Messages, validateContent } from "../Messages/Messages.ts"
 import { Replies } from "../Replies/Replies.ts"
 import { Sessions, threadFor } from "../Sessions/Sessions.ts"
 import { Ids } from "../Shared/Ids.ts"
@@ -31,6 +32,11 @@ import { applyMergePatch } from "../Shared/MergePatch.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import { DEFAULT_CHANNEL_TYPE, type IngestPayload, type IngestResponse, type IngestSessionMode } from "./Api.ts"
 import { type IngestMessage, IngestRepo, type IngestState } from "./Repo.ts"
+
+/** The message of an ingest call, with whether it may trigger a reply (D11; not a reaction or an edit, D24). */
+interface Incoming extends IngestMessage {
+  readonly triggersReply: boolean
+}
 
 /** The session an ingest call acts on. */
 interface Target {
@@ -108,7 +114,7 @@ export class Ingest extends Context.Service<
     ): Effect.Effect<IngestResponse, AgentNotFound | InvalidContentType | ValidationFailed>
   }
 >()("parley/Ingest") {
-  /** The service, its repository left open; requires `IngestRepo`, `Sessions`, `Replies` and `Ids`. */
+  /** The service, its repository left open; requires `IngestRepo`, `Sessions`, `Replies`, `Messages` and `Ids`. */
   static readonly layerNoDeps = Layer.effect(
     Ingest,
     Effect.gen(function* () {
@@ -116,14 +122,18 @@ export class Ingest extends Context.Service<
       const { newId } = yield* Ids
       const sessions = yield* Sessions
       const replies = yield* Replies
+      const messages = yield* Messages
 
       /** Closes the locked open session for ingest: session.closed with `action: "ingest"` only (W1). */
       const close = (organizationId: string, sessionId: string) =>
         sessions.close(organizationId, sessionId, { kind: "ingest" })
 
-      /** D11: a reply for a `user` message in a session whose agent is AI (and so has a thread, D7). */
-      const replyIfAi = (organizationId: string, target: Target, message: IngestMessage, debounceSeconds: number) =>
-        message.role === "user"
+      /**
+       * D11: a reply for a `user` message in a session whose agent is AI (and
+       * so has a thread, D7); never for a reaction or an edit (D24).
+       */
+      const replyIfAi = (organizationId: string, target: Target, message: Incoming, debounceSeconds: number) =>
+        message.role === "user" && message.triggersReply
           ? replies.trigger(
               organizationId,
               {
@@ -147,7 +157,7 @@ export class Ingest extends Context.Service<
         organizationId: string,
         input: IngestPayload,
         mode: IngestSessionMode,
-        message: IngestMessage | undefined,
+        message: Incoming | undefined,
         newSessionId: string,
         state: IngestState,
         traceContext: string | null
@@ -238,18 +248,34 @@ export class Ingest extends Context.Service<
           const content = input.content == null ? undefined : yield* validateContent(input.content)
           const mode = input.session ?? "continue"
           const channelType = input.channel_type ?? DEFAULT_CHANNEL_TYPE
-          const message: IngestMessage | undefined =
+          const editOf = content === undefined ? null : (input.edit_of_provider_message_id ?? null)
+          if (
+            editOf !== null &&
+            (mode !== "continue" || input.agent_id !== undefined || input.metadata !== undefined)
+          ) {
+            return yield* ValidationFailed.one(
+              ["body", "edit_of_provider_message_id"],
+              "An edit cannot be combined with agent_id, metadata or a session other than continue"
+            )
+          }
+          const message: Incoming | undefined =
             content === undefined
               ? undefined
               : {
                   id: newId(),
                   role: input.role ?? "user",
                   content,
-                  providerMessageId: input.provider_message_id ?? null
+                  providerMessageId: input.provider_message_id ?? null,
+                  repliedProviderMessageId: input.replied_provider_message_id ?? null,
+                  triggersReply: editOf === null && !isReaction(content)
                 }
-          // A plain message to the open session is stored by the step itself (one statement).
+          // A plain message to the open session is stored by the step itself (one statement); a
+          // reaction or an edit also changes the message it names, off that hot path (D24).
           const append =
-            message !== undefined && mode === "continue" && input.agent_id === undefined && input.metadata === undefined
+            message?.triggersReply === true &&
+            mode === "continue" &&
+            input.agent_id === undefined &&
+            input.metadata === undefined
           const newSessionId = newId()
           const traceContext = yield* currentTraceContext
           // The contact's conversation may be deleted (D21, D22) between the step's read and its insert.
@@ -293,6 +319,53 @@ export class Ingest extends Context.Service<
                   }
                   yield* replyIfAi(organizationId, target, message, state.reply_debounce_seconds)
                   return responseOf(state.conversation_id, state.session_id, state.message_id, false, false)
+                }
+                if (editOf !== null && message !== undefined) {
+                  // D24: an edit of a message of the conversation changes it, and stores nothing else.
+                  const edited = yield* messages.referenced(organizationId, state.conversation_id, editOf)
+                  if (edited !== undefined) {
+                    yield* messages.edit(edited.id, message.content)
+                    if (message.providerMessageId !== null) {
+                      yield* repo.retargetReceipt(
+                        organizationId,
+                        state.conversation_id,
+                        message.providerMessageId,
+                        edited.id,
+                        edited.session_id
+                      )
+                    }
+                    return responseOf(
+                      state.conversation_id,
+                      edited.session_id,
+                      edited.id,
+                      state.conversation_created,
+                      false
+                    )
+                  }
+                }
+                if (message !== undefined && isReaction(message.content)) {
+                  // D24: the reaction's target by Parley id or the channel's id; stored with its Parley id when found.
+                  const reacted = yield* messages.referenced(
+                    organizationId,
+                    state.conversation_id,
+                    String(message.content.message_id)
+                  )
+                  const reaction: Incoming =
+                    reacted === undefined
+                      ? message
+                      : { ...message, content: { ...message.content, message_id: reacted.id } as Content }
+                  const response = yield* control(
+                    organizationId,
+                    input,
+                    mode,
+                    reaction,
+                    newSessionId,
+                    state,
+                    traceContext
+                  )
+                  if (reacted !== undefined)
+                    yield* messages.react(reacted.id, reaction.role, String(message.content.emoji))
+                  return response
                 }
                 return yield* control(organizationId, input, mode, message, newSessionId, state, traceContext)
               })

@@ -37,7 +37,7 @@ import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { MessageRole } from "../Domain/Message.ts"
-import { insertMessageCtes, type MessageRow } from "../Messages/Repo.ts"
+import { insertMessageCtes, type MessageRow, replyTargetSql } from "../Messages/Repo.ts"
 import { conversationCtes, openSessionCtes, upsertContactSql } from "../Sessions/Repo.ts"
 
 /**
@@ -64,6 +64,7 @@ const stepParameters = {
   contactName: "text?",
   contactPhone: "text?",
   providerMessageId: "text?",
+  repliedProviderMessageId: "text?",
   messageId: "uuid?",
   newSessionId: "uuid",
   reuseOpen: "boolean",
@@ -140,6 +141,7 @@ const stepStatement = (lock: "SHARE" | "UPDATE") =>
       role: p.role,
       content: p.content,
       providerMessageId: p.providerMessageId,
+      repliedProviderMessageId: p.repliedProviderMessageId,
       eventId: p.messageEventId,
       traceContext: p.traceContext,
       where: `${p.append} AND NOT EXISTS (SELECT 1 FROM d)`
@@ -165,16 +167,22 @@ LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${
 /**
  * The CTEs writing the message of an ingest call and its message.created
  * event ({@link insertMessageCtes}) into the session row `s`: a channel
- * message has no replied message, no run and empty metadata (the call's
- * `metadata` patches the session, D17).
+ * message replies to what its `replied_provider_message_id` names in the
+ * conversation, if anything (D24, `replyTargetSql`), and has no run and empty
+ * metadata (the call's `metadata` patches the session, D17).
  */
 const ingestMessageCtes = (
-  row: Omit<MessageRow, "sessionId" | "repliedProviderMessageId" | "runId" | "metadata" | "from">
+  row: Omit<MessageRow, "sessionId" | "replyToMessageId" | "runId" | "metadata" | "from">
 ): string =>
   insertMessageCtes({
     ...row,
     sessionId: "s.id",
-    repliedProviderMessageId: "NULL",
+    replyToMessageId: replyTargetSql({
+      organizationId: row.organizationId,
+      conversationId: row.conversationId,
+      replyToMessageId: "NULL::uuid",
+      repliedProviderMessageId: row.repliedProviderMessageId
+    }),
     runId: "NULL",
     metadata: "'{}'::json",
     from: "s"
@@ -207,6 +215,7 @@ export const ingestOpenStatement = fixedStatement(
     role: "text?",
     content: "json?",
     providerMessageId: "text?",
+    repliedProviderMessageId: "text?",
     messageEventId: "uuid",
     traceContext: "jsonb?"
   },
@@ -229,6 +238,7 @@ export const ingestOpenStatement = fixedStatement(
     role: p.role,
     content: p.content,
     providerMessageId: p.providerMessageId,
+    repliedProviderMessageId: p.repliedProviderMessageId,
     eventId: p.messageEventId,
     traceContext: p.traceContext,
     where: `${p.messageId} IS NOT NULL`
@@ -248,6 +258,7 @@ export const ingestMessageStatement = fixedStatement(
     role: "text",
     content: "json",
     providerMessageId: "text?",
+    repliedProviderMessageId: "text?",
     messageEventId: "uuid",
     traceContext: "jsonb?"
   },
@@ -261,6 +272,7 @@ export const ingestMessageStatement = fixedStatement(
     role: p.role,
     content: p.content,
     providerMessageId: p.providerMessageId,
+    repliedProviderMessageId: p.repliedProviderMessageId,
     eventId: p.messageEventId,
     traceContext: p.traceContext,
     where: "true"
@@ -302,6 +314,8 @@ export interface IngestMessage {
   readonly role: MessageRole
   readonly content: Content
   readonly providerMessageId: string | null
+  /** The channel's id of the message it replies to (D24), resolved within the conversation. */
+  readonly repliedProviderMessageId: string | null
 }
 
 /** Inputs of {@link ingestStepStatement}. */
@@ -363,6 +377,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         contactName: input.contactName,
         contactPhone: input.contactPhone,
         providerMessageId: message?.providerMessageId ?? null,
+        repliedProviderMessageId: message?.repliedProviderMessageId ?? null,
         messageId: message?.id ?? null,
         newSessionId: input.newSessionId,
         reuseOpen: input.reuseOpen,
@@ -394,6 +409,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         role: message?.role ?? null,
         content: message === undefined ? null : contentColumnText(message.content),
         providerMessageId: message?.providerMessageId ?? null,
+        repliedProviderMessageId: message?.repliedProviderMessageId ?? null,
         messageEventId: input.newId(),
         traceContext: input.traceContext
       })
@@ -419,17 +435,31 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         role: message.role,
         content: contentColumnText(message.content),
         providerMessageId: message.providerMessageId,
+        repliedProviderMessageId: message.repliedProviderMessageId,
         messageEventId: eventId,
         traceContext
       })
       .pipe(Effect.map((rows) => rows[0]?.message_id != null))
+
+  /** Points the receipt of (conversation, provider id) at the message an edit changed (D10, D24). */
+  const retargetReceipt = (
+    organizationId: string,
+    conversationId: string,
+    providerMessageId: string,
+    messageId: string,
+    sessionId: string
+  ) =>
+    sql`UPDATE ingest_receipts SET message_id = ${messageId}, session_id = ${sessionId}
+      WHERE organization_id = ${organizationId} AND conversation_id = ${conversationId}
+        AND provider_message_id = ${providerMessageId}`.pipe(Effect.asVoid)
 
   return IngestRepo.of({
     withTransaction: (self) => sql.withTransaction(self),
     lock,
     step,
     open,
-    insertMessage
+    insertMessage,
+    retargetReceipt
   })
 })
 
@@ -465,6 +495,18 @@ export class IngestRepo extends Context.Service<
       eventId: string,
       traceContext: string | null
     ) => Effect.Effect<boolean, SqlError.SqlError>
+    /**
+     * Points the receipt of (conversation, `providerMessageId`) at the
+     * message an edit changed and its session (D24), so a repeat of the call
+     * answers those ids (D10).
+     */
+    readonly retargetReceipt: (
+      organizationId: string,
+      conversationId: string,
+      providerMessageId: string,
+      messageId: string,
+      sessionId: string
+    ) => Effect.Effect<void, SqlError.SqlError>
   }
 >()("parley/Ingest/IngestRepo") {
   /** Over PostgreSQL. Requires `PgClient`. */

@@ -11,7 +11,7 @@ import { Int32 } from "../Domain/Limits.ts"
 import { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { Authorization } from "../Domain/Security.ts"
 import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
-import { InvalidContentType, MessageNotFound } from "./Errors.ts"
+import { InvalidContentType, MessageNotFound, MessageRedacted, ReferencedMessageNotFound } from "./Errors.ts"
 
 /** An optional identifier member (null: none) with its description. */
 const optionalIdentifier = (description: string) =>
@@ -22,7 +22,12 @@ export const CreateMessagePayload = Schema.Struct({
   content: ContentInput,
   role: MessageRole.annotate({ description: "`user` (the contact) or `assistant` (the agent)." }),
   provider_message_id: optionalIdentifier("The channel's id of the message."),
-  replied_provider_message_id: optionalIdentifier("The channel's id of the message this one replies to."),
+  replied_provider_message_id: optionalIdentifier(
+    "The channel's id of the message this one replies to; resolved to `reply_to_message_id` when it names a message of the conversation (D24)."
+  ),
+  reply_to_message_id: optionalIdentifier(
+    "The id of the message of the same conversation this one replies to (D24); else 400 `Message not found`."
+  ),
   run_id: optionalIdentifier("The AI run the message comes from, if any.")
 }).annotate({
   examples: [
@@ -30,8 +35,14 @@ export const CreateMessagePayload = Schema.Struct({
   ]
 })
 
-/** PATCH /sessions/{id}/messages/{message_id} body: delivery tracking only (D13). */
+/** PATCH /sessions/{id}/messages/{message_id} body: delivery tracking (D13) and edits (D24). */
 export const UpdateMessagePayload = Schema.Struct({
+  content: Schema.optionalKey(
+    ContentInput.annotate({
+      description:
+        "An edit (D24): the new content (text, image, audio, video or file); the former one is kept in `edits` and `edited_at` is set. The same content again changes nothing."
+    })
+  ),
   provider_message_id: Schema.optionalKey(Identifier),
   replied_provider_message_id: Schema.optionalKey(Identifier),
   delivery_status: Schema.optionalKey(DeliveryStatus),
@@ -60,12 +71,12 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       params: sessionPath,
       payload: CreateMessagePayload,
       success: Message.pipe(HttpApiSchema.status(201)),
-      error: [SessionNotFound.Wire, SessionNotOpen.Wire, InvalidContentType.Wire]
+      error: [SessionNotFound.Wire, SessionNotOpen.Wire, InvalidContentType.Wire, ReferencedMessageNotFound.Wire]
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Add a message to a session",
         description:
-          "Stores a message of role `user` or `assistant` in an open session (400 `Session is not open` otherwise, D5) with delivery status `pending`, and emits `message.created` (W1). `content.type` is `text`, `image`, `video`, `audio` or `file`, each with its fields (422 for bad fields); another type, the runtime's `function_call`, `function_result` and `thought` included, gets 400 `Invalid content type` (D12). Storing a message does not trigger a reply: call reply, or use ingest (D11)."
+          "Stores a message of role `user` or `assistant` in an open session (400 `Session is not open` otherwise, D5) with delivery status `pending`, and emits `message.created` (W1). `content.type` is `text`, `image`, `video`, `audio` or `file`, each with its fields (422 for bad fields); another type, the runtime's `function_call`, `function_result` and `thought` included, gets 400 `Invalid content type` (D12). Storing a message does not trigger a reply: call reply, or use ingest (D11). A reply names the message it answers: `reply_to_message_id` (a message of the same conversation, else 400 `Message not found`) or the channel's `replied_provider_message_id`, resolved to `reply_to_message_id` when it names a message of the conversation and kept as given otherwise (D24). A `reaction` (`{type, emoji, message_id}`, `emoji` one grapheme or \"\" to remove) names a message of the same conversation (else 400 `Message not found`): it is stored as a message and replaces the role's reaction in that message's `reactions` summary, with `message.updated` of that message when the summary changed (D24)."
       })
     ),
     HttpApiEndpoint.post("search", "/sessions/:session_id/messages/search", {
@@ -95,12 +106,12 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       params: messagePath,
       payload: UpdateMessagePayload,
       success: Message,
-      error: [SessionNotFound.Wire, MessageNotFound.Wire, Forbidden.Wire]
+      error: [SessionNotFound.Wire, MessageNotFound.Wire, Forbidden.Wire, InvalidContentType.Wire, MessageRedacted.Wire]
     }).annotateMerge(
       OpenApi.annotations({
-        summary: "Record a message's delivery",
+        summary: "Record a message's delivery, or edit it",
         description:
-          "Delivery tracking from the channel: `provider_message_id`, `replied_provider_message_id`, `delivery_status`, `delivery_error_code`, `delivery_error_message`, `delivered_at`. The status never goes back (`pending` < `sent` < `delivered` < `read`; `failed` and `rejected` are final): a PATCH that would move it backwards gets 200 and keeps the later status, its other members still applied; `delivered_at` is set when the status reaches `delivered` or `read` and none is given (D13). Works on closed sessions (D5). Emits `message.updated` when a delivery member changed (W1)."
+          "Delivery tracking from the channel: `provider_message_id`, `replied_provider_message_id`, `delivery_status`, `delivery_error_code`, `delivery_error_message`, `delivered_at`. The status never goes back (`pending` < `sent` < `delivered` < `read`; `failed` and `rejected` are final): a PATCH that would move it backwards gets 200 and keeps the later status, its other members still applied; `delivered_at` is set when the status reaches `delivered` or `read` and none is given (D13). Works on closed sessions (D5). Emits `message.updated` when a delivery member or the content changed (W1). With `content`, an edit (D24): content other than the current one replaces it, the former one is appended to `edits` (`{content, edited_at}`) and `edited_at` is set; only text, image, audio, video and file messages are edited, to such content (else 400 `Invalid content type`), and a redacted message is not (409 `Message is redacted`)."
       })
     ),
     HttpApiEndpoint.post("redact", "/sessions/:session_id/messages/:message_id/redact", {

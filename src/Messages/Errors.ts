@@ -24,3 +24,24 @@ export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()(
 ) {
   static readonly Wire = MessageNotFound.pipe(asDetail(Schema.Literal("Message not found")))
 }
+
+/**
+ * 400 `Message not found` (D24): a `reply_to_message_id`, or a reaction's
+ * `message_id`, that names no message of the session's conversation.
+ */
+export class ReferencedMessageNotFound extends Schema.TaggedError<ReferencedMessageNotFound>()(
+  "ReferencedMessageNotFound",
+  { detail: detailDefault("Message not found") },
+  { httpApiStatus: 400 }
+) {
+  static readonly Wire = ReferencedMessageNotFound.pipe(asDetail(Schema.Literal("Message not found")))
+}
+
+/** 409 `Message is redacted` (D24, D23): an edit of a redacted message. */
+export class MessageRedacted extends Schema.TaggedError<MessageRedacted>()(
+  "MessageRedacted",
+  { detail: detailDefault("Message is redacted") },
+  { httpApiStatus: 409 }
+) {
+  static readonly Wire = MessageRedacted.pipe(asDetail(Schema.Literal("Message is redacted")))
+}

@@ -5,15 +5,23 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { JsonText } from "../Domain/Common.ts"
-import { type Content, type ContentInput, isClientContentType } from "../Domain/Content.ts"
+import { isUuid } from "../Domain/Common.ts"
+import { type Content, type ContentInput, isClientContentType, isReaction } from "../Domain/Content.ts"
 import { Forbidden, ValidationFailed } from "../Domain/Errors.ts"
 import { IdempotencyRequest } from "../Domain/Idempotency.ts"
-import type { DeliveryStatus, Message } from "../Domain/Message.ts"
+import type { DeliveryStatus, Message, MessageRole } from "../Domain/Message.ts"
 import { SessionNotFound, SessionNotOpen } from "../Sessions/Errors.ts"
 import { DeliveryWakeup } from "../Webhooks/Wakeup.ts"
 import type { CreateMessagePayload, SearchMessagesPayload, UpdateMessagePayload } from "./Api.ts"
-import { InvalidContentType, MessageNotFound } from "./Errors.ts"
-import { type DeliveryFields, type HistoryEntry, MessagesRepo, type NewMessage } from "./Repo.ts"
+import { InvalidContentType, MessageNotFound, MessageRedacted, ReferencedMessageNotFound } from "./Errors.ts"
+import {
+  type DeliveryFields,
+  type DeliveryState,
+  type HistoryEntry,
+  MessagesRepo,
+  type NewMessage,
+  type ReferencedMessage
+} from "./Repo.ts"
 
 /** What the runtime reads of a session's history and gives to `append` (R2). */
 export type { HistoryEntry, NewMessage }
@@ -48,6 +56,25 @@ export const nextDeliveryStatus = (current: DeliveryStatus, requested: DeliveryS
 export const validateContent = (content: ContentInput): Effect.Effect<Content, InvalidContentType> =>
   isClientContentType(content.type) ? Effect.succeed(content) : Effect.fail(new InvalidContentType())
 
+/** A uuid that names no message: what a `reply_to_message_id` that is not a uuid is looked up as (D24). */
+const NO_MESSAGE = "00000000-0000-0000-0000-000000000000"
+
+/**
+ * Whether the locked message may be edited (D24): content a client sends
+ * (text, image, audio, video, file; a reaction is replaced by another, the
+ * runtime's payloads are not edited), to `content` of such a type too.
+ * Fails with MessageRedacted (409) for a redacted message, InvalidContentType
+ * (400) otherwise.
+ */
+const checkEdit = (
+  state: DeliveryState,
+  content: Content
+): Effect.Effect<void, InvalidContentType | MessageRedacted> => {
+  if (state.redacted) return Effect.fail(new MessageRedacted())
+  const editable = (type: string) => isClientContentType(type) && type !== "reaction"
+  return editable(state.content_type) && editable(content.type) ? Effect.void : Effect.fail(new InvalidContentType())
+}
+
 /** The messages service; every method returns wire JSON. */
 export class Messages extends Context.Service<
   Messages,
@@ -62,20 +89,30 @@ export class Messages extends Context.Service<
       organizationId: string,
       sessionId: string,
       input: CreateMessage
-    ): Effect.Effect<JsonText<Message>, SessionNotFound | SessionNotOpen | InvalidContentType>
+    ): Effect.Effect<
+      JsonText<Message>,
+      SessionNotFound | SessionNotOpen | InvalidContentType | ReferencedMessageNotFound
+    >
     /** GET one. Fails with SessionNotFound, MessageNotFound, Forbidden (D1). */
     get(
       organizationId: string,
       sessionId: string,
       messageId: string
     ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
-    /** PATCH delivery tracking (D13); emits message.updated when a delivery field changed (W1). */
+    /**
+     * PATCH delivery tracking (D13) and edits (D24: `content` other than the
+     * current one keeps that in `edits` and stamps `edited_at`); emits
+     * message.updated when a delivery field or the content changed (W1).
+     * Fails with SessionNotFound, MessageNotFound, Forbidden (D1), and for
+     * an edit with MessageRedacted (409) or InvalidContentType (400: a
+     * reaction, the runtime's payloads, or new content of such a type).
+     */
     update(
       organizationId: string,
       sessionId: string,
       messageId: string,
       input: UpdateMessage
-    ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden>
+    ): Effect.Effect<Message, SessionNotFound | MessageNotFound | Forbidden | InvalidContentType | MessageRedacted>
     /**
      * POST .../messages/{message_id}/redact (D23): overwrites the message's
      * content with `{"type":"redacted"}` and sets `redacted_at` (and
@@ -121,6 +158,28 @@ export class Messages extends Context.Service<
      * answers from (A16).
      */
     history(sessionId: string, limit: number, before?: Date): Effect.Effect<ReadonlyArray<HistoryEntry>>
+    /**
+     * For ingest, inside its transaction (D24): the message of the
+     * conversation `target` names, by Parley id or the channel's id, locked;
+     * undefined when none.
+     */
+    referenced(
+      organizationId: string,
+      conversationId: string,
+      target: string
+    ): Effect.Effect<ReferencedMessage | undefined>
+    /**
+     * For ingest, inside its transaction (D24): `role`'s reaction `emoji`
+     * ("" removes it) applied to the locked message `targetId`'s summary,
+     * message.updated when it changed.
+     */
+    react(targetId: string, role: MessageRole, emoji: string): Effect.Effect<void>
+    /**
+     * For ingest, inside its transaction (D24): edits the message to
+     * `content`, as PATCH does; the message after, or undefined when it may
+     * not be edited (redacted, or not of an editable type: nothing changes).
+     */
+    edit(messageId: string, content: Content): Effect.Effect<Message | undefined>
   }
 >()("parley/Messages") {
   /** The service, its repository left open; requires `MessagesRepo` and `DeliveryWakeup` (the one this process's delivery worker listens to). */
@@ -130,9 +189,51 @@ export class Messages extends Context.Service<
       const repo = yield* MessagesRepo
       const wakeup = yield* DeliveryWakeup
 
+      /** The reply members of a POST message (D24): a `reply_to_message_id` that is not a uuid names no message. */
+      const references = (input: CreateMessage) => ({
+        provider_message_id: input.provider_message_id ?? null,
+        replied_provider_message_id: input.replied_provider_message_id ?? null,
+        reply_to_message_id:
+          input.reply_to_message_id == null
+            ? null
+            : isUuid(input.reply_to_message_id)
+              ? input.reply_to_message_id
+              : NO_MESSAGE
+      })
+
+      /**
+       * POST message of a reaction (D24), in one transaction: its target
+       * (a message of the session's conversation, else 404 for a session not
+       * found, 400 `Message not found`) locked, the reaction stored (as
+       * `create`), the target's summary updated with message.updated.
+       */
+      const createReaction = (organizationId: string, sessionId: string, input: CreateMessage, content: Content) =>
+        repo.withTransaction(
+          Effect.gen(function* () {
+            const target = yield* repo.lockReferenced(organizationId, { sessionId }, String(content.message_id), false)
+            if (target === undefined) {
+              if (!(yield* repo.sessionExists(organizationId, sessionId))) return yield* new SessionNotFound()
+              return yield* new ReferencedMessageNotFound()
+            }
+            const idempotency = yield* Effect.serviceOption(IdempotencyRequest)
+            const result = yield* repo.insert(
+              organizationId,
+              sessionId,
+              { role: input.role, content, ...references(input), run_id: input.run_id ?? null },
+              { idempotency: Option.getOrUndefined(idempotency) }
+            )
+            if (result.status === undefined) return yield* new SessionNotFound()
+            if (!result.replyFound) return yield* new ReferencedMessageNotFound()
+            if (result.body === undefined) return yield* new SessionNotOpen()
+            yield* repo.react(target.id, input.role, String(content.emoji))
+            return result.body as JsonText<Message>
+          })
+        )
+
       const create = Effect.fn("Messages.create")(
         function* (organizationId: string, sessionId: string, input: CreateMessage) {
           const content = yield* validateContent(input.content)
+          if (isReaction(content)) return yield* createReaction(organizationId, sessionId, input, content)
           // D19 on the hot path: the statement claims the key and stores the response (Idempotency.around).
           const idempotency = yield* Effect.serviceOption(IdempotencyRequest)
           // Issue 16 item 4: with a delivery worker in this process, wake it here rather than by NOTIFY.
@@ -143,13 +244,13 @@ export class Messages extends Context.Service<
             {
               role: input.role,
               content,
-              provider_message_id: input.provider_message_id ?? null,
-              replied_provider_message_id: input.replied_provider_message_id ?? null,
+              ...references(input),
               run_id: input.run_id ?? null
             },
             { idempotency: Option.getOrUndefined(idempotency), notify: !wakeLocally }
           )
           if (result.status === undefined) return yield* new SessionNotFound()
+          if (!result.replyFound) return yield* new ReferencedMessageNotFound()
           if (result.body === undefined) return yield* new SessionNotOpen()
           // The statement is its own transaction: committed now, with a delivery when an app subscribes.
           if (wakeLocally && result.subscribed) wakeup.wake()
@@ -180,6 +281,11 @@ export class Messages extends Context.Service<
             Effect.gen(function* () {
               const state = yield* repo.lockDelivery(messageId)
               const fields: { -readonly [K in keyof DeliveryFields]: DeliveryFields[K] } = {}
+              if (input.content !== undefined) {
+                const content = yield* validateContent(input.content)
+                yield* checkEdit(state, content)
+                fields.content = content
+              }
               if (input.provider_message_id !== undefined) fields.provider_message_id = input.provider_message_id
               if (input.replied_provider_message_id !== undefined)
                 fields.replied_provider_message_id = input.replied_provider_message_id
@@ -262,7 +368,23 @@ export class Messages extends Context.Service<
       const history = (sessionId: string, limit: number, before?: Date) =>
         repo.history(sessionId, limit, before).pipe(Effect.orDie)
 
-      return Messages.of({ create, get, update, redact, search, append, history })
+      const referenced = (organizationId: string, conversationId: string, target: string) =>
+        repo.lockReferenced(organizationId, { conversationId }, target, true).pipe(Effect.orDie)
+
+      const react = (targetId: string, role: MessageRole, emoji: string) =>
+        repo.react(targetId, role, emoji).pipe(Effect.orDie)
+
+      const edit = (messageId: string, content: Content) =>
+        Effect.gen(function* () {
+          const state = yield* repo.lockDelivery(messageId)
+          const allowed = yield* checkEdit(state, content).pipe(
+            Effect.as(true),
+            Effect.catch(() => Effect.succeed(false))
+          )
+          return allowed ? yield* repo.updateDelivery(messageId, { content }) : undefined
+        }).pipe(Effect.orDie)
+
+      return Messages.of({ create, get, update, redact, search, append, history, referenced, react, edit })
     })
   )
 

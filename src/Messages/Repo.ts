@@ -44,6 +44,13 @@ export interface NewMessage {
   readonly content: Content
   readonly provider_message_id: string | null
   readonly replied_provider_message_id: string | null
+  /**
+   * The message replied to, by Parley id (D24): must be a message of the
+   * session's conversation (the insert then reports `replyFound: false`).
+   * Without it, `replied_provider_message_id` is resolved within the
+   * conversation.
+   */
+  readonly reply_to_message_id?: string | null | undefined
   readonly run_id: string | null
   readonly metadata?: JsonObject | undefined
 }
@@ -57,13 +64,27 @@ export interface DeliveryFields {
   readonly delivery_error_message?: string | null
   /** ISO 8601 text, read by PostgreSQL to the microsecond (`DateTimeInput`'s canonical form). */
   readonly delivered_at?: string | null
+  /** An edit (D24): the new content; applied only when it differs from the current one. */
+  readonly content?: Content
 }
 
-/** The delivery state of a locked message. */
+/** A message another names (D24): its id and session. */
+export interface ReferencedMessage {
+  readonly id: string
+  readonly session_id: string
+}
+
+/** A conversation, named itself or by one of its sessions (D24). */
+export type ConversationScope = { readonly sessionId: string } | { readonly conversationId: string }
+
+/** The delivery state of a locked message, with what an edit checks (D24). */
 export interface DeliveryState {
   readonly id: string
   readonly delivery_status: DeliveryStatus
   readonly delivered_at: Date | null
+  /** The current content's type. */
+  readonly content_type: string
+  readonly redacted: boolean
 }
 
 /** One text message of a session's history, as the AI runtime sends it to the model (R2). */
@@ -94,6 +115,60 @@ export const REDACTED_HISTORY_TEXT = "[redacted]"
 export const historyText = (alias: string): string =>
   `CASE WHEN ${alias}.redacted_at IS NULL THEN ${alias}.content->>'text' ELSE '${REDACTED_HISTORY_TEXT}' END`
 
+/** How many characters of the replied message a reply's quote shows in the AI history (D24). */
+const QUOTE_CHARACTERS = 200
+
+/**
+ * SQL text of a history entry's text for the text message `alias` whose
+ * replied message (D24) is the messages row `quoted` (null columns when
+ * none): the reply rendered as a quote of its target, `> ` before each line of
+ * the target's first {@link QUOTE_CHARACTERS} characters (its history text, or
+ * `[<type>]` for another content type), a blank line, then the text.
+ */
+export const quotedHistoryText = (alias: string, quoted: string): string => `CASE WHEN ${quoted}.id IS NULL
+  THEN ${historyText(alias)}
+  ELSE '> ' || replace(left(CASE WHEN coalesce(${quoted}.redacted_type, ${quoted}.content->>'type') = 'text'
+      THEN ${historyText(quoted)} ELSE '[' || (${quoted}.content->>'type') || ']' END, ${QUOTE_CHARACTERS}), E'\n', E'\n> ')
+    || E'\n\n' || ${historyText(alias)} END`
+
+/**
+ * SQL text of the id of the first message (by `created_at`, then `id`) of
+ * the conversation `conversationId` whose channel id is `providerMessageId`
+ * (SQL expressions; null when that is null), within the organization: what a
+ * channel's id resolves to (D24). Looked up through the conversation's
+ * sessions (`sessions_conversation_idx`, `messages_provider_idx`).
+ */
+export const messageByProviderIdSql = (organizationId: string, conversationId: string, providerMessageId: string) =>
+  `CASE WHEN ${providerMessageId} IS NULL THEN NULL ELSE (SELECT t.id FROM sessions ts
+    JOIN messages t ON t.session_id = ts.id AND t.provider_message_id = ${providerMessageId}
+    WHERE ts.conversation_id = ${conversationId} AND ts.organization_id = ${organizationId}
+    ORDER BY t.created_at, t.id LIMIT 1) END`
+
+/**
+ * SQL text of a reply's `reply_to_message_id` (D24): `replyToMessageId` (a
+ * uuid expression) when it names a message of the conversation, else null;
+ * without it, `repliedProviderMessageId` resolved within the conversation
+ * ({@link messageByProviderIdSql}), null when it names none.
+ */
+export const replyTargetSql = (row: {
+  readonly organizationId: string
+  readonly conversationId: string
+  readonly replyToMessageId: string
+  readonly repliedProviderMessageId: string
+}) => `CASE WHEN ${row.replyToMessageId} IS NOT NULL
+  THEN (SELECT t.id FROM messages t WHERE t.id = ${row.replyToMessageId} AND t.conversation_id = ${row.conversationId}
+    AND t.organization_id = ${row.organizationId})
+  ELSE ${messageByProviderIdSql(row.organizationId, row.conversationId, row.repliedProviderMessageId)} END`
+
+/**
+ * SQL text of the `reactions` summary (D24) of the `{role: emoji}` jsonb
+ * `reacted`: `[{emoji, count}]`, most first, then by emoji; `[]` for none.
+ */
+const reactionsSummarySql = (
+  reacted: string
+) => `coalesce((SELECT '[' || string_agg(row_to_json(r)::text, ',' ORDER BY r.count DESC, r.emoji) || ']'
+  FROM (SELECT value AS emoji, count(*)::int AS count FROM jsonb_each_text(${reacted}) GROUP BY value) r), '[]')::json`
+
 /** A message a redaction locked: its id and whether it is redacted already (D23). */
 export interface RedactionLock {
   readonly id: string
@@ -106,6 +181,7 @@ export interface RedactionLock {
  */
 const REDACTED_MEMBERS = {
   content: `'${contentColumnText(redactedContent)}'`,
+  edits: `'[]'`,
   redacted_at: `to_json(${isoTimestamp("statement_timestamp()")})::text`
 }
 
@@ -155,6 +231,8 @@ export interface MessageRow {
   readonly content: string
   readonly providerMessageId: string
   readonly repliedProviderMessageId: string
+  /** The replied message (uuid, D24), e.g. {@link replyTargetSql}. */
+  readonly replyToMessageId: string
   readonly runId: string
   /** jsonb. */
   readonly metadata: string
@@ -196,9 +274,10 @@ const messageUpdatedSql = (rows: { readonly from: string; readonly where?: strin
  */
 export const insertMessageCtes = (row: MessageRow): string => `m AS (
   INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, provider_message_id,
-    replied_provider_message_id, run_id, metadata, created_at)
+    replied_provider_message_id, reply_to_message_id, run_id, metadata, created_at)
   SELECT ${row.id}, ${row.organizationId}, ${row.sessionId}, ${row.conversationId}, ${row.role}, ${row.content},
-    ${row.providerMessageId}, ${row.repliedProviderMessageId}, ${row.runId}, ${row.metadata}, statement_timestamp()
+    ${row.providerMessageId}, ${row.repliedProviderMessageId}, ${row.replyToMessageId}, ${row.runId}, ${row.metadata},
+    statement_timestamp()
   FROM ${row.from} WHERE ${row.where}
   RETURNING *
 ), j AS (
@@ -226,6 +305,7 @@ const insertMessageParameters = {
   content: "json",
   providerMessageId: "text?",
   repliedProviderMessageId: "text?",
+  replyToMessageId: "uuid?",
   runId: "text?",
   metadata: "json",
   eventId: "uuid",
@@ -246,6 +326,13 @@ const insertMessageText = (
   subscribed = subscribedSql(p.organizationId, "'message.created'")
 ) => `WITH ${stored === undefined ? "" : `${stored.ctes}, `}s AS (
   SELECT id, conversation_id, status FROM sessions WHERE id = ${p.sessionId} AND organization_id = ${p.organizationId} AND erasure_id IS NULL${stored === undefined ? "" : ` AND ${stored.locked}`} FOR SHARE
+), rt AS (
+  SELECT ${replyTargetSql({
+    organizationId: p.organizationId,
+    conversationId: "s.conversation_id",
+    replyToMessageId: p.replyToMessageId,
+    repliedProviderMessageId: p.repliedProviderMessageId
+  })} AS id FROM s
 ), ${insertMessageCtes({
   id: p.messageId,
   organizationId: p.organizationId,
@@ -255,20 +342,23 @@ const insertMessageText = (
   content: p.content,
   providerMessageId: p.providerMessageId,
   repliedProviderMessageId: p.repliedProviderMessageId,
+  replyToMessageId: "rt.id",
   runId: p.runId,
   metadata: p.metadata,
   eventId: p.eventId,
   traceContext: p.traceContext,
-  from: "s",
-  where: stored === undefined ? "s.status = 'open'" : `s.status = 'open' AND ${stored.noneStored}`,
+  from: "s CROSS JOIN rt",
+  where: `s.status = 'open' AND (${p.replyToMessageId} IS NULL OR rt.id IS NOT NULL)${stored === undefined ? "" : ` AND ${stored.noneStored}`}`,
   notify: p.notify
 })}${
   stored === undefined
     ? `
-SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed FROM s`
+SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed,
+  ${p.replyToMessageId} IS NULL OR rt.id IS NOT NULL AS reply_found FROM s CROSS JOIN rt`
     : `, ${stored.store(201, "j.body::text", "j")}
-SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed, ${stored.columns}
-FROM (SELECT 1) AS one LEFT JOIN s ON true`
+SELECT s.status, (SELECT j.body::text FROM j) AS body, ${subscribed} AS subscribed,
+  ${p.replyToMessageId} IS NULL OR rt.id IS NOT NULL AS reply_found, ${stored.columns}
+FROM (SELECT 1) AS one LEFT JOIN s ON true LEFT JOIN rt ON true`
 }`
 
 /**
@@ -311,9 +401,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     messageUpdatedSql({
       from: "m CROSS JOIN before b CROSS JOIN ev",
       where: `(m.delivery_status, m.delivery_error_code, m.delivery_error_message, m.delivered_at,
-          m.provider_message_id, m.replied_provider_message_id)
+          m.provider_message_id, m.replied_provider_message_id, m.edited_at)
         IS DISTINCT FROM (b.delivery_status, b.delivery_error_code, b.delivery_error_message, b.delivered_at,
-          b.provider_message_id, b.replied_provider_message_id)`
+          b.provider_message_id, b.replied_provider_message_id, b.edited_at)`
     })
   )
 
@@ -342,6 +432,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         content: contentColumnText(message.content),
         providerMessageId: message.provider_message_id,
         repliedProviderMessageId: message.replied_provider_message_id,
+        replyToMessageId: message.reply_to_message_id ?? null,
         runId: message.run_id,
         metadata: jsonColumnText(message.metadata ?? {}),
         eventId: newId(),
@@ -407,7 +498,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /** Locks a message (inside a transaction) and reads its delivery state. */
   const lockDelivery = (messageId: string) =>
-    sql<DeliveryState>`SELECT id, delivery_status, delivered_at FROM messages WHERE id = ${messageId} FOR UPDATE`.pipe(
+    sql<DeliveryState>`SELECT id, delivery_status, delivered_at, content->>'type' AS content_type,
+        redacted_at IS NOT NULL AS redacted FROM messages WHERE id = ${messageId} FOR UPDATE`.pipe(
       Effect.map((rows) => rows[0]!)
     )
 
@@ -416,20 +508,42 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * (W1) when a delivery field changed, and returns the message (decoded).
    */
   const updateDelivery = Effect.fnUntraced(function* (messageId: string, fields: DeliveryFields) {
-    const set: Record<string, unknown> = { ...fields }
+    const { content, ...set } = fields
     const eventId = newId()
     const traceContext = yield* currentTraceContext
+    // D24: an edit to other content keeps the former one in `edits` and stamps `edited_at`.
+    const edit =
+      content === undefined
+        ? sql``
+        : ((changed) =>
+            sql`content = CASE WHEN ${changed} THEN ${contentColumnText(content)}::json ELSE x.content END,
+              edits = CASE WHEN ${changed} THEN ${editsAppended} ELSE x.edits END,
+              edited_at = CASE WHEN ${changed} THEN statement_timestamp() ELSE x.edited_at END,`)(
+            sql`x.content::jsonb IS DISTINCT FROM ${contentColumnText(content)}::jsonb`
+          )
     return yield* sql<{ message: unknown }>`
       WITH before AS (
         SELECT * FROM messages WHERE id = ${messageId}
       ), m AS (
-        UPDATE messages SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} updated_at = statement_timestamp()
-        WHERE id = ${messageId} RETURNING *
+        UPDATE messages x SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} ${edit} updated_at = statement_timestamp()
+        WHERE x.id = ${messageId} RETURNING *
       ), ev AS (
         SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${updatedEvents})
       SELECT ${messageJsonFragment} AS message FROM m`.pipe(Effect.flatMap((rows) => decodeMessage(rows[0]!.message)))
   })
+
+  /** The `edits` of the messages row `x` with its current content appended, replaced now (D24). */
+  const editsAppended = sql.literal(`(CASE WHEN x.edits::text = '[]' THEN '[' ELSE left(x.edits::text, -1) || ',' END
+    || (SELECT row_to_json(r)::text FROM (SELECT x.content AS content, ${isoTimestamp("statement_timestamp()")} AS edited_at) r)
+    || ']')::json`)
+
+  /** The message of the conversation of `rs` whose channel id is `rs.target` (D24). */
+  const providerTarget = sql.literal(messageByProviderIdSql("rs.organization_id", "rs.conversation_id", "rs.target"))
+  /** The `reactions` summary of the `{role: emoji}` map `n.reacted` (D24). */
+  const reactionsSummary = sql.literal(reactionsSummarySql("n.reacted"))
+  /** message.updated of the reacted message `m` (W1, D24). */
+  const reactionEvents = sql.literal(messageUpdatedSql({ from: "m CROSS JOIN ev" }))
 
   /** A stored event's body rewritten for the redacted row `m` (D23). */
   const redactedEventBody = sql.literal(REDACTED_EVENT_BODY)
@@ -477,11 +591,57 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    */
   const history = (sessionId: string, limit: number, before?: Date) =>
     sql<HistoryEntry>`SELECT role, text FROM (
-        SELECT m.role, ${sql.literal(historyText("m"))} AS text, m.created_at, m.id FROM messages m
+        SELECT m.role, ${sql.literal(quotedHistoryText("m", "q"))} AS text, m.created_at, m.id FROM messages m
+        LEFT JOIN messages q ON q.id = m.reply_to_message_id AND q.conversation_id = m.conversation_id
         WHERE m.session_id = ${sessionId} AND coalesce(m.redacted_type, m.content->>'type') = 'text'
           ${before === undefined ? sql`` : sql`AND m.created_at < ${before}`}
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
       ) h ORDER BY h.created_at, h.id`
+
+  /**
+   * The message `target` names within a conversation (D24), locked (inside a
+   * transaction): the conversation `scope.conversationId`, or that of the
+   * session `scope.sessionId` (of the organization); `target` as the id of
+   * one of its messages, else, with `byProviderId` (ingest), as the channel's
+   * id of one ({@link messageByProviderIdSql}). Undefined when none.
+   */
+  const lockReferenced = (organizationId: string, scope: ConversationScope, target: string, byProviderId: boolean) => {
+    const id = "sessionId" in scope ? scope.sessionId : scope.conversationId
+    if (!isUuid(id)) return Effect.succeed(undefined)
+    const rs =
+      "sessionId" in scope
+        ? sql`SELECT conversation_id, organization_id, ${target}::text AS target FROM sessions
+            WHERE id = ${id} AND organization_id = ${organizationId}`
+        : sql`SELECT ${id}::uuid AS conversation_id, ${organizationId}::uuid AS organization_id, ${target}::text AS target`
+    return sql<ReferencedMessage>`WITH rs AS (${rs})
+      SELECT x.id::text AS id, x.session_id::text AS session_id FROM messages x WHERE x.id = (SELECT coalesce(
+        (SELECT y.id FROM messages y WHERE y.id = ${isUuid(target) ? target : null}::uuid
+          AND y.conversation_id = rs.conversation_id AND y.organization_id = rs.organization_id),
+        CASE WHEN ${byProviderId} THEN ${providerTarget} END) FROM rs)
+      FOR UPDATE`.pipe(Effect.map((rows) => rows[0]))
+  }
+
+  /**
+   * Applies a reaction (D24) of `role` to the locked message `targetId`:
+   * `emoji` replaces the role's reaction, "" removes it; the target's
+   * `reactions` summary recomputed and, when it changed, `updated_at`
+   * stamped and message.updated written (W1).
+   */
+  const react = Effect.fnUntraced(function* (targetId: string, role: MessageRole, emoji: string) {
+    const traceContext = yield* currentTraceContext
+    yield* sql`WITH n AS (
+        SELECT x.id, CASE WHEN ${emoji} = '' THEN x.reacted - ${role}::text
+          ELSE x.reacted || jsonb_build_object(${role}::text, ${emoji}::text) END AS reacted
+        FROM messages x WHERE x.id = ${targetId}
+      ), m AS (
+        UPDATE messages x SET reacted = n.reacted, reactions = ${reactionsSummary}, updated_at = statement_timestamp()
+        FROM n WHERE x.id = n.id AND x.reacted IS DISTINCT FROM n.reacted
+        RETURNING x.*
+      ), ev AS (
+        SELECT ${newId()}::uuid AS id, ${traceContext}::jsonb AS trace_context
+      ), e AS (${reactionEvents})
+      SELECT count(*) AS changed FROM m`
+  })
 
   /**
    * Locks (inside a transaction), in id order, the message and the payloads
@@ -516,7 +676,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     return yield* sql<{ message: unknown }>`
       WITH m AS (
         UPDATE messages x SET content = ${contentColumnText(redactedContent)}::json,
-          redacted_type = x.content->>'type', redacted_at = statement_timestamp(), updated_at = statement_timestamp()
+          redacted_type = x.content->>'type', edits = '[]', redacted_at = statement_timestamp(),
+          updated_at = statement_timestamp()
         WHERE x.id = ANY(${messageIds}::uuid[]) AND x.redacted_at IS NULL
         RETURNING x.*
       ), rewritten AS (
@@ -553,7 +714,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     sessionExists,
     history,
     lockRedaction,
-    redact
+    redact,
+    lockReferenced,
+    react
   })
 })
 
@@ -565,24 +728,28 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 export interface InsertResult {
   readonly status: string | undefined
   readonly body: string | undefined
+  /** False when `reply_to_message_id` named no message of the conversation (nothing inserted, D24). */
+  readonly replyFound: boolean
   /** Whether an app subscribes to message.created (W2): the fan-out made a delivery of the event. */
   readonly subscribed: boolean
 }
 
 /** The insert's result when no session was found (or the Idempotency-Key decided, D19). */
-const noSession: InsertResult = { status: undefined, body: undefined, subscribed: false }
+const noSession: InsertResult = { status: undefined, body: undefined, subscribed: false, replyFound: true }
 
 /** A row of POST message's statement. */
 interface InsertedRow {
   readonly status: string | null
   readonly body: string | null
   readonly subscribed: boolean
+  readonly reply_found: boolean | null
 }
 
 const insertResultOf = (row: InsertedRow): InsertResult => ({
   status: row.status ?? undefined,
   body: row.body ?? undefined,
-  subscribed: row.body !== null && row.subscribed
+  subscribed: row.body !== null && row.subscribed,
+  replyFound: row.reply_found !== false
 })
 
 /** Options of {@link MessagesRepo} `insert`. */
@@ -673,6 +840,22 @@ export class MessagesRepo extends Context.Service<
       messageId: string,
       messageIds: ReadonlyArray<string>
     ) => Effect.Effect<Message, SqlError.SqlError | Schema.SchemaError>
+    /**
+     * The message `target` names in a conversation (D24), locked (inside a
+     * transaction): by id, else with `byProviderId` by the channel's id.
+     * Undefined when none.
+     */
+    readonly lockReferenced: (
+      organizationId: string,
+      scope: ConversationScope,
+      target: string,
+      byProviderId: boolean
+    ) => Effect.Effect<ReferencedMessage | undefined, SqlError.SqlError>
+    /**
+     * Applies `role`'s reaction `emoji` ("" removes it) to the locked
+     * message (D24): its summary, and message.updated when it changed (W1).
+     */
+    readonly react: (targetId: string, role: MessageRole, emoji: string) => Effect.Effect<void, SqlError.SqlError>
   }
 >()("parley/Messages/MessagesRepo") {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */

@@ -1,7 +1,8 @@
 /**
  * The walkthroughs, run as written (issue 14 "the README walkthroughs run
  * verbatim"): "Walkthrough" in README.md, and "Admin API walkthrough",
- * "Webhooks walkthrough", "Rollouts walkthrough" (issue 17 item 4) and "Typed
+ * "Webhooks walkthrough", "Rollouts walkthrough" (issue 17 item 4), "Channel
+ * integration walkthrough" (issue 42, D24) and "Typed
  * client walkthrough" (issue 14 item 3b: openapi-typescript types and an
  * openapi-fetch program typechecked, then run) in docs/walkthroughs.md, where
  * they moved from the README (issue 37 item 5). For each, the server is
@@ -127,6 +128,17 @@ describe("The walkthroughs (README.md, docs/walkthroughs.md), as written", () =>
     expect(run.output).toMatch(/session: 404$/m)
     expect(run.output).toMatch(/"contact_id":"\+4915112345678","status":"completed"/)
     expect(run.output).toMatch(/"counts":\{"contacts":1,"conversations":2,"sessions":2,"messages":2,/)
+  })
+
+  it("Channel integration walkthrough: a quoted reply, a reaction and an edit through ingest (D24)", {
+    timeout: 180_000
+  }, async () => {
+    const run = await runSection("## Channel integration walkthrough")
+    expect(run.code, run.output).toBe(0)
+    expect(run.output).toMatch(/^replies to: [0-9a-f-]{36}$/m)
+    expect(run.output).toContain(
+      '{"text":"Can I change my delivery address?","was":["Can I change my address?"],"reactions":[{"emoji":"👍","count":1}]}'
+    )
   })
 
   it("Admin API walkthrough: organization, API key, agent, settings, and the default agent on ingest", {

@@ -232,6 +232,44 @@ withApp()("replies, reactions and edits (D24)", (it) => {
       })
   )
 
+  it.effect("D24: 24 concurrent reactions of both roles on one message leave each role's latest in the summary", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const sql = yield* SqlClient.SqlClient
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const target = yield* post(org, session.id, { role: "user", content: text("Vote") })
+      const emojis = ["👍", "❤️", "😂", "🎉", "🙏", ""]
+      const responses = yield* Effect.forEach(
+        Array.from({ length: 24 }, (_, i) => i),
+        (i) =>
+          post(org, session.id, {
+            role: i % 2 === 0 ? "user" : "assistant",
+            content: { type: "reaction", emoji: emojis[i % emojis.length], message_id: target.body.id }
+          }),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(
+        responses.map((response) => response.status),
+        responses.map(() => 201)
+      )
+      // The reactions took the target's lock one at a time: the latest stored per role is what counts.
+      const latest = yield* sql<{
+        role: string
+        emoji: string
+      }>`SELECT DISTINCT ON (role) role, content->>'emoji' AS emoji
+        FROM messages WHERE session_id = ${session.id} AND content->>'type' = 'reaction'
+        ORDER BY role, created_at DESC, id DESC`
+      const counts = new Map<string, number>()
+      for (const row of latest) if (row.emoji !== "") counts.set(row.emoji, (counts.get(row.emoji) ?? 0) + 1)
+      const order = (a: { emoji: string; count: number }, b: { emoji: string; count: number }) =>
+        b.count - a.count || (a.emoji < b.emoji ? -1 : 1)
+      const expected = [...counts].map(([emoji, count]) => ({ emoji, count })).sort(order)
+      const summary = (yield* getMessage(org, session.id, target.body.id)).reactions
+      assert.deepStrictEqual([...summary].sort(order), expected)
+    })
+  )
+
   it.effect(
     "D24: a reaction's emoji is one grapheme or empty (422), its target a message of the conversation (400)",
     () =>

@@ -8,19 +8,19 @@ import * as net from "node:net"
 import type { LogLevel } from "effect"
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
 
-/** The form of one O3 duration: a number and a unit among `ms`, `s`, `m`, `h`. */
-const DURATION = String.raw`(\d+)(ms|s|m|h)`
+/** The form of one O3 duration: a number and a unit among `ms`, `s`, `m`, `h`, and `d` (days, W10's `5d`). */
+const DURATION = String.raw`(\d+)(ms|s|m|h|d)`
 
-/** A duration written as a number and a unit among `ms`, `s`, `m`, `h` (O3). */
+/** A duration written as a number and a unit among `ms`, `s`, `m`, `h`, `d` (O3, W10). */
 const DurationText = Schema.String.pipe(
   Schema.check(
     Schema.isPattern(new RegExp(`^${DURATION}$`), { message: "Expected a duration such as 200ms, 5s, 30m or 2h" })
   )
 )
 
-const unitMillis = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
+const unitMillis = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
-/** Parses an O3 duration (`200ms`, `5s`, `30m`, `2h`) into a `Duration`; throws on another form. */
+/** Parses an O3 duration (`200ms`, `5s`, `30m`, `2h`, `5d`) into a `Duration`; throws on another form. */
 export const parseDuration = (text: string): Duration.Duration => {
   const match = new RegExp(`^${DURATION}$`).exec(text.trim())
   if (match === null) throw new Error(`Invalid duration: ${text}`)
@@ -235,6 +235,12 @@ export const AppConfigSpec = Config.all({
     Config.map((text) => text.split(",").map(parseDuration))
   ),
   allowPrivateNetworkTargets: Config.Boolean("ALLOW_PRIVATE_NETWORK_TARGETS").pipe(Config.withDefault(false)),
+  /**
+   * How long an app's deliveries may all fail before it is disabled (W10),
+   * counted from its first failed attempt after its last success, creation
+   * or re-enabling; `app.failing` warns at a fifth of it.
+   */
+  appDisableAfter: duration("APP_DISABLE_AFTER", "5d", "1s", "365d"),
   /** Browser origins allowed by CORS (issue 15); empty: no CORS headers at all. */
   corsOrigins: Config.schema(OriginList, "CORS_ORIGINS").pipe(
     Config.option,
@@ -318,6 +324,7 @@ export const VARIABLES = [
   "WEBHOOK_TIMEOUT_MS",
   "WEBHOOK_RETRY_SCHEDULE",
   "ALLOW_PRIVATE_NETWORK_TARGETS",
+  "APP_DISABLE_AFTER",
   "CORS_ORIGINS",
   "AI_PROVIDER",
   "OPENAI_API_KEY",

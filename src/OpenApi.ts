@@ -44,7 +44,8 @@ import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { isOrganizationApiPath } from "./Domain/BasePaths.ts"
 import { NoBody } from "./Domain/Common.ts"
 import { transportDetails } from "./Domain/Errors.ts"
-import { eventDescriptions, eventSchemaIdentifier, eventSchemas, eventTypes } from "./Domain/Event.ts"
+import { eventDescriptions, eventSchemaIdentifier, eventSchemas } from "./Domain/Event.ts"
+import { eventTypes } from "./Domain/EventType.ts"
 import { IN_PROGRESS_RETRY_AFTER_SECONDS, idempotencyDetails, idempotencyKeyDescription } from "./Domain/Idempotency.ts"
 
 /** An OpenAPI document or a part of it, as `OpenApi.fromApi` builds it (JSON). */

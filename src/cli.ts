@@ -65,7 +65,7 @@ import { validationIssues } from "./Domain/Validation.ts"
 import { Erasures } from "./Erasures/Erasures.ts"
 import { reportFatal, serverTeardown } from "./Fatal.ts"
 import { Ids } from "./Shared/Ids.ts"
-import { RecoverPayload } from "./Webhooks/Api.ts"
+import { type App, RecoverPayload } from "./Webhooks/Api.ts"
 import { Webhooks } from "./Webhooks/Webhooks.ts"
 
 const AdminLive = Admin.layer.pipe(Layer.provide(Ids.layer), Layer.provide(Database.migratedLayer))
@@ -420,6 +420,41 @@ const settingsSet = Command.make(
     yield* show(yield* (yield* Admin).updateSettings(org, patch))
   })
 ).pipe(Command.withDescription("Change an organization's rate limit (D20) and retention (D21); prints the settings"))
+
+/**
+ * One line of an app's health (W10): `ok`; `failing since <start>` (every
+ * delivery attempted since failed); `disabled (failing since <start>, disabled
+ * at <moment>)` when Parley disabled it; `disabled` when a PATCH did.
+ */
+export const appHealth = (app: App, failingSince: string | undefined): string =>
+  app.enabled
+    ? failingSince === undefined
+      ? "ok"
+      : `failing since ${failingSince}`
+    : app.disabled_reason === "failing"
+      ? `disabled (failing${failingSince === undefined ? "" : ` since ${failingSince}`}, disabled at ${app.disabled_at})`
+      : "disabled"
+
+const appList = Command.make(
+  "list",
+  { org: orgFlag },
+  Effect.fn(function* ({ org }) {
+    const webhooks = yield* Webhooks
+    const apps = yield* webhooks.listApps(org)
+    const failing = new Map((yield* webhooks.listFailing(org)).map((app) => [app.id, app.failing_since]))
+    yield* showAll(
+      apps.map(({ signing_secret: _, events, ...app }) => ({
+        ...app,
+        events: events.join(","),
+        health: appHealth({ signing_secret: "", events, ...app }, failing.get(app.id))
+      }))
+    )
+  })
+).pipe(
+  Command.withDescription(
+    "List an organization's webhook apps, oldest first, with their health (W10): ok, failing since, disabled; never the signing secret"
+  )
+)
 
 const appRotateSecret = Command.make(
   "rotate-secret",
@@ -937,6 +972,7 @@ export const parley = Command.make("parley").pipe(
     Command.make("app").pipe(
       Command.withDescription("Webhook apps"),
       Command.withSubcommands([
+        appList.pipe(Command.provide(WebhooksLive)),
         appRotateSecret.pipe(Command.provide(WebhooksLive)),
         appRecover.pipe(Command.provide(WebhooksLive))
       ])

@@ -4,28 +4,14 @@
  * (`src/Outbox/Outbox.ts`).
  */
 import { Schema } from "effect"
+import { AppWithoutSecret } from "./App.ts"
 import { Uuid } from "./Common.ts"
 import { Conversation } from "./Conversation.ts"
 import { ContactErased } from "./Erasure.ts"
 import { Evaluation } from "./Evaluation.ts"
+import type { EventType } from "./EventType.ts"
 import { Message } from "./Message.ts"
 import { Session } from "./Session.ts"
-
-/** Event types (W1). */
-export const eventTypes = [
-  "message.created",
-  "message.updated",
-  "session.created",
-  "session.transferred",
-  "session.finished",
-  "session.closed",
-  "conversation.created",
-  "contact.erased",
-  "evaluation.completed"
-] as const
-
-/** An event type (W1). */
-export type EventType = (typeof eventTypes)[number]
 
 /** What `action` a session.finished or session.closed event carries (W1). */
 const CloseAction = {
@@ -52,6 +38,10 @@ export const eventDescriptions: { readonly [T in EventType]: string } = {
   "conversation.created": "A conversation was created: a contact's first session on a channel (D8).",
   "contact.erased":
     "Everything Parley held of a contact was deleted (D22): erase your copies too. Carries only the contact's id and the erasure's.",
+  "app.failing":
+    "An app of the organization has failed every delivery (no 2xx) for a fifth of the server's `APP_DISABLE_AFTER` (default 5 days), counted from its first failed attempt after its last success, creation or re-enabling: it will be disabled if that goes on. Sent once per such period, to the organization's other apps that subscribe to it; carries the app without its secret (W10).",
+  "app.disabled":
+    "An app of the organization was disabled (`enabled: false`, `disabled_reason: \"failing\"`) after failing every delivery for the server's `APP_DISABLE_AFTER`; its deliveries are held until it is enabled again. Sent to the organization's other apps that subscribe to it; carries the app without its secret (W10).",
   "evaluation.completed":
     "An evaluation of an assistant completed (A16): it carries the evaluation with its summary, so a CI job or a dashboard can act on the changed rate without polling."
 }
@@ -94,6 +84,8 @@ export const eventSchemas = {
   "session.closed": envelope("session.closed", closedSession("session.closed")),
   "conversation.created": envelope("conversation.created", Conversation),
   "contact.erased": envelope("contact.erased", ContactErased),
+  "app.failing": envelope("app.failing", AppWithoutSecret),
+  "app.disabled": envelope("app.disabled", AppWithoutSecret),
   "evaluation.completed": envelope("evaluation.completed", Evaluation)
 } as const satisfies { readonly [T in EventType]: Schema.Top }
 

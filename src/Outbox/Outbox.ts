@@ -11,8 +11,9 @@
  *
  * Side effect named here (STYLE "Ownership"): the `AFTER INSERT` trigger
  * `events_fan_out` (migration `0002_webhooks.ts`; its function `parley_fan_out`
- * as of `0014_local_wakeup.ts`, which locks the apps) inserts one delivery per
- * subscribed, enabled app in the same transaction and notifies the delivery
+ * as of `0025_app_health.ts`) inserts one delivery per subscribed app (enabled,
+ * or disabled for failing: held, W10) but the one the event is about
+ * ({@link EventRows} `appId`) in the same transaction and notifies the delivery
  * workers at commit (W2, W5) unless the statement said not to ({@link
  * EventRows} `notify`); the webhooks domain owns deliveries.
  */
@@ -52,6 +53,11 @@ export interface EventRows {
   readonly organizationId: string
   /** The conversation the event is about (uuid): the ordering key of W7's ordered deliveries. */
   readonly conversationId: string
+  /**
+   * The app the event is about (uuid; W10's `app.failing` and `app.disabled`):
+   * the fan-out makes no delivery of it to that app. Absent: none.
+   */
+  readonly appId?: string | undefined
   /** The event's moment (timestamptz): `created_at` and the envelope's `timestamp`. */
   readonly at: string
   /** `data.object` (json): the resource as the event carries it. */
@@ -92,10 +98,12 @@ const FAN_OUT_NOTIFY = "parley.fan_out_notify"
  * W3), as SQL text to run alone or as a CTE of the change's own statement.
  */
 export const insertEvents = (rows: EventRows): string =>
-  `INSERT INTO events (id, organization_id, type, body, trace_context, created_at, conversation_id)
+  `INSERT INTO events (id, organization_id, type, body, trace_context, created_at, conversation_id${
+    rows.appId === undefined ? "" : ", app_id"
+  })
   SELECT ${rows.id}, ${rows.organizationId}, ${rows.type},
     ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at},
-    ${rows.conversationId}
+    ${rows.conversationId}${rows.appId === undefined ? "" : `, ${rows.appId}`}
   FROM ${rows.from}${
     rows.notify === undefined
       ? ""

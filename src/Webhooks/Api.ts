@@ -7,17 +7,15 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { OrganizationNotFound } from "../Admin/Errors.ts"
+import { AppOrdering, appFields } from "../Domain/App.ts"
 import { adminBasePath } from "../Domain/BasePaths.ts"
 import { DateTimeInput, Identifier, Limit, Timestamp, Uuid } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
-import { eventTypes } from "../Domain/Event.ts"
+import { EventTypeSchema } from "../Domain/EventType.ts"
 import { AdminAuthorization } from "../Domain/Security.ts"
 import { AppNotFound, DeliveryNotFound } from "./Errors.ts"
 
-/** An event type (W1). */
-export const EventTypeSchema = Schema.Literals(eventTypes)
-
-/** Subscribed event types: 1 to 7 of the W1 types (duplicates are stored once). */
+/** Subscribed event types: at least one of the W1 types (duplicates are stored once). */
 export const EventTypeList = Schema.Array(EventTypeSchema).pipe(Schema.check(Schema.isMinLength(1)))
 
 /** A webhook URL as sent: 1-2048 characters; http(s) and the W6 address rules are checked by the service (422). */
@@ -26,37 +24,23 @@ export const WebhookUrl = Schema.String.pipe(Schema.check(Schema.isBetweenLength
 const NonEmptyName = Schema.String.pipe(Schema.check(Schema.isBetweenLength(1, 255)))
 
 /**
- * How an app's deliveries are ordered (W7): `none`, every delivery
- * independent (W5); `conversation`, the deliveries of one conversation's events
- * are attempted one at a time in the order the events were committed, a
- * retried one never overtaken, a `failed` one releasing those behind it.
- */
-export const AppOrdering = Schema.Literals(["none", "conversation"]).annotate({
-  identifier: "AppOrdering",
-  description:
-    "`none` (default): every delivery independent. `conversation`: the deliveries of one conversation's events " +
-    "(its conversation.created and every event of its sessions and messages) are attempted one at a time, in the " +
-    "order the events were committed; one waits while an earlier one of the same conversation is pending, so a " +
-    "retried event is never overtaken, and one that ends `failed` releases those behind it. Conversations never " +
-    "wait for each other (W7)."
-})
-export type AppOrdering = typeof AppOrdering.Type
-
-/**
- * An app (O6, W7): `{id, name, webhook_url, events, enabled, ordering,
- * signing_secret, created_at}`; `signing_secret` is `whsec_<base64>` (W4); `created_at` ISO 8601.
+ * An app (O6, W7, W10): `{id, name, webhook_url, events, enabled,
+ * disabled_reason, disabled_at, ordering, signing_secret, created_at}`;
+ * `signing_secret` is `whsec_<base64>` (W4); moments ISO 8601.
  */
 export const App = Schema.Struct({
-  id: Uuid.annotate({ description: "The app's id." }),
-  name: Schema.String.annotate({ description: "The app's name." }),
-  webhook_url: Schema.String.annotate({ description: "Where its events are POSTed (http or https, W6)." }),
-  events: Schema.Array(EventTypeSchema).annotate({ description: "The event types it receives (W1)." }),
-  enabled: Schema.Boolean.annotate({ description: "A disabled app gets no new deliveries." }),
-  ordering: AppOrdering,
+  id: appFields.id,
+  name: appFields.name,
+  webhook_url: appFields.webhook_url,
+  events: appFields.events,
+  enabled: appFields.enabled,
+  disabled_reason: appFields.disabled_reason,
+  disabled_at: appFields.disabled_at,
+  ordering: appFields.ordering,
   signing_secret: Schema.String.annotate({
     description: "`whsec_<base64>`: the key of the Standard Webhooks signatures of its requests (W4)."
   }),
-  created_at: Timestamp.annotate({ description: "When it was created (ISO 8601, UTC)." })
+  created_at: appFields.created_at
 }).annotate({ identifier: "App" })
 export type App = typeof App.Type
 
@@ -105,7 +89,8 @@ export const Delivery = Schema.Struct({
   last_status_code: Schema.NullOr(Schema.Int).annotate({ description: "The status of the latest attempt." }),
   last_error: Schema.NullOr(Schema.String).annotate({ description: "The error of the latest attempt." }),
   next_attempt_at: Schema.NullOr(Timestamp).annotate({
-    description: "When the next attempt is due; null unless pending."
+    description:
+      "When the next attempt is due; null unless pending, and null for a delivery made while its app was disabled for failing (held until the app is enabled again, W10)."
   }),
   created_at: Timestamp.annotate({ description: "When the event was fanned out to the app (ISO 8601, UTC)." }),
   updated_at: Schema.NullOr(Timestamp).annotate({ description: "When the delivery last changed." }),
@@ -205,7 +190,7 @@ export class AppsApi extends HttpApiGroup.make("apps")
       OpenApi.annotations({
         summary: "Update a webhook app",
         description:
-          "Changes the members present. A disabled app gets no new deliveries; an app's `events` decide which later events it receives (W1)."
+          "Changes the members present. An app disabled by a PATCH gets no new deliveries; an app's `events` decide which later events it receives (W1). `enabled: true` on a disabled app clears `disabled_reason` and `disabled_at` and starts a new health period, and its held pending deliveries are due at once, in order under `ordering: conversation` (W7, W10); `failed` ones stay failed (recover them, W9)."
       })
     ),
     HttpApiEndpoint.delete("deleteApp", "/organizations/:org_id/apps/:app_id", {
@@ -270,6 +255,6 @@ export class AppsApi extends HttpApiGroup.make("apps")
     OpenApi.annotations({
       title: "Apps (webhooks)",
       description:
-        "Apps receive the organization's events by signed webhooks (Standard Webhooks), at least once, with retries; their deliveries and every attempt can be read and retried (W1-W6). Requests use the server's `ADMIN_TOKEN`. The events are listed under Webhooks."
+        "Apps receive the organization's events by signed webhooks (Standard Webhooks), at least once, with retries; their deliveries and every attempt can be read and retried (W1-W6). An app whose deliveries all fail for the server's `APP_DISABLE_AFTER` (default 5 days) is disabled with `disabled_reason: \"failing\"`, its deliveries held until it is enabled again; `app.failing` warns at a fifth of that time and `app.disabled` follows, both to the organization's other apps (W10). Requests use the server's `ADMIN_TOKEN`. The events are listed under Webhooks."
     })
   ) {}

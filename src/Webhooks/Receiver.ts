@@ -19,7 +19,7 @@ import { Schema } from "effect"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
 import { WebhookEvent } from "../Domain/Event.ts"
 
-export { eventTypes } from "../Domain/Event.ts"
+export { eventTypes } from "../Domain/EventType.ts"
 export type { WebhookEvent }
 export { WebhookVerificationError }
 
@@ -85,11 +85,15 @@ export const verifyWebhook = (
  * The id of the conversation an event is about (W7: the key its app's
  * `ordering: "conversation"` orders by): a conversation.created event's
  * conversation, and the `conversation_id` of a session or message event;
- * null for `contact.erased`, which is about a contact (D22), and
- * `evaluation.completed`, about an assistant (A16): ordered after nothing.
+ * null for `contact.erased`, which is about a contact (D22),
+ * `evaluation.completed`, about an assistant (A16), and `app.failing` and
+ * `app.disabled`, about an app (W10): ordered after nothing.
  */
 export const conversationOf = (event: WebhookEvent): string | null =>
-  event.type === "contact.erased" || event.type === "evaluation.completed"
+  event.type === "contact.erased" ||
+  event.type === "evaluation.completed" ||
+  event.type === "app.failing" ||
+  event.type === "app.disabled"
     ? null
     : event.type === "conversation.created"
       ? event.data.object.id

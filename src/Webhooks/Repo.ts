@@ -15,17 +15,12 @@ import type { DatabaseHealth } from "../Database/Health.ts"
 import { isoTimestamp, membersOf, objectJson } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import { listenForever } from "../Database/Workers.ts"
+import { type AppOrdering, AppWithoutSecret } from "../Domain/App.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
-import type { EventType } from "../Domain/Event.ts"
-import {
-  type App,
-  type AppOrdering,
-  Delivery,
-  DeliveryAttempt,
-  type DeliveryStatus,
-  type SecretRotation
-} from "./Api.ts"
+import type { EventType } from "../Domain/EventType.ts"
+import { insertEvents } from "../Outbox/Outbox.ts"
+import { type App, Delivery, DeliveryAttempt, type DeliveryStatus, type SecretRotation } from "./Api.ts"
 
 /** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
 export const deliveriesChannel = "parley_deliveries"
@@ -218,6 +213,12 @@ RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_ur
 )
 
 /**
+ * The app's wire JSON without its secret (W10: the `data.object` of
+ * `app.failing` and `app.disabled`), over the apps row `h`.
+ */
+const APP_WITHOUT_SECRET_JSON = objectJson(membersOf(AppWithoutSecret, "h"))
+
+/**
  * Records a batch of attempts (W5): each delivery's status, counters and next
  * attempt, its lease cleared and the attempt appended to its `attempt_log`
  * (one update per delivery, no other row: migrations/0016_delivery_writes.ts,
@@ -226,6 +227,22 @@ RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_ur
  * deliveries still leased to `workerId`. Arrays of one entry per attempt: ids,
  * status codes ('' = none), errors ('' = none), durations (ms), starts (ISO
  * 8601), statuses, delays (ms).
+ *
+ * In the same statement, the health of each enabled app of the batch (W10,
+ * migrations/0025_app_health.ts), at the statement's moment: a success
+ * (any in the batch) ends its failing period (`failing_since`,
+ * `failing_warned_at` cleared); a failure starts one if none runs. A failure
+ * when the period has lasted `disableAfterMs` disables the app (`enabled`
+ * false, `disabled_reason` 'failing', `disabled_at`) and writes `app.disabled`;
+ * one when it has lasted a fifth of that, the first of the period, writes
+ * `app.failing` (not both: a disable needs no warning). The events carry
+ * the app without its secret and go to the organization's other subscribed
+ * apps (`events.app_id`, the outbox's `appId`). An app's row is written only
+ * when one of these changes happens, so a healthy or steadily failing app
+ * costs an index probe per batch and no write. The events commit with the
+ * statement's asynchronous commit: a database crash may lose the change and
+ * its event together, never one of them (W2). Returns how many deliveries it
+ * recorded.
  */
 export const completeStatement = fixedStatement(
   {
@@ -236,20 +253,62 @@ export const completeStatement = fixedStatement(
     startedAt: "text[]",
     statuses: "text[]",
     delaysMs: "int4[]",
-    workerId: "uuid"
+    workerId: "uuid",
+    disableAfterMs: "text"
   },
   (p) => `WITH ${ASYNC_COMMIT_CTE}, r AS (
   SELECT u.id, nullif(u.status_code, '')::int AS status_code, nullif(u.error, '') AS error, u.duration_ms,
     u.started_at::timestamptz AS started_at, u.status, u.delay_ms
   FROM unnest(${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt}, ${p.statuses},
     ${p.delaysMs}) AS u(id, status_code, error, duration_ms, started_at, status, delay_ms)
+), done AS (
+  UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
+    next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
+    last_status_code = r.status_code, last_error = r.error,
+    attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
+    leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
+  FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}
+  RETURNING d.app_id, r.status
+), outcome AS (
+  SELECT o.app_id, bool_or(o.status = 'succeeded') AS ok,
+    ${p.disableAfterMs}::bigint * interval '1 millisecond' AS disable_after
+  FROM done o GROUP BY o.app_id
+), health AS (
+  UPDATE apps a SET
+    failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(a.failing_since, statement_timestamp()) END,
+    failing_warned_at = CASE
+      WHEN o.ok THEN NULL
+      WHEN statement_timestamp() - a.failing_since >= o.disable_after / 5 AND a.failing_warned_at IS NULL
+        AND statement_timestamp() - a.failing_since < o.disable_after THEN statement_timestamp()
+      ELSE a.failing_warned_at END,
+    enabled = o.ok OR a.failing_since IS NULL OR statement_timestamp() - a.failing_since < o.disable_after,
+    disabled_reason = CASE WHEN NOT o.ok AND statement_timestamp() - a.failing_since >= o.disable_after
+      THEN 'failing' END,
+    disabled_at = CASE WHEN NOT o.ok AND statement_timestamp() - a.failing_since >= o.disable_after
+      THEN statement_timestamp() END,
+    updated_at = statement_timestamp()
+  FROM outcome o
+  WHERE a.id = o.app_id AND a.enabled AND CASE
+    WHEN o.ok THEN a.failing_since IS NOT NULL
+    ELSE a.failing_since IS NULL OR statement_timestamp() - a.failing_since >= o.disable_after
+      OR (a.failing_warned_at IS NULL AND statement_timestamp() - a.failing_since >= o.disable_after / 5) END
+  RETURNING a.*
+), health_events AS (
+  ${insertEvents({
+    id: "parley_uuid_v7()",
+    type: "CASE WHEN h.enabled THEN 'app.failing' ELSE 'app.disabled' END",
+    organizationId: "h.organization_id",
+    conversationId: "NULL::uuid",
+    appId: "h.id",
+    at: "statement_timestamp()",
+    object: APP_WITHOUT_SECRET_JSON,
+    traceContext: "NULL::jsonb",
+    from: "health h",
+    where: "NOT h.enabled OR h.failing_warned_at = statement_timestamp()",
+    orderBy: "h.id"
+  })}
 )
-UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
-  next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
-  last_status_code = r.status_code, last_error = r.error,
-  attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
-  leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
-FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}`
+SELECT count(*)::int AS n FROM done`
 )
 
 /**
@@ -295,6 +354,12 @@ export interface NewApp {
   readonly enabled: boolean
   readonly ordering: AppOrdering
   readonly signingSecret: string
+}
+
+/** An app in a failing period (W10): its id and when the period began (ISO 8601). */
+export interface FailingApp {
+  readonly id: string
+  readonly failing_since: string
 }
 
 /** Changed members of an app (PATCH). */
@@ -343,6 +408,11 @@ export class WebhooksRepo extends Context.Service<
     readonly insertApp: (app: NewApp) => Effect.Effect<App, SqlError.SqlError>
     /** The organization's apps, oldest first (created_at, id). */
     readonly listApps: (organizationId: string) => Effect.Effect<ReadonlyArray<App>, SqlError.SqlError>
+    /**
+     * The organization's apps in a failing period (W10): each id with the
+     * start of its period (ISO 8601), oldest app first.
+     */
+    readonly listFailing: (organizationId: string) => Effect.Effect<ReadonlyArray<FailingApp>, SqlError.SqlError>
     /** The organization's app, or undefined. */
     readonly findApp: (organizationId: string, appId: string) => Effect.Effect<App | undefined, SqlError.SqlError>
     /** Changes the members present in `changes`; returns the app, or undefined when the organization has none such. */
@@ -401,10 +471,15 @@ export class WebhooksRepo extends Context.Service<
     ) => Effect.Effect<number, SqlError.SqlError>
     /** Leases due deliveries to a worker ({@link claimStatement}). */
     readonly claim: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, SqlError.SqlError>
-    /** Records attempts of deliveries still leased to `workerId` ({@link completeStatement}). */
+    /**
+     * Records attempts of deliveries still leased to `workerId`, and the
+     * health of their apps with `disableAfterMs` as `APP_DISABLE_AFTER` in ms
+     * (W5, W10; {@link completeStatement}).
+     */
     readonly complete: (
       workerId: string,
-      results: ReadonlyArray<AttemptResult>
+      results: ReadonlyArray<AttemptResult>,
+      disableAfterMs: number
     ) => Effect.Effect<void, SqlError.SqlError>
     /** Clears `workerId`'s leases on pending deliveries (O5). */
     readonly release: (workerId: string) => Effect.Effect<void, SqlError.SqlError>
@@ -431,7 +506,9 @@ export class WebhooksRepo extends Context.Service<
   )
 }
 
-const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, ordering, signing_secret, ${isoTimestamp("created_at")} AS created_at`
+/** The admin shape of an app (`Api.ts` App), in wire order, over `apps`. */
+const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, disabled_reason,
+  ${isoTimestamp("disabled_at")} AS disabled_at, ordering, signing_secret, ${isoTimestamp("created_at")} AS created_at`
 
 /**
  * The Delivery JSON of the deliveries row `d` (O6), its members derived from
@@ -468,6 +545,10 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   const listApps = (organizationId: string) =>
     sql<App>`SELECT ${appColumns} FROM apps WHERE organization_id = ${organizationId} ORDER BY created_at, id`
 
+  const listFailing = (organizationId: string) =>
+    sql<FailingApp>`SELECT id::text, ${sql.literal(isoTimestamp("failing_since"))} AS failing_since FROM apps
+      WHERE organization_id = ${organizationId} AND failing_since IS NOT NULL ORDER BY created_at, id`
+
   const findApp = (organizationId: string, appId: string) =>
     isUuid(appId)
       ? sql<App>`SELECT ${appColumns} FROM apps WHERE id = ${appId} AND organization_id = ${organizationId}`.pipe(
@@ -475,6 +556,14 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         )
       : Effect.succeed(undefined)
 
+  /**
+   * PATCH (O6). `enabled: true` also clears the health of the app (W10:
+   * `disabled_reason`, `disabled_at`, its failing period and warning), and
+   * when the app was disabled, makes its held pending deliveries due now (those
+   * made while it was disabled for failing have no due time; those waiting
+   * for a retry wait no more) and notifies the workers: in one statement, so
+   * the deliveries go out as soon as it commits, ordered queues in order (W7).
+   */
   const updateApp = (organizationId: string, appId: string, changes: AppChanges) => {
     if (!isUuid(appId)) return Effect.succeed(undefined)
     const set: Record<string, unknown> = {}
@@ -482,11 +571,33 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     if (changes.webhook_url !== undefined) set.webhook_url = changes.webhook_url
     if (changes.enabled !== undefined) set.enabled = changes.enabled
     if (changes.ordering !== undefined) set.ordering = changes.ordering
+    if (changes.enabled === true) {
+      set.disabled_reason = null
+      set.disabled_at = null
+      set.failing_since = null
+      set.failing_warned_at = null
+    }
     const events = changes.events === undefined ? sql`` : sql`, events = ${[...changes.events]}::text[]`
     const assignments = Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``
-    return sql<App>`UPDATE apps SET ${assignments} updated_at = statement_timestamp() ${events}
+    const update = sql<App>`UPDATE apps SET ${assignments} updated_at = statement_timestamp() ${events}
       WHERE id = ${appId} AND organization_id = ${organizationId}
-      RETURNING ${appColumns}`.pipe(Effect.map((rows) => rows[0]))
+      RETURNING ${appColumns}`
+    if (changes.enabled !== true) return update.pipe(Effect.map((rows) => rows[0]))
+    return sql<App & { readonly pg_notify: unknown }>`WITH was AS (
+        SELECT enabled FROM apps WHERE id = ${appId} AND organization_id = ${organizationId}
+      ), a AS (${update}), released AS (
+        UPDATE deliveries d SET next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
+        FROM was WHERE NOT was.enabled AND d.app_id = ${appId} AND d.organization_id = ${organizationId}
+          AND d.status = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at > statement_timestamp())
+      )
+      SELECT a.*, pg_notify(${deliveriesChannel}, '') FROM a`.pipe(
+      Effect.map((rows) => {
+        const row = rows[0]
+        if (row === undefined) return undefined
+        const { pg_notify: _, ...app } = row
+        return app
+      })
+    )
   }
 
   const rotateSecret = (organizationId: string, appId: string, secret: string, previousHours: number) =>
@@ -554,7 +665,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
 
   /** Records attempts ({@link completeStatement}). */
-  const complete = (workerId: string, results: ReadonlyArray<AttemptResult>) =>
+  const complete = (workerId: string, results: ReadonlyArray<AttemptResult>, disableAfterMs: number) =>
     completeStatement
       .run(sql, {
         ids: results.map((r) => r.id),
@@ -564,7 +675,8 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         startedAt: results.map((r) => r.startedAt.toISOString()),
         statuses: results.map((r) => r.status),
         delaysMs: results.map((r) => r.delayMs),
-        workerId
+        workerId,
+        disableAfterMs: String(Math.round(disableAfterMs))
       })
       .pipe(Effect.asVoid)
 
@@ -579,6 +691,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     organizationExists,
     insertApp,
     listApps,
+    listFailing,
     findApp,
     updateApp,
     rotateSecret,

@@ -30,7 +30,7 @@ import {
   type UpdateAppPayload
 } from "./Api.ts"
 import { AppNotFound, DeliveryNotFound } from "./Errors.ts"
-import { type AppChanges, WebhooksRepo } from "./Repo.ts"
+import { type AppChanges, type FailingApp, WebhooksRepo } from "./Repo.ts"
 import { generateSecret, PREVIOUS_SECRET_HOURS } from "./Signing.ts"
 
 /** Body of POST /organizations/{id}/apps (O6, W4), as its schema decodes it (`Api.ts`). */
@@ -54,11 +54,18 @@ export class Webhooks extends Context.Service<
     createApp(organizationId: string, input: CreateApp): Effect.Effect<App, OrganizationNotFound | ValidationFailed>
     /** The organization's apps, oldest first. */
     listApps(organizationId: string): Effect.Effect<ReadonlyArray<App>, OrganizationNotFound>
+    /**
+     * The organization's apps in a failing period (W10), with when it began:
+     * every delivery attempted since failed. What `parley app list` shows.
+     */
+    listFailing(organizationId: string): Effect.Effect<ReadonlyArray<FailingApp>, OrganizationNotFound>
     getApp(organizationId: string, appId: string): Effect.Effect<App, OrganizationNotFound | AppNotFound>
     /**
      * Changes URL (W6-checked), events, name, enabled, ordering (W7); later
      * events follow the new subscription, and a new ordering applies to the
-     * deliveries of events written after the change.
+     * deliveries of events written after the change. `enabled: true` clears
+     * the app's health (W10: `disabled_reason`, `disabled_at`, its failing
+     * period) and, on a disabled app, sends its held pending deliveries now.
      */
     updateApp(
       organizationId: string,
@@ -152,6 +159,14 @@ export class Webhooks extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
+      const listFailing = Effect.fn("Webhooks.listFailing")(
+        function* (organizationId: string) {
+          yield* requireOrganization(organizationId)
+          return yield* repo.listFailing(organizationId)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
       const getApp = Effect.fn("Webhooks.getApp")(requireApp, Effect.catchTag("SqlError", Effect.die))
 
       const updateApp = Effect.fn("Webhooks.updateApp")(
@@ -218,6 +233,7 @@ export class Webhooks extends Context.Service<
         recover,
         createApp,
         listApps,
+        listFailing,
         getApp,
         updateApp,
         deleteApp,

@@ -20,7 +20,10 @@
  *   `traceparent`, within `WEBHOOK_TIMEOUT_MS`; the connection goes only to an
  *   address the SSRF guard accepted (W6). 2xx = succeeded; otherwise the next
  *   attempt follows `WEBHOOK_RETRY_SCHEDULE` with up to +20% jitter, and after
- *   the last the delivery is `failed` (W5). Results are recorded in batches.
+ *   the last the delivery is `failed` (W5). Results are recorded in batches,
+ *   with the health of their apps: an app failing for `APP_DISABLE_AFTER` is
+ *   disabled, with `app.failing` at a fifth of it and `app.disabled` (W10;
+ *   `Repo.ts` `completeStatement`).
  * - Batching: under load, claims that take deliveries and writes of results
  *   start at most once per batch window ({@link BATCH_WINDOW_MS}, 5 ms), so each statement
  *   carries what came meanwhile; a quiet worker claims and writes at once, and
@@ -358,6 +361,7 @@ const makeWorker = (batchWindowMs: number) =>
     const leaseMs = timeoutMs + LEASE_MARGIN_MS
     const schedule = config.webhookRetrySchedule
     const allowPrivate = config.allowPrivateNetworkTargets
+    const disableAfterMs = Duration.toMillis(config.appDisableAfter)
 
     let inFlight = 0
     const perApp = new Map<string, number>()
@@ -397,7 +401,7 @@ const makeWorker = (batchWindowMs: number) =>
         yield* waitBatchWindow(lastWrite)
         lastWrite = yield* Clock.currentTimeMillis
         const batch = yield* Queue.takeBetween(results, 1, WRITE_BATCH)
-        yield* repo.complete(workerId, batch).pipe(
+        yield* repo.complete(workerId, batch, disableAfterMs).pipe(
           Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.upTo({ times: 5 }))),
           Effect.catchCause((cause) =>
             // The leases expire and the deliveries are attempted again (at least once, W2).

@@ -8,7 +8,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { eventTypes } from "../../src/Domain/Event.ts"
+import { eventTypes } from "../../src/Domain/EventType.ts"
 import { NUMERIC_STRING } from "../../src/OpenApi.ts"
 import { runNode } from "../support/Processes.ts"
 import { C, TestApi, withApp } from "../support/TestApp.ts"

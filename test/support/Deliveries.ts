@@ -38,7 +38,9 @@ export const deliverDue = (
           durationMs: outcome.durationMs ?? 1,
           startedAt: outcome.startedAt ?? new Date(),
           ...attemptVerdict({ statusCode: outcome.statusCode }, delivery.attempts + 1, [])
-        }))
+        })),
+        // APP_DISABLE_AFTER's default, 5 days (W10).
+        5 * 24 * 3_600_000
       )
     }
     return claimed

@@ -292,10 +292,10 @@ export const completeStatement = fixedStatement(
     WHEN o.ok THEN a.failing_since IS NOT NULL
     ELSE a.failing_since IS NULL OR statement_timestamp() - a.failing_since >= o.disable_after
       OR (a.failing_warned_at IS NULL AND statement_timestamp() - a.failing_since >= o.disable_after / 5) END
-  RETURNING a.*
+  RETURNING a.*, parley_uuid_v7() AS event_id
 ), health_events AS (
   ${insertEvents({
-    id: "parley_uuid_v7()",
+    id: "h.event_id",
     type: "CASE WHEN h.enabled THEN 'app.failing' ELSE 'app.disabled' END",
     organizationId: "h.organization_id",
     conversationId: "NULL::uuid",

@@ -43,6 +43,8 @@ withWorkers({
         "webhook_url",
         "events",
         "enabled",
+        "disabled_reason",
+        "disabled_at",
         "ordering",
         "signing_secret",
         "created_at"

@@ -177,6 +177,8 @@ onDatabase(WebhooksServices)("the Webhooks service on PostgreSQL", (it) => {
               "webhook_url",
               "events",
               "enabled",
+              "disabled_reason",
+              "disabled_at",
               "ordering",
               "signing_secret",
               "created_at"

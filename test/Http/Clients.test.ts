@@ -180,108 +180,153 @@ withApp()("parley/client", (test) => {
   )
 })
 
-withWorkers({ allowPrivateNetworkTargets: true, webhookRetrySchedule: [Duration.millis(100)] })(
-  "parley/webhooks",
-  (test) => {
-    test.effect(
-      "W1, W3, W4: every event type as delivered verifies and decodes into its typed event; a wrong secret, a changed body or a body that is no event are refused",
-      () =>
-        Effect.gen(function* () {
-          const api = yield* TestApi
-          const org = yield* api.organization()
-          const hook = yield* receiver()
-          const app = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/apps`, {
-            token: ADMIN_TOKEN,
-            body: { name: "receiver", webhook_url: hook.url, events: eventTypes }
-          })).body
-          const session = yield* org.session()
-          const message = (yield* org.call("POST", `/sessions/${session.id}/messages`, {
-            role: "user",
-            content: { type: "text", text: "Hello" }
-          })).body
-          yield* org.call("PATCH", `/sessions/${session.id}/messages/${message.id}`, { delivery_status: "sent" })
-          yield* org.call("POST", `/sessions/${session.id}/transfer`, { agent_id: yield* org.agent("human") })
-          yield* org.call("POST", `/sessions/${session.id}/finish`, {})
-          yield* eventually(() => hook.received.length >= eventTypes.length - 2, 10_000, "every event of the session")
-          // D22: once the contact's erasure is done, contact.erased goes out too.
-          yield* org.call("DELETE", `/contacts/${encodeURIComponent(session.contact_id)}`)
-          yield* eventually(() => hook.received.length >= eventTypes.length - 1, 10_000, "contact.erased")
-          // A16: an evaluation (of no session: no model is asked) completes with evaluation.completed.
-          const assistant = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/assistants`, {
-            token: ADMIN_TOKEN,
-            body: { name: "Support bot", snapshot: snapshotOf([llm("start")]) }
-          })).body
-          const base = `${A}/assistants/${assistant.id}`
-          yield* api.request("POST", `${base}/branches/main/publish`, { token: org.token, body: { message: "v1" } })
-          const started = yield* api.request("POST", `${base}/evaluations`, {
-            token: org.token,
-            body: { baseline: { branch_name: "main" }, candidate: { branch_name: "main", draft: true }, sessions: {} }
-          })
-          assert.strictEqual(started.status, 202, started.text)
-          yield* eventually(() => hook.received.length >= eventTypes.length, 10_000, "every event type")
-
-          const events = hook.received.map((request) =>
-            verifyWebhook(app.signing_secret, request.headers, request.body)
-          )
-          assert.sameMembers([...new Set(events.map((event) => event.type))], [...eventTypes])
-          // W7: every event names the session's conversation, the key of ordered delivery.
-          assert.deepStrictEqual(
-            [...new Set(events.map(conversationOf).filter((conversation) => conversation !== null))],
-            [session.conversation_id]
-          )
-          for (const event of events) {
-            assert.strictEqual(event.organization_id, org.id)
-            switch (event.type) {
-              case "message.created":
-              case "message.updated":
-                assert.strictEqual(event.data.object.id, message.id)
-                break
-              case "session.finished":
-              case "session.closed":
-                assert.strictEqual(event.data.object.action, null)
-                assert.strictEqual(event.data.object.status, "closed")
-                break
-              case "conversation.created":
-                assert.strictEqual(event.data.object.id, session.conversation_id)
-                break
-              case "contact.erased":
-                assert.deepStrictEqual(Object.keys(event.data.object), ["contact_id", "erasure_id"])
-                assert.strictEqual(event.data.object.contact_id, session.contact_id)
-                break
-              case "evaluation.completed":
-                assert.deepInclude(event.data.object, { id: started.body.id, status: "completed", turns_total: 0 })
-                break
-              default:
-                assert.strictEqual(event.data.object.id, session.id)
-            }
-          }
-
-          const request = hook.received[0]!
-          const otherSecret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`
-          assert.throws(() => verifyWebhook(otherSecret, request.headers, request.body), WebhookVerificationError)
-          assert.throws(
-            () => verifyWebhook(app.signing_secret, request.headers, `${request.body} `),
-            WebhookVerificationError
-          )
-          assert.throws(() => verifyWebhook(app.signing_secret, {}, request.body), WebhookVerificationError)
-          assert.throws(() => verifyWebhook("not-a-secret", request.headers, request.body), Error)
-          const fetchHeaders = new Headers(request.headers as Record<string, string>)
-          assert.strictEqual(
-            verifyWebhook(app.signing_secret, fetchHeaders, Buffer.from(request.body)).id,
-            events[0]!.id
-          )
-          const notAnEvent = JSON.stringify({ id: "x", type: "order.paid" })
-          const now = new Date()
-          const signed = {
-            "webhook-id": "msg_1",
-            "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
-            "webhook-signature": new Webhook(app.signing_secret).sign("msg_1", now, notAnEvent)
-          }
-          assert.throws(() => verifyWebhook(app.signing_secret, signed, notAnEvent), /Expected|Missing|type/)
+withWorkers({
+  allowPrivateNetworkTargets: true,
+  webhookRetrySchedule: [Duration.millis(100)],
+  // W10: a failing app is warned of at 80 ms of failures and disabled at 400 ms.
+  appDisableAfter: Duration.millis(400)
+})("parley/webhooks", (test) => {
+  test.effect(
+    "W1, W3, W4, W10: every event type as delivered verifies and decodes into its typed event; a wrong secret, a changed body or a body that is no event are refused",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const org = yield* api.organization()
+        const hook = yield* receiver()
+        const app = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/apps`, {
+          token: ADMIN_TOKEN,
+          body: { name: "receiver", webhook_url: hook.url, events: eventTypes }
+        })).body
+        // W10: an app whose endpoint fails: the two attempts (100 ms apart) of evaluation.completed make
+        // app.failing go out.
+        const down = yield* receiver(() => ({ status: 503 }))
+        const failing = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/apps`, {
+          token: ADMIN_TOKEN,
+          body: { name: "down", webhook_url: down.url, events: ["evaluation.completed"] }
+        })).body
+        const typesReceived = () => new Set(hook.received.map((request) => JSON.parse(request.body).type))
+        const received = (types: ReadonlyArray<string>) => () => types.every((type) => typesReceived().has(type))
+        const session = yield* org.session()
+        const message = (yield* org.call("POST", `/sessions/${session.id}/messages`, {
+          role: "user",
+          content: { type: "text", text: "Hello" }
+        })).body
+        yield* org.call("PATCH", `/sessions/${session.id}/messages/${message.id}`, { delivery_status: "sent" })
+        yield* org.call("POST", `/sessions/${session.id}/transfer`, { agent_id: yield* org.agent("human") })
+        yield* org.call("POST", `/sessions/${session.id}/finish`, {})
+        yield* eventually(
+          received([
+            "conversation.created",
+            "session.created",
+            "message.created",
+            "message.updated",
+            "session.transferred",
+            "session.finished",
+            "session.closed"
+          ]),
+          10_000,
+          "every event of the session"
+        )
+        // D22: once the contact's erasure is done, contact.erased goes out too.
+        yield* org.call("DELETE", `/contacts/${encodeURIComponent(session.contact_id)}`)
+        yield* eventually(received(["contact.erased"]), 10_000, "contact.erased")
+        // A16: an evaluation (of no session: no model is asked) completes with evaluation.completed.
+        const assistant = (yield* api.request("POST", `/admin/v1/organizations/${org.id}/assistants`, {
+          token: ADMIN_TOKEN,
+          body: { name: "Support bot", snapshot: snapshotOf([llm("start")]) }
+        })).body
+        const base = `${A}/assistants/${assistant.id}`
+        yield* api.request("POST", `${base}/branches/main/publish`, { token: org.token, body: { message: "v1" } })
+        const started = yield* api.request("POST", `${base}/evaluations`, {
+          token: org.token,
+          body: { baseline: { branch_name: "main" }, candidate: { branch_name: "main", draft: true }, sessions: {} }
         })
-    )
-  }
-)
+        assert.strictEqual(started.status, 202, started.text)
+        yield* eventually(received(["evaluation.completed", "app.failing"]), 10_000, "evaluation.completed")
+        // W10: one more failed attempt, past 400 ms of failures, disables the failing app: app.disabled.
+        const failedDeliveries = () =>
+          api
+            .request("GET", `/admin/v1/organizations/${org.id}/apps/${failing.id}/deliveries?status=failed`, {
+              token: ADMIN_TOKEN
+            })
+            .pipe(Effect.map((response) => response.body as Array<{ readonly id: string }>))
+        for (let waited = 0; (yield* failedDeliveries()).length === 0; waited++) {
+          if (waited > 200) assert.fail("the failing app's delivery never failed")
+          yield* Effect.sleep("50 millis")
+        }
+        yield* Effect.sleep("450 millis")
+        const [failed] = yield* failedDeliveries()
+        yield* api.request(
+          "POST",
+          `/admin/v1/organizations/${org.id}/apps/${failing.id}/deliveries/${failed!.id}/retry`,
+          { token: ADMIN_TOKEN }
+        )
+        yield* eventually(received(eventTypes), 10_000, "every event type")
+
+        const events = hook.received.map((request) => verifyWebhook(app.signing_secret, request.headers, request.body))
+        assert.sameMembers([...new Set(events.map((event) => event.type))], [...eventTypes])
+        // W7: every event names the session's conversation, the key of ordered delivery.
+        assert.deepStrictEqual(
+          [...new Set(events.map(conversationOf).filter((conversation) => conversation !== null))],
+          [session.conversation_id]
+        )
+        for (const event of events) {
+          assert.strictEqual(event.organization_id, org.id)
+          switch (event.type) {
+            case "message.created":
+            case "message.updated":
+              assert.strictEqual(event.data.object.id, message.id)
+              break
+            case "session.finished":
+            case "session.closed":
+              assert.strictEqual(event.data.object.action, null)
+              assert.strictEqual(event.data.object.status, "closed")
+              break
+            case "conversation.created":
+              assert.strictEqual(event.data.object.id, session.conversation_id)
+              break
+            case "contact.erased":
+              assert.deepStrictEqual(Object.keys(event.data.object), ["contact_id", "erasure_id"])
+              assert.strictEqual(event.data.object.contact_id, session.contact_id)
+              break
+            case "evaluation.completed":
+              assert.deepInclude(event.data.object, { id: started.body.id, status: "completed", turns_total: 0 })
+              break
+            case "app.failing":
+              assert.deepInclude(event.data.object, { id: failing.id, enabled: true, disabled_reason: null })
+              assert.notProperty(event.data.object, "signing_secret")
+              break
+            case "app.disabled":
+              assert.deepInclude(event.data.object, { id: failing.id, enabled: false, disabled_reason: "failing" })
+              assert.notProperty(event.data.object, "signing_secret")
+              break
+            default:
+              assert.strictEqual(event.data.object.id, session.id)
+          }
+        }
+
+        const request = hook.received[0]!
+        const otherSecret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`
+        assert.throws(() => verifyWebhook(otherSecret, request.headers, request.body), WebhookVerificationError)
+        assert.throws(
+          () => verifyWebhook(app.signing_secret, request.headers, `${request.body} `),
+          WebhookVerificationError
+        )
+        assert.throws(() => verifyWebhook(app.signing_secret, {}, request.body), WebhookVerificationError)
+        assert.throws(() => verifyWebhook("not-a-secret", request.headers, request.body), Error)
+        const fetchHeaders = new Headers(request.headers as Record<string, string>)
+        assert.strictEqual(verifyWebhook(app.signing_secret, fetchHeaders, Buffer.from(request.body)).id, events[0]!.id)
+        const notAnEvent = JSON.stringify({ id: "x", type: "order.paid" })
+        const now = new Date()
+        const signed = {
+          "webhook-id": "msg_1",
+          "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+          "webhook-signature": new Webhook(app.signing_secret).sign("msg_1", now, notAnEvent)
+        }
+        assert.throws(() => verifyWebhook(app.signing_secret, signed, notAnEvent), /Expected|Missing|type/)
+      })
+  )
+})
 
 /** The files and packages `entry` imports, transitively (relative imports followed, packages by name). */
 const importGraph = (entry: string) => {

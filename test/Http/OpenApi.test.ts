@@ -321,7 +321,7 @@ withApp()("the OpenAPI document", (it) => {
   )
 
   it.effect(
-    "issue 14, W1, W3, W4: webhooks lists every event type with its envelope, data.object and the Standard Webhooks headers",
+    "issue 14, W1, W3, W4, W10: webhooks lists every event type with its envelope, data.object and the Standard Webhooks headers",
     () =>
       Effect.gen(function* () {
         const doc = (yield* (yield* TestApi).request("GET", "/openapi.json")).body
@@ -335,7 +335,10 @@ withApp()("the OpenAPI document", (it) => {
           // D22: the contact's id and the erasure's, nothing else.
           "contact.erased": "ContactErased",
           // A16: the evaluation with its summary.
-          "evaluation.completed": "Evaluation"
+          "evaluation.completed": "Evaluation",
+          // W10: the app as the admin API shows it, without its secret.
+          "app.failing": "AppWithoutSecret",
+          "app.disabled": "AppWithoutSecret"
         }
         for (const type of eventTypes) {
           const operation = doc.webhooks[type].post
@@ -358,6 +361,20 @@ withApp()("the OpenAPI document", (it) => {
               const erased = resolve(doc, object)
               assert.deepStrictEqual(Object.keys(erased.properties), ["contact_id", "erasure_id"])
               assert.deepStrictEqual(erased.required, ["contact_id", "erasure_id"])
+            }
+            if (type === "app.failing" || type === "app.disabled") {
+              const app = resolve(doc, object)
+              assert.deepStrictEqual(Object.keys(app.properties), [
+                "id",
+                "name",
+                "webhook_url",
+                "events",
+                "enabled",
+                "disabled_reason",
+                "disabled_at",
+                "ordering",
+                "created_at"
+              ])
             }
           } else {
             // session.finished and session.closed: the session with its action (W1).

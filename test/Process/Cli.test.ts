@@ -179,6 +179,46 @@ describe("parley CLI", () => {
   )
 
   it.live(
+    "W10: app list prints each app without its secret and its health: ok, failing since, disabled for failing, disabled",
+    () =>
+      withCli(async (cli, db) => {
+        const org = parse((await cli("org", "create", "--name", "Healthy")).stdout) as { id: string }
+        const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+        for (const [i, id] of ids.entries()) {
+          await db`INSERT INTO apps (id, organization_id, name, webhook_url, events, enabled, signing_secret, created_at)
+          VALUES (${id}, ${org.id}, ${`App ${i}`}, 'https://example.com/hook', '{session.created,app.disabled}', true,
+            'whsec_secret', now() + ${i} * interval '1 second')`
+        }
+        await db`UPDATE apps SET failing_since = '2026-11-01T10:00:00Z' WHERE id = ${ids[1]!}`
+        await db`UPDATE apps SET failing_since = '2026-11-01T10:00:00Z', enabled = false, disabled_reason = 'failing',
+          disabled_at = '2026-11-06T10:00:00Z' WHERE id = ${ids[2]!}`
+        await db`UPDATE apps SET enabled = false WHERE id = ${ids[3]!}`
+        const listed = await cli("app", "list", "--org", org.id)
+        assert.strictEqual(listed.code, 0, listed.stderr)
+        assert.notInclude(listed.stdout, "whsec_")
+        const apps = listed.stdout.trim().split("\n\n").map(parse)
+        assert.deepStrictEqual(
+          apps.map((app) => [app.id, app.health]),
+          [
+            [ids[0], "ok"],
+            [ids[1], "failing since 2026-11-01T10:00:00.000000Z"],
+            [ids[2], "disabled (failing since 2026-11-01T10:00:00.000000Z, disabled at 2026-11-06T10:00:00.000000Z)"],
+            [ids[3], "disabled"]
+          ]
+        )
+        assert.deepInclude(apps[2], {
+          events: "session.created,app.disabled",
+          enabled: "false",
+          disabled_reason: "failing",
+          disabled_at: "2026-11-06T10:00:00.000000Z"
+        })
+        const missing = await cli("app", "list", "--org", crypto.randomUUID())
+        assert.deepStrictEqual([missing.code, missing.stderr.trim()], [1, "Error: Organization not found"])
+      }),
+    120_000
+  )
+
+  it.live(
     "issue 39 item 6: org list and show, key list (last 4 characters, never the token), agent list, show, update and delete, assistant list, show, update and delete (409 while an ai agent has it)",
     () =>
       withCli(async (cli, db) => {

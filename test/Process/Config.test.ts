@@ -63,7 +63,8 @@ describe("configuration", () => {
     ["OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "Expected an http or https URL such as http://localhost:4318"],
     ["HOST", "localhost:8080", "Expected an IP address or a host name such as 0.0.0.0, :: or localhost"],
     ["REQUEST_TIMEOUT", "0s", "Expected a duration from 100ms to 10m"],
-    ["DATABASE_CONNECT_TIMEOUT", "10m", "Expected a duration from 100ms to 5m"]
+    ["DATABASE_CONNECT_TIMEOUT", "10m", "Expected a duration from 100ms to 5m"],
+    ["APP_DISABLE_AFTER", "0s", "Expected a duration from 1s to 365d"]
   ] as const)(
     "issue 38 item 3: %s=%s is refused before anything starts, for the server and the CLI",
     ([name, value, why]) =>
@@ -309,13 +310,26 @@ describe("configuration", () => {
     assert.deepStrictEqual(documented.map((match) => match[1]).sort(), [...VARIABLES].sort())
   })
 
-  it("durations are a number and a unit among ms, s, m, h (O3)", () => {
+  it("durations are a number and a unit among ms, s, m, h, and d for W10's 5d (O3)", () => {
     assert.deepStrictEqual(
-      ["200ms", "5s", "30m", "2h"].map((text) => Duration.toMillis(parseDuration(text))),
-      [200, 5_000, 1_800_000, 7_200_000]
+      ["200ms", "5s", "30m", "2h", "5d"].map((text) => Duration.toMillis(parseDuration(text))),
+      [200, 5_000, 1_800_000, 7_200_000, 432_000_000]
     )
     assert.throws(() => parseDuration("5 seconds"))
   })
+
+  it.effect("W10: APP_DISABLE_AFTER defaults to 5d and takes 1s-365d", () =>
+    Effect.gen(function* () {
+      const days = (config: { readonly appDisableAfter: Duration.Duration }) =>
+        Duration.toMillis(config.appDisableAfter) / 86_400_000
+      assert.strictEqual(days(yield* readConfig({})), 5)
+      assert.strictEqual(days(yield* readConfig({ APP_DISABLE_AFTER: "36h" })), 1.5)
+      for (const value of ["0s", "366d", "5 days"]) {
+        const refused = yield* Effect.flip(readConfig({ APP_DISABLE_AFTER: value }))
+        assert.match(refused, /^Invalid configuration: APP_DISABLE_AFTER: /, value)
+      }
+    })
+  )
 
   it("formats a schema message into one line", () => {
     assert.strictEqual(

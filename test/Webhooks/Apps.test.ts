@@ -98,6 +98,42 @@ withWorkers({
     })
   )
 
+  it.effect(
+    "W10: an app disabled for failing shows disabled_reason and disabled_at; PATCH enabled: true clears them, PATCH enabled: false leaves them null",
+    () =>
+      Effect.gen(function* () {
+        const api = yield* TestApi
+        const sql = yield* SqlClient.SqlClient
+        const org = yield* api.organization()
+        const app = (yield* admin(api, "POST", `/organizations/${org.id}/apps`, {
+          name: "CRM",
+          webhook_url: PUBLIC_URL,
+          events: ["message.created", "app.failing", "app.disabled"]
+        })).body
+        assert.deepInclude(app, { enabled: true, disabled_reason: null, disabled_at: null })
+        // As the delivery worker leaves an app whose deliveries all failed for APP_DISABLE_AFTER.
+        yield* sql`UPDATE apps SET enabled = false, disabled_reason = 'failing', disabled_at = statement_timestamp(),
+          failing_since = statement_timestamp() - interval '5 days', failing_warned_at = statement_timestamp()
+          WHERE id = ${app.id}`
+        const disabled = (yield* admin(api, "GET", `/organizations/${org.id}/apps/${app.id}`)).body
+        assert.deepInclude(disabled, { enabled: false, disabled_reason: "failing" })
+        assert.match(disabled.disabled_at, TIMESTAMP)
+        assert.deepStrictEqual((yield* admin(api, "GET", `/organizations/${org.id}/apps`)).body, [disabled])
+        const enabled = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, { enabled: true })
+        assert.strictEqual(enabled.status, 200)
+        assert.deepStrictEqual(enabled.body, app)
+        const [row] = yield* sql<{ failing_since: Date | null; failing_warned_at: Date | null }>`SELECT failing_since,
+          failing_warned_at FROM apps WHERE id = ${app.id}`
+        assert.deepStrictEqual(row, { failing_since: null, failing_warned_at: null })
+        const off = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, { enabled: false })
+        assert.deepInclude(off.body, { enabled: false, disabled_reason: null, disabled_at: null })
+        const unknownEvent = yield* admin(api, "PATCH", `/organizations/${org.id}/apps/${app.id}`, {
+          events: ["app.deleted"]
+        })
+        assert.strictEqual(unknownEvent.status, 422)
+      })
+  )
+
   it.effect("unknown organizations, apps of other organizations and missing auth (O6)", () =>
     Effect.gen(function* () {
       const api = yield* TestApi

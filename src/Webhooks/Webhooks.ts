@@ -1,6 +1,8 @@
 /**
  * The webhooks service (DECISIONS.md O6, W1, W4-W6): apps of an organization
- * (create, list, get, PATCH, DELETE), their deliveries and the admin retry.
+ * (create, list, get, PATCH, DELETE), their deliveries and the admin retry,
+ * and their health as the CLI shows it (W10: the delivery worker disables a
+ * failing app, `Repo.ts` `completeStatement`; PATCH `enabled: true` re-enables it).
  * Deliveries themselves are made by the fan-out trigger (W2) and sent by the
  * delivery workers (`Worker.ts`).
  *

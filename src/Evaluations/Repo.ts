@@ -336,14 +336,15 @@ const makeRepo = Effect.gen(function* () {
       ), ev AS (
         ${sql.literal(
           insertEvents({
-            id: "parley_uuid_v7()",
+            // One id for the row and its envelope: a volatile expression here would run twice.
+            id: "ev.id",
             type: "'evaluation.completed'",
             organizationId: "e.organization_id",
             conversationId: "NULL::uuid",
             at: "e.completed_at",
             object: evaluationJson("e"),
             traceContext: "e.trace_context",
-            from: "e"
+            from: "e CROSS JOIN (SELECT parley_uuid_v7() AS id) ev"
           })
         )}
       )

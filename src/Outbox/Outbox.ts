@@ -46,7 +46,7 @@ export const withObject = (body: string, object: string): string =>
 
 /** SQL expressions of the events one statement writes: one event per row of `from`. */
 export interface EventRows {
-  /** The event id (uuid). */
+  /** The event id (uuid): a column of `from`, never a volatile call (it is read twice: the row and its envelope, W3). */
   readonly id: string
   /** The event type (text, one of W1's). */
   readonly type: string

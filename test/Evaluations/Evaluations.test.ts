@@ -165,6 +165,11 @@ withWorkers({ allowPrivateNetworkTargets: true }, servicesWith(scriptedModel(scr
         const completed = (yield* api.events(fx.org.id)).filter((event) => event.type === "evaluation.completed")
         assert.strictEqual(completed.length, 1)
         assert.deepStrictEqual(completed[0].data.object, evaluation)
+        // The envelope's id is the stored event's id (the webhook-id of its deliveries, W3, W4).
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ id: string }>`SELECT id::text AS id FROM events
+          WHERE organization_id = ${fx.org.id} AND type = 'evaluation.completed'`
+        assert.strictEqual(completed[0].id, row!.id)
       })
   )
 

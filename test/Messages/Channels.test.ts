@@ -270,6 +270,42 @@ withApp()("replies, reactions and edits (D24)", (it) => {
     })
   )
 
+  it.effect("D24, D19: a reaction POSTed twice with one Idempotency-Key is stored once and replayed", () =>
+    Effect.gen(function* () {
+      const api = yield* TestApi
+      const org = yield* api.organization()
+      const session = yield* org.session()
+      const target = yield* post(org, session.id, { role: "user", content: text("Deal?") })
+      const send = () =>
+        api.request("POST", `/conversations/v2/api/v1/sessions/${session.id}/messages`, {
+          token: org.token,
+          headers: { "idempotency-key": "reaction-1" },
+          body: { role: "assistant", content: { type: "reaction", emoji: "🤝", message_id: target.body.id } }
+        })
+      const first = yield* send()
+      const second = yield* send()
+      assert.strictEqual(first.status, 201, first.text)
+      assert.strictEqual(second.status, 201)
+      assert.strictEqual(second.text, first.text)
+      assert.strictEqual(second.headers.get("idempotent-replayed"), "true")
+      const search = yield* org.call("POST", `/sessions/${session.id}/messages/search`, { session_id: session.id })
+      assert.strictEqual(search.body.filter((m: any) => m.content.type === "reaction").length, 1)
+      assert.deepStrictEqual((yield* getMessage(org, session.id, target.body.id)).reactions, [
+        { emoji: "🤝", count: 1 }
+      ])
+      assert.strictEqual((yield* updatedEvents(org.id, target.body.id)).length, 1)
+      // A reaction refused (400) is stored under its key as refused, and nothing else is written.
+      const refusedBody = { role: "user", content: { type: "reaction", emoji: "👎", message_id: "not-a-message" } }
+      const refused = yield* api.request("POST", `/conversations/v2/api/v1/sessions/${session.id}/messages`, {
+        token: org.token,
+        headers: { "idempotency-key": "reaction-2" },
+        body: refusedBody
+      })
+      assert.strictEqual(refused.status, 400)
+      assert.strictEqual((yield* updatedEvents(org.id, target.body.id)).length, 1)
+    })
+  )
+
   it.effect(
     "D24: a reaction's emoji is one grapheme or empty (422), its target a message of the conversation (400)",
     () =>

@@ -7,10 +7,10 @@
  *   reply keeps the id.
  * - `messages.edited_at` and `messages.edits` (json, `[{content,
  *   edited_at}]`, oldest first): the Message members of an edit.
- * - `messages.reactions` (json, `[{emoji, count}]`): the Message member
- *   summarizing the reactions to the message; `messages.reacted` (jsonb,
- *   `{role: emoji}`, never on the wire) is what it is computed from, each
- *   role's latest reaction.
+ * - `messages.reacted` (jsonb, `{role: emoji}`): each role's latest
+ *   reaction to the message, the one stored form; the Message member
+ *   `reactions` (`[{emoji, count}]`) is rendered from it
+ *   (`src/Database/Json.ts` `messageMembers`).
  *
  * A channel's id is resolved to a message of the conversation through its
  * sessions (`sessions_conversation_idx` of 0019, then `messages_provider_idx`
@@ -26,7 +26,6 @@ const statements = [
   `ALTER TABLE messages ADD COLUMN reply_to_message_id uuid`,
   `ALTER TABLE messages ADD COLUMN edited_at timestamptz`,
   `ALTER TABLE messages ADD COLUMN edits json NOT NULL DEFAULT '[]'`,
-  `ALTER TABLE messages ADD COLUMN reactions json NOT NULL DEFAULT '[]'`,
   `ALTER TABLE messages ADD COLUMN reacted jsonb NOT NULL DEFAULT '{}'`
 ]
 

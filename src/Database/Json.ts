@@ -124,8 +124,18 @@ export const sessionMembers = (s: string, a: string, action?: string): Members =
 /** The Session JSON of the sessions row `s` with its agents row `a` (see {@link sessionMembers}). */
 export const sessionJson = (s: string, a: string, action?: string): string => objectJson(sessionMembers(s, a, action))
 
-/** The Message members over the messages row `m` (spec "Message"). */
-export const messageMembers = (m: string): Members => membersOf(Message, m)
+/**
+ * SQL text of the `reactions` summary (D24) of the messages row `m`, rendered
+ * from its `reacted` (`{role: emoji}`, each role's latest reaction, the one
+ * stored form): `[{emoji, count}]`, most first, then by emoji; `[]` for none
+ * without aggregating.
+ */
+const reactionsJson = (m: string): string => `CASE WHEN ${m}.reacted = '{}'::jsonb THEN '[]'::json
+  ELSE (SELECT ('[' || string_agg(row_to_json(r)::text, ',' ORDER BY r.count DESC, r.emoji) || ']')::json
+    FROM (SELECT value AS emoji, count(*)::int AS count FROM jsonb_each_text(${m}.reacted) GROUP BY value) r) END`
+
+/** The Message members over the messages row `m` (spec "Message"; `reactions` derived, D24). */
+export const messageMembers = (m: string): Members => membersOf(Message, m, { reactions: reactionsJson(m) })
 
 /** The Message JSON of the messages row `m`. */
 export const messageJson = (m: string): string => objectJson(messageMembers(m))

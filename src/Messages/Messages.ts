@@ -18,6 +18,7 @@ import {
   type DeliveryFields,
   type DeliveryState,
   type HistoryEntry,
+  type InsertResult,
   MessagesRepo,
   type NewMessage,
   type ReferencedMessage
@@ -55,6 +56,20 @@ export const nextDeliveryStatus = (current: DeliveryStatus, requested: DeliveryS
  */
 export const validateContent = (content: ContentInput): Effect.Effect<Content, InvalidContentType> =>
   isClientContentType(content.type) ? Effect.succeed(content) : Effect.fail(new InvalidContentType())
+
+/**
+ * The message an insert stored, or why none was (D1, D5, D24): no session
+ * (SessionNotFound), a `reply_to_message_id` not of the conversation
+ * (ReferencedMessageNotFound), a session not open (SessionNotOpen).
+ */
+const insertedBody = (
+  result: InsertResult
+): Effect.Effect<JsonText<Message>, SessionNotFound | SessionNotOpen | ReferencedMessageNotFound> => {
+  if (result.status === undefined) return Effect.fail(new SessionNotFound())
+  if (!result.replyFound) return Effect.fail(new ReferencedMessageNotFound())
+  if (result.body === undefined) return Effect.fail(new SessionNotOpen())
+  return Effect.succeed(result.body as JsonText<Message>)
+}
 
 /** A uuid that names no message: what a `reply_to_message_id` that is not a uuid is looked up as (D24). */
 const NO_MESSAGE = "00000000-0000-0000-0000-000000000000"
@@ -222,11 +237,9 @@ export class Messages extends Context.Service<
               { role: input.role, content, ...references(input), run_id: input.run_id ?? null },
               { idempotency: Option.getOrUndefined(idempotency) }
             )
-            if (result.status === undefined) return yield* new SessionNotFound()
-            if (!result.replyFound) return yield* new ReferencedMessageNotFound()
-            if (result.body === undefined) return yield* new SessionNotOpen()
+            const body = yield* insertedBody(result)
             yield* repo.react(target.id, input.role, String(content.emoji))
-            return result.body as JsonText<Message>
+            return body
           })
         )
 
@@ -249,12 +262,10 @@ export class Messages extends Context.Service<
             },
             { idempotency: Option.getOrUndefined(idempotency), notify: !wakeLocally }
           )
-          if (result.status === undefined) return yield* new SessionNotFound()
-          if (!result.replyFound) return yield* new ReferencedMessageNotFound()
-          if (result.body === undefined) return yield* new SessionNotOpen()
+          const body = yield* insertedBody(result)
           // The statement is its own transaction: committed now, with a delivery when an app subscribes.
           if (wakeLocally && result.subscribed) wakeup.wake()
-          return result.body as JsonText<Message>
+          return body
         },
         Effect.catchTag("SqlError", Effect.die)
       )

@@ -160,15 +160,6 @@ export const replyTargetSql = (row: {
     AND t.organization_id = ${row.organizationId})
   ELSE ${messageByProviderIdSql(row.organizationId, row.conversationId, row.repliedProviderMessageId)} END`
 
-/**
- * SQL text of the `reactions` summary (D24) of the `{role: emoji}` jsonb
- * `reacted`: `[{emoji, count}]`, most first, then by emoji; `[]` for none.
- */
-const reactionsSummarySql = (
-  reacted: string
-) => `coalesce((SELECT '[' || string_agg(row_to_json(r)::text, ',' ORDER BY r.count DESC, r.emoji) || ']'
-  FROM (SELECT value AS emoji, count(*)::int AS count FROM jsonb_each_text(${reacted}) GROUP BY value) r), '[]')::json`
-
 /** A message a redaction locked: its id and whether it is redacted already (D23). */
 export interface RedactionLock {
   readonly id: string
@@ -512,15 +503,14 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     const eventId = newId()
     const traceContext = yield* currentTraceContext
     // D24: an edit to other content keeps the former one in `edits` and stamps `edited_at`.
+    const text = content === undefined ? undefined : contentColumnText(content)
+    const changed = sql`x.content::jsonb IS DISTINCT FROM ${text}::jsonb`
     const edit =
-      content === undefined
+      text === undefined
         ? sql``
-        : ((changed) =>
-            sql`content = CASE WHEN ${changed} THEN ${contentColumnText(content)}::json ELSE x.content END,
-              edits = CASE WHEN ${changed} THEN ${editsAppended} ELSE x.edits END,
-              edited_at = CASE WHEN ${changed} THEN statement_timestamp() ELSE x.edited_at END,`)(
-            sql`x.content::jsonb IS DISTINCT FROM ${contentColumnText(content)}::jsonb`
-          )
+        : sql`content = CASE WHEN ${changed} THEN ${text}::json ELSE x.content END,
+            edits = CASE WHEN ${changed} THEN ${editsAppended} ELSE x.edits END,
+            edited_at = CASE WHEN ${changed} THEN statement_timestamp() ELSE x.edited_at END,`
     return yield* sql<{ message: unknown }>`
       WITH before AS (
         SELECT * FROM messages WHERE id = ${messageId}
@@ -540,8 +530,6 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /** The message of the conversation of `rs` whose channel id is `rs.target` (D24). */
   const providerTarget = sql.literal(messageByProviderIdSql("rs.organization_id", "rs.conversation_id", "rs.target"))
-  /** The `reactions` summary of the `{role: emoji}` map `n.reacted` (D24). */
-  const reactionsSummary = sql.literal(reactionsSummarySql("n.reacted"))
   /** message.updated of the reacted message `m` (W1, D24). */
   const reactionEvents = sql.literal(messageUpdatedSql({ from: "m CROSS JOIN ev" }))
 
@@ -623,8 +611,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /**
    * Applies a reaction (D24) of `role` to the locked message `targetId`:
-   * `emoji` replaces the role's reaction, "" removes it; the target's
-   * `reactions` summary recomputed and, when it changed, `updated_at`
+   * `emoji` replaces the role's reaction, "" removes it; when that changed
+   * the target's `reactions` summary (rendered from `reacted`), `updated_at`
    * stamped and message.updated written (W1).
    */
   const react = Effect.fnUntraced(function* (targetId: string, role: MessageRole, emoji: string) {
@@ -634,7 +622,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
           ELSE x.reacted || jsonb_build_object(${role}::text, ${emoji}::text) END AS reacted
         FROM messages x WHERE x.id = ${targetId}
       ), m AS (
-        UPDATE messages x SET reacted = n.reacted, reactions = ${reactionsSummary}, updated_at = statement_timestamp()
+        UPDATE messages x SET reacted = n.reacted, updated_at = statement_timestamp()
         FROM n WHERE x.id = n.id AND x.reacted IS DISTINCT FROM n.reacted
         RETURNING x.*
       ), ev AS (

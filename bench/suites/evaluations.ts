@@ -22,7 +22,9 @@
  *    rounds each; p50 and p99 of all rounds' samples pooled (a round's own
  *    p99 is its second-slowest of 200 replies, too few to compare; the
  *    median of the rounds' p99s is printed beside). Target: no more than 10%
- *    slower.
+ *    slower. Also printed: the slowest 1% of each side, and how many of the
+ *    slow replies beside evaluations overlap an evaluation's creation (the
+ *    POST) or completion (the 100 ms before `completed_at`).
  *
  * Prints a table and writes bench/results/evaluations-<timestamp>.{json,md}.
  * BENCH_DATABASE_URL as in the messages benchmark.
@@ -119,12 +121,18 @@ export const run = async (_args: ReadonlyArray<string>) => {
       sessions: { limit: Math.min(turns, 1_000) }
     }
     /** Runs one evaluation to completion; its server-side seconds and the process's CPU seconds meanwhile. */
+    /** When evaluations were created (bench clock, request start to end) and completed (server clock). */
+    const phases: Array<{ kind: "create" | "complete"; from: number; to: number }> = []
     const evaluate = async () => {
       const cpuBefore = cpuSeconds(parley.server.pid) ?? 0
+      const createFrom = Date.now()
       const created = await api(202, "POST", `${A}/evaluations`, evaluationBody)
+      phases.push({ kind: "create", from: createFrom, to: Date.now() })
       for (;;) {
         const evaluation = await api(200, "GET", `${A}/evaluations/${created.id}`)
         if (evaluation.status === "completed") {
+          const at = Date.parse(evaluation.completed_at)
+          phases.push({ kind: "complete", from: at - 100, to: at })
           const cpu = (cpuSeconds(parley.server.pid) ?? 0) - cpuBefore
           const seconds = (Date.parse(evaluation.completed_at) - Date.parse(evaluation.created_at)) / 1000
           return {
@@ -190,11 +198,21 @@ export const run = async (_args: ReadonlyArray<string>) => {
          WHERE organization_id = '${parley.organizationId}' AND role = 'assistant'
            AND session_id IN (${sessions.map((id) => `'${id}'`).join(",")})`
       )
-      const latencies = rows.map((row) => Math.max(0, row.at - triggeredAt.get(row.session_id)!)).sort((a, b) => a - b)
-      return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), evaluated, latencies }
+      const samples = rows.map((row) => ({
+        at: triggeredAt.get(row.session_id)!,
+        latency: Math.max(0, row.at - triggeredAt.get(row.session_id)!)
+      }))
+      const latencies = samples.map((s) => s.latency).sort((a, b) => a - b)
+      return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), evaluated, latencies, samples }
     }
     const without: Array<{ p50: number; p99: number; latencies: ReadonlyArray<number> }> = []
-    const withEvaluations: Array<{ p50: number; p99: number; evaluated: number; latencies: ReadonlyArray<number> }> = []
+    const withEvaluations: Array<{
+      p50: number
+      p99: number
+      evaluated: number
+      latencies: ReadonlyArray<number>
+      samples: ReadonlyArray<{ at: number; latency: number }>
+    }> = []
     for (let round = 0; round < liveRounds; round++) {
       const plain = await liveRound(false)
       without.push(plain)
@@ -206,6 +224,21 @@ export const run = async (_args: ReadonlyArray<string>) => {
       )
     }
 
+    {
+      const all = withEvaluations.flatMap((r) => r.samples).sort((a, b) => b.latency - a.latency)
+      const slow = all.slice(0, Math.max(1, Math.ceil(all.length / 100)))
+      const near = (kind: string) =>
+        slow.filter((s) => phases.some((p) => p.kind === kind && s.at <= p.to + 50 && s.at + s.latency >= p.from - 50))
+          .length
+      log(
+        `  slowest 1% with evaluations (${slow.length}): ${near("create")} overlap an evaluation's creation, ${near("complete")} its completion; latencies ${slow.map((s) => fixed(s.latency, 0)).join(" ")}`
+      )
+      const plainSlow = without
+        .flatMap((r) => r.latencies)
+        .sort((a, b) => b - a)
+        .slice(0, slow.length)
+      log(`  slowest 1% without: ${plainSlow.map((l) => fixed(l, 0)).join(" ")}`)
+    }
     const seconds = median(alone.map((r) => r.seconds))
     const cpuPerTurnSide = median(alone.map((r) => r.cpuMsPerTurnSide))
     // The percentiles of all rounds' samples pooled: a round's p99 is its
@@ -255,7 +288,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       alone,
       live: {
         without: without.map(({ latencies: _, ...round }) => round),
-        with: withEvaluations.map(({ latencies: _, ...round }) => round),
+        with: withEvaluations.map(({ latencies: _, samples: __, ...round }) => round),
         roundMedians
       },
       seconds,

@@ -45,19 +45,28 @@ import { renderReport } from "./Report.ts"
 
 /** Turns read per batch. */
 export const TURNS_PER_BATCH = 32
-/** Turns answered at once by one worker (each makes its model calls one after the other). */
+/**
+ * Turns answered at once by one worker (each makes its model calls one after
+ * the other) while no live run is near; beside live runs (see
+ * {@link LIVE_WINDOW_MS}) one at a time (`npm run bench -- evaluations`:
+ * with two at a time beside live replies, their pooled p99 was 1.53 times the
+ * p99 without an evaluation; one at a time with {@link PAUSE_PER_TURN_TIME}
+ * 6, 1.10; bench/README.md "evaluations").
+ */
 export const TURN_CONCURRENCY = 2
 
 /** How long after a live run an evaluation still counts as beside live work, in ms (see {@link PAUSE_PER_TURN_TIME}). */
 export const LIVE_WINDOW_MS = 1_000
 /**
- * Beside live runs (one in flight or ended within {@link LIVE_WINDOW_MS}), a
- * turn is followed by a pause of this many times its own duration, so the
- * evaluation takes at most about half of the process's time from live
- * replies. Measured by `npm run bench -- evaluations` (bench/README.md
- * "evaluations": live replies without and beside evaluations).
+ * Beside live runs (one in flight or ended within {@link LIVE_WINDOW_MS}),
+ * turns are answered one at a time and each is followed by a pause of this
+ * many times its own duration, so the evaluation takes at most about a
+ * seventh of the process's time from live replies. Measured by
+ * `npm run bench -- evaluations` (bench/README.md "evaluations": live replies
+ * without and beside evaluations; a pause of 3x read a p99 ratio of 1.14, 6x
+ * 1.10).
  */
-export const PAUSE_PER_TURN_TIME = 3
+export const PAUSE_PER_TURN_TIME = 6
 
 /** What one batch did: `more` (call again), `completed`, or `stopped` (cancelled, lease lost, failed). */
 export type Advance = "more" | "completed" | "stopped"
@@ -313,7 +322,7 @@ export class Evaluations extends Context.Service<
             return (yield* repo.complete(evaluation, workerId, summary)) ? "completed" : "stopped"
           }
           const held = yield* Effect.forEach(pending, (turn) => answerTurn(evaluation, workerId, leaseMs, turn), {
-            concurrency: TURN_CONCURRENCY
+            concurrency: (yield* live.recentlyBusy(LIVE_WINDOW_MS)) ? 1 : TURN_CONCURRENCY
           })
           return held.every(Boolean) ? "more" : "stopped"
         }).pipe(

@@ -11,6 +11,7 @@ import { Context, Duration, Effect, Layer, type Redacted } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
 import { AppConfig, type AppConfigShape } from "../Config.ts"
+import * as Citus from "./Citus.ts"
 import * as Embedded from "./Embedded.ts"
 
 /** The folder of numbered migrations (`0001_name.ts`, each exporting an Effect). */
@@ -173,8 +174,18 @@ export const migrateThrough = (last = Number.POSITIVE_INFINITY) =>
     table: migrationsTable
   }).pipe(Effect.provide(NodeServices.layer), Effect.withSpan("Database.migrate"))
 
-/** Applies every pending migration ({@link migrateThrough}). */
-export const migrate = migrateThrough()
+/**
+ * Applies every pending migration ({@link migrateThrough}), then, on a Citus
+ * coordinator, distributes the tables not yet distributed (O11,
+ * `Citus.ts` `distribute`). Returns the migrations applied; the tables
+ * distributed are logged.
+ */
+export const migrate = Effect.gen(function* () {
+  const applied = yield* migrateThrough()
+  const distributed = yield* Citus.distribute
+  if (distributed.length > 0) yield* Effect.logInfo(`Distributed tables (Citus): ${distributed.join(", ")}`)
+  return applied
+})
 
 /**
  * Applies pending migrations when the layer is built, on a connection of its

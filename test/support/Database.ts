@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, inject } from "vitest"
 import * as Database from "../../src/Database/Database.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
+import { type Servers, serversOf, urlOf } from "./Servers.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -23,20 +24,11 @@ declare module "vitest" {
 
 let clones = 0
 
-/** Runs `statement` on the run's server. */
-const administer = (statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(Database.clientLayer(Redacted.make(inject("serverUrl")), 1)), Effect.scoped)
-  )
-
-/** The URL of `database` on the run's server. */
-const urlOf = (database: string) => {
-  const parsed = new URL(inject("serverUrl"))
-  parsed.pathname = `/${database}`
-  return parsed.toString()
+/** The run's servers (one PostgreSQL server or a Citus cluster: test/support/Servers.ts), found once per worker. */
+let servers: Promise<Servers> | undefined
+const runServers = () => {
+  servers ??= serversOf(inject("serverUrl"))
+  return servers
 }
 
 /** A database name of this run's own, after `prefix`. */
@@ -48,13 +40,15 @@ const databaseName = (prefix: string) => `${prefix}_${process.pid}_${Date.now()}
  */
 export const cloneDatabase = async (prefix: string) => {
   const name = databaseName(prefix)
+  const { create } = await runServers()
   for (let attempt = 1; ; attempt++) {
     try {
-      await administer(`CREATE DATABASE "${name}" TEMPLATE "${inject("templateDatabase")}"`)
+      await create(name, inject("templateDatabase"))
       break
     } catch (error) {
       // Two clones starting at the same moment can see each other on the template: try again.
       if (attempt >= 10 || !String(error).includes("being accessed by other users")) throw error
+      await (await runServers()).drop(name).catch(() => undefined)
       await new Promise((resolve) => setTimeout(resolve, 100 * attempt))
     }
   }
@@ -63,17 +57,20 @@ export const cloneDatabase = async (prefix: string) => {
 
 /** The URL of `name` on the run's server and how to drop it. */
 const ownedDatabase = (name: string) => ({
-  url: urlOf(name),
-  drop: () => administer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined)
+  url: urlOf(inject("serverUrl"), name),
+  drop: async () => {
+    await (await runServers()).drop(name).catch(() => undefined)
+  }
 })
 
 /**
- * A new empty database (no migration applied), named after `prefix`, for
- * tests that migrate it themselves; returns its URL and how to drop it.
+ * A new empty database (no migration applied; on a Citus cluster one with
+ * the extension and the nodes), named after `prefix`, for tests that migrate
+ * it themselves; returns its URL and how to drop it.
  */
 export const emptyDatabase = async (prefix: string) => {
   const name = databaseName(prefix)
-  await administer(`CREATE DATABASE "${name}"`)
+  await (await runServers()).create(name)
   return ownedDatabase(name)
 }
 

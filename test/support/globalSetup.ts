@@ -10,17 +10,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
 import type { TestProject } from "vitest/node"
 import * as Database from "../../src/Database/Database.ts"
 import * as Embedded from "../../src/Database/Embedded.ts"
 import type {} from "./Database.ts"
-
-const withDatabase = (url: string, database: string) => {
-  const parsed = new URL(url)
-  parsed.pathname = `/${database}`
-  return parsed.toString()
-}
+import { serversOf, urlOf } from "./Servers.ts"
 
 export default async function setup(project: TestProject) {
   let serverUrl = process.env.TEST_DATABASE_URL
@@ -42,26 +36,20 @@ export default async function setup(project: TestProject) {
   }
   // The migrated template every test file clones a database of its own from (test/support/Database.ts).
   const database = `parley_template_${process.pid}_${Date.now()}`
-  const admin = (statement: string) =>
-    Effect.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.unsafe(statement)
-      }).pipe(Effect.provide(Database.clientLayer(Redacted.make(serverUrl!), 1)), Effect.scoped)
-    )
-  await admin(`CREATE DATABASE "${database}"`)
-  const url = withDatabase(serverUrl, database)
+  const servers = await serversOf(serverUrl)
+  await servers.create(database)
+  const url = urlOf(serverUrl, database)
   await Effect.runPromise(
     Database.migrate.pipe(Effect.provide(Database.clientLayer(Redacted.make(url), 1)), Effect.scoped)
   )
   project.provide("serverUrl", serverUrl)
   project.provide("templateDatabase", database)
   process.stderr.write(
-    `[parley tests] template database ${database} on ${embedded ? "an embedded PostgreSQL" : "TEST_DATABASE_URL"}\n`
+    `[parley tests] template database ${database} on ${embedded ? "an embedded PostgreSQL" : servers.nodes === undefined ? "TEST_DATABASE_URL" : `the Citus cluster of TEST_DATABASE_URL (${servers.nodes.length} nodes)`}\n`
   )
 
   return async () => {
-    await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch(() => undefined)
+    await servers.drop(database).catch(() => undefined)
     if (embedded !== undefined) await embedded.dispose()
     if (dataDir !== undefined) fs.rmSync(dataDir, { recursive: true, force: true })
   }

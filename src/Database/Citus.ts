@@ -1,0 +1,122 @@
+/**
+ * Parley on Citus (DECISIONS.md O11; issue 43 item 2): when the database has
+ * the `citus` extension and is a coordinator, Parley's migrations end by
+ * distributing its tables, so an operator only points `DATABASE_URL` at the
+ * coordinator. Which table is which is read from the schema, not listed:
+ *
+ * - a per-organization table (its primary key starts with `organization_id`,
+ *   O11) is distributed by `organization_id`, co-located with every other one
+ *   (one shard group holds an organization's sessions, messages, events and
+ *   deliveries);
+ * - every other table of the `public` schema is a reference table (a copy on
+ *   every node: organizations, API keys looked up by token hash), except the
+ *   migrator's own table, which stays on the coordinator.
+ *
+ * Tables are distributed in the order of their foreign keys (a referenced
+ * table first), and only those not yet distributed: running it again does
+ * nothing, and a table a later migration creates is distributed by the next
+ * run. Citus moves a populated table's rows into its shards; the local copy
+ * it leaves behind is truncated at the end (`truncate_local_data_after_distributing_table`).
+ * On plain PostgreSQL (no extension) and on a Citus worker it does nothing.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** The tables Citus does not manage: the migrator's table (`Database.ts` `migrationsTable`) stays on the coordinator. */
+const LOCAL_TABLES: ReadonlyArray<string> = ["parley_migrations"]
+
+/** The distribution column of every per-organization table (O11). */
+export const DISTRIBUTION_COLUMN = "organization_id"
+
+/** A table of the schema as {@link distribute} sees it. */
+interface TableRow {
+  readonly name: string
+  /** Its primary key starts with `organization_id`. */
+  readonly per_organization: boolean
+  /** The tables its foreign keys reference (other than itself). */
+  readonly references: ReadonlyArray<string>
+}
+
+/**
+ * Whether the connected database is a Citus coordinator: the `citus`
+ * extension is installed in it and this node is its coordinator.
+ * Fails with `SqlError`.
+ */
+export const isCoordinator = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{
+    citus: boolean
+  }>`SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus`
+  if (row?.citus !== true) return false
+  const [node] = yield* sql<{ coordinator: boolean }>`SELECT citus_is_coordinator() AS coordinator`
+  return node?.coordinator === true
+})
+
+/**
+ * Distributes the tables not yet distributed (see module docs) and returns
+ * their names in the order it did, `[]` when there is nothing to do or no
+ * Citus. Serialized across processes by an advisory lock held on the
+ * coordinator while it runs. Fails with `SqlError`.
+ */
+export const distribute = Effect.gen(function* () {
+  if (!(yield* isCoordinator)) return []
+  const sql = yield* SqlClient.SqlClient
+  return yield* Effect.acquireUseRelease(
+    sql`SELECT pg_advisory_lock(hashtext('parley_distribute'))`,
+    () =>
+      Effect.gen(function* () {
+        const tables = yield* sql<TableRow>`
+          SELECT c.relname AS name,
+            coalesce((SELECT a.attname = ${DISTRIBUTION_COLUMN} FROM pg_index i
+              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+              WHERE i.indrelid = c.oid AND i.indisprimary), false) AS per_organization,
+            coalesce((SELECT array_agg(DISTINCT f.confrelid::regclass::text) FROM pg_constraint f
+              WHERE f.conrelid = c.oid AND f.contype = 'f' AND f.confrelid <> c.oid), '{}') AS references
+          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+            AND c.relname <> ALL (${LOCAL_TABLES})
+            AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
+          ORDER BY c.relname`
+        const order = foreignKeyOrder(tables)
+        const populated: Array<string> = []
+        for (const table of order) {
+          const [rows] = yield* sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM ${sql(table.name)}) AS any`
+          if (rows?.any === true) populated.push(table.name)
+          if (table.per_organization) {
+            yield* sql`SELECT create_distributed_table(${table.name}, ${DISTRIBUTION_COLUMN})`
+          } else {
+            yield* sql`SELECT create_reference_table(${table.name})`
+          }
+        }
+        for (const name of populated) {
+          yield* sql`SELECT truncate_local_data_after_distributing_table(${name})`
+        }
+        return order.map((table) => table.name)
+      }),
+    () => sql`SELECT pg_advisory_unlock(hashtext('parley_distribute'))`.pipe(Effect.ignore)
+  )
+})
+
+/**
+ * `tables` ordered so that a table comes after every table of `tables` it
+ * references, reference tables first (Citus distributes a table only once
+ * what its foreign keys reference is distributed). Tables outside `tables`
+ * (already distributed) impose nothing.
+ */
+export const foreignKeyOrder = <T extends TableRow>(tables: ReadonlyArray<T>): ReadonlyArray<T> => {
+  const pending = new Map(tables.map((table) => [table.name, table]))
+  const ordered: Array<T> = []
+  const visit = (table: T, path: ReadonlySet<string>) => {
+    if (!pending.has(table.name)) return
+    if (path.has(table.name)) throw new Error(`Foreign keys form a cycle through ${table.name}`)
+    for (const name of table.references) {
+      const referenced = pending.get(name)
+      if (referenced !== undefined) visit(referenced, new Set([...path, table.name]))
+    }
+    pending.delete(table.name)
+    ordered.push(table)
+  }
+  for (const table of tables.filter((t) => !t.per_organization)) visit(table, new Set())
+  for (const table of tables) visit(table, new Set())
+  return ordered
+}

@@ -1,0 +1,122 @@
+/**
+ * Single-shard requests on Citus (O11; issue 43 item 3). On a cluster, every
+ * statement Parley sends while serving POST message, ingest, GET and search
+ * of sessions and messages, and export pages is recorded (with its
+ * parameters, through effect/sql's `Statement.CurrentTransformer`) and
+ * explained on the coordinator: each must be a router query, a Citus plan of
+ * one task, or touch no distributed table at all. On one PostgreSQL server
+ * (a laptop's `npm test`, the first pass of `.ci/run`) there is nothing to
+ * route and the file says so; `.ci/run`'s Citus pass runs it.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient, Statement } from "effect/sql"
+import { inject } from "vitest"
+import { text } from "../support/ApiFixtures.ts"
+import { serversOf } from "../support/Servers.ts"
+import { TestApi, TestApp } from "../support/TestApp.ts"
+
+const servers = await serversOf(inject("serverUrl"))
+const onCluster = servers.nodes !== undefined
+if (!onCluster) {
+  process.stderr.write(
+    "[test/Database/Router.test.ts] skipped: TEST_DATABASE_URL is one PostgreSQL server, not a Citus coordinator (O11); .ci/run runs it on a cluster\n"
+  )
+}
+
+/** A statement as sent: its SQL text and parameters, and the operation that sent it. */
+interface Sent {
+  readonly operation: string
+  readonly sql: string
+  readonly params: ReadonlyArray<unknown>
+}
+
+const sent: Array<Sent> = []
+let operation = "setup"
+
+/** Records every statement with the operation under way (see module docs). */
+const recording = Layer.succeed(Statement.CurrentTransformer, (statement) =>
+  Effect.sync(() => {
+    const [sql, params] = statement.compile()
+    sent.push({ operation, sql, params })
+    return statement
+  })
+)
+
+/** The task counts of a Citus plan (EXPLAIN's JSON): one per distributed query in it. */
+const taskCounts = (plan: unknown): ReadonlyArray<number> => {
+  const counts: Array<number> = []
+  const walk = (node: unknown) => {
+    if (Array.isArray(node)) node.forEach(walk)
+    else if (node !== null && typeof node === "object") {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "Task Count" && typeof value === "number") counts.push(value)
+        else walk(value)
+      }
+    }
+  }
+  walk(plan)
+  return counts
+}
+
+/** Statements EXPLAIN takes (not BEGIN, COMMIT, LISTEN, SET, ...). */
+const explainable = (sql: string) => /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql)
+
+describe.skipIf(!onCluster)("router queries on Citus (O11)", () => {
+  // No background workers: every statement sent is the operation's own.
+  layer(TestApp().pipe(Layer.provide(recording)), { excludeTestServices: true, timeout: "120 seconds" })((it) => {
+    it.effect(
+      "every statement of POST message, ingest, GET/search sessions and messages and export pages is one task",
+      () =>
+        Effect.gen(function* () {
+          const api = yield* TestApi
+          const sql = yield* SqlClient.SqlClient
+          const org = yield* api.organization()
+          const step = <A>(name: string, effect: Effect.Effect<A>) =>
+            Effect.gen(function* () {
+              operation = name
+              const result = yield* effect
+              operation = "between"
+              return result
+            })
+          const created = yield* step(
+            "POST /sessions",
+            org.call("POST", "/sessions", { contact_id: "+1", contact_name: "A" })
+          )
+          const session = created.body.id as string
+          const message = yield* step("POST message", org.call("POST", `/sessions/${session}/messages`, text("Hello")))
+          assert.strictEqual(message.status, 201)
+          yield* step("GET session", org.call("GET", `/sessions/${session}`))
+          yield* step("POST /sessions/search", org.call("POST", "/sessions/search", {}))
+          yield* step("GET message", org.call("GET", `/sessions/${session}/messages/${message.body.id}`))
+          yield* step("POST messages/search", org.call("POST", `/sessions/${session}/messages/search`, {}))
+          const ingested = yield* step(
+            "POST /ingest",
+            org.call("POST", "/ingest", { to: "channel", from: "+2", content: text("Hi").content })
+          )
+          assert.strictEqual(ingested.status, 200, ingested.text)
+          yield* step(
+            "POST /ingest again",
+            org.call("POST", "/ingest", { to: "channel", from: "+2", content: text("Again").content })
+          )
+          yield* step("GET /data/sessions", org.call("GET", "/data/sessions?limit=1"))
+          yield* step("GET /data/messages", org.call("GET", "/data/messages?limit=1"))
+
+          const checked = sent.filter((s) => s.operation !== "setup" && s.operation !== "between" && explainable(s.sql))
+          assert.isAbove(checked.length, 10)
+          const multi: Array<string> = []
+          for (const statement of checked) {
+            const rows = yield* sql.unsafe<{ "QUERY PLAN": unknown }>(
+              `EXPLAIN (FORMAT JSON) ${statement.sql}`,
+              statement.params as Array<any>
+            )
+            const counts = taskCounts(rows[0]?.["QUERY PLAN"])
+            if (counts.some((count) => count !== 1)) {
+              multi.push(`${statement.operation}: tasks ${counts.join(",")}: ${statement.sql.slice(0, 300)}`)
+            }
+          }
+          assert.deepStrictEqual(multi, [])
+        })
+    )
+  })
+})

@@ -12,7 +12,7 @@ import { SqlClient } from "effect/sql"
 import { inject } from "vitest"
 import { foreignKeyOrder } from "../../src/Database/Citus.ts"
 import * as Database from "../../src/Database/Database.ts"
-import { emptyDatabase } from "../support/Database.ts"
+import { emptyDatabase, insertApp } from "../support/Database.ts"
 import { serversOf } from "../support/Servers.ts"
 
 const servers = await serversOf(inject("serverUrl"))
@@ -100,6 +100,58 @@ describe.skipIf(!onCluster)("Parley's tables on a Citus cluster (O11)", () => {
           // Running the migrations again changes nothing.
           assert.deepStrictEqual(yield* Database.migrate, [])
           assert.deepStrictEqual(yield* placement, tables)
+        })
+      )
+  )
+
+  it.live(
+    "a database populated on one server keeps every row when the coordinator's migrations distribute it (docs/operations.md)",
+    () =>
+      onOwnDatabase(
+        "citus_move",
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          // As a single server leaves it: every migration applied, nothing distributed.
+          yield* Database.migrateThrough()
+          assert.deepStrictEqual([...new Set((yield* placement).map((t) => t.kind))], ["local"])
+          const organizationId = crypto.randomUUID()
+          const conversationId = crypto.randomUUID()
+          const sessionId = crypto.randomUUID()
+          yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'moved', now())`
+          yield* insertApp(organizationId, "receiver")
+          yield* sql`INSERT INTO conversations (id, organization_id, contact_id, created_at)
+            VALUES (${conversationId}, ${organizationId}, '+1555', now())`
+          yield* sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at)
+            VALUES (${sessionId}, ${organizationId}, ${conversationId}, '+1555', 'open', now())`
+          yield* sql`INSERT INTO messages (id, organization_id, session_id, conversation_id, role, content, created_at)
+            SELECT gen_random_uuid(), ${organizationId}, ${sessionId}, ${conversationId}, 'user',
+              json_build_object('type', 'text', 'text', 'message ' || n), now()
+            FROM generate_series(1, 50) n`
+          yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
+            SELECT gen_random_uuid(), ${organizationId}, 'message.created', '{}', now() FROM generate_series(1, 5)`
+          const counts = sql<{ table: string; n: number }>`SELECT 'messages' AS table, count(*)::int AS n FROM messages
+            UNION ALL SELECT 'events', count(*)::int FROM events UNION ALL SELECT 'deliveries', count(*)::int FROM deliveries
+            UNION ALL SELECT 'sessions', count(*)::int FROM sessions UNION ALL SELECT 'apps', count(*)::int FROM apps
+            ORDER BY 1`
+          const before = yield* counts
+          assert.deepStrictEqual(
+            before.find((row) => row.table === "deliveries"),
+            { table: "deliveries", n: 5 }
+          )
+
+          // Parley started on the coordinator: nothing to apply, the tables distributed, every row kept.
+          assert.deepStrictEqual(yield* Database.migrate, [])
+          const after = yield* placement
+          assert.strictEqual(after.find((t) => t.name === "messages")?.kind, "distributed")
+          assert.deepStrictEqual(yield* counts, before)
+          // The coordinator's own copies were emptied (Citus moved the rows into shards).
+          const [local] = yield* sql<{
+            bytes: number
+          }>`SELECT (pg_relation_size('messages') + pg_relation_size('sessions'))::int AS bytes`
+          assert.strictEqual(local!.bytes, 0)
+          const [one] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM messages
+            WHERE organization_id = ${organizationId} AND session_id = ${sessionId}`
+          assert.strictEqual(one!.n, 50)
         })
       )
   )

@@ -64,35 +64,65 @@ export const distribute = Effect.gen(function* () {
   return yield* Effect.acquireUseRelease(
     sql`SELECT pg_advisory_lock(hashtext('parley_distribute'))`,
     () =>
-      Effect.gen(function* () {
-        const tables = yield* sql<TableRow>`
-          SELECT c.relname AS name,
-            coalesce((SELECT a.attname = ${DISTRIBUTION_COLUMN} FROM pg_index i
-              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-              WHERE i.indrelid = c.oid AND i.indisprimary), false) AS per_organization,
-            coalesce((SELECT array_agg(DISTINCT f.confrelid::regclass::text) FROM pg_constraint f
-              WHERE f.conrelid = c.oid AND f.contype = 'f' AND f.confrelid <> c.oid), '{}') AS references
-          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-          WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
-            AND c.relname <> ALL (${LOCAL_TABLES})
-            AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
-          ORDER BY c.relname`
-        const order = foreignKeyOrder(tables)
-        const populated: Array<string> = []
-        for (const table of order) {
-          const [rows] = yield* sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM ${sql(table.name)}) AS any`
-          if (rows?.any === true) populated.push(table.name)
-          if (table.per_organization) {
-            yield* sql`SELECT create_distributed_table(${table.name}, ${DISTRIBUTION_COLUMN})`
-          } else {
-            yield* sql`SELECT create_reference_table(${table.name})`
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const tables = yield* sql<TableRow>`
+            SELECT c.relname AS name,
+              coalesce((SELECT a.attname = ${DISTRIBUTION_COLUMN} FROM pg_index i
+                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                WHERE i.indrelid = c.oid AND i.indisprimary), false) AS per_organization,
+              coalesce((SELECT array_agg(DISTINCT f.confrelid::regclass::text) FROM pg_constraint f
+                WHERE f.conrelid = c.oid AND f.contype = 'f' AND f.confrelid <> c.oid), '{}') AS references
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+              AND c.relname <> ALL (${LOCAL_TABLES})
+              AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
+            ORDER BY c.relname`
+          if (tables.length === 0) return []
+          // Citus turns a local table that references a new reference table into a "Citus local"
+          // table, which then cannot reference a distributed one: the foreign keys of the tables
+          // to distribute are dropped first and added again once every table is in place, all in
+          // this transaction (a failure leaves the schema as it was). Measured on Citus 13.2.
+          const names = tables.map((table) => table.name)
+          const keys = yield* sql<{ table: string; name: string; definition: string }>`
+            SELECT c.relname AS table, f.conname AS name, pg_get_constraintdef(f.oid) AS definition
+            FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_class r ON r.oid = f.confrelid
+            WHERE f.contype = 'f' AND (c.relname = ANY (${names}) OR r.relname = ANY (${names}))
+            ORDER BY c.relname, f.conname`
+          // Parley's triggers are taken off while Citus moves the rows (copying an event into its
+          // shard must not fan it out again) and put back on the distributed tables after.
+          const triggers = yield* sql<{ table: string; name: string; definition: string }>`
+            SELECT c.relname AS table, t.tgname AS name, pg_get_triggerdef(t.oid) AS definition
+            FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+            WHERE NOT t.tgisinternal AND c.relname = ANY (${names})
+            ORDER BY c.relname, t.tgname`
+          yield* sql`SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`
+          // Parley's triggers (the fan-out, roll-ups) fire on the shards, where every row they
+          // read or write is of the same organization, on the same node (O11).
+          yield* sql`SET LOCAL citus.enable_unsafe_triggers TO on`
+          for (const key of keys) yield* sql`ALTER TABLE ${sql(key.table)} DROP CONSTRAINT ${sql(key.name)}`
+          for (const trigger of triggers) yield* sql`DROP TRIGGER ${sql(trigger.name)} ON ${sql(trigger.table)}`
+          const order = foreignKeyOrder(tables)
+          const populated: Array<string> = []
+          for (const table of order) {
+            const [rows] = yield* sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM ${sql(table.name)}) AS any`
+            if (rows?.any === true) populated.push(table.name)
+            if (table.per_organization) {
+              yield* sql`SELECT create_distributed_table(${table.name}, ${DISTRIBUTION_COLUMN})`
+            } else {
+              yield* sql`SELECT create_reference_table(${table.name})`
+            }
           }
-        }
-        for (const name of populated) {
-          yield* sql`SELECT truncate_local_data_after_distributing_table(${name})`
-        }
-        return order.map((table) => table.name)
-      }),
+          for (const key of keys) {
+            yield* sql`ALTER TABLE ${sql(key.table)} ADD CONSTRAINT ${sql(key.name)} ${sql.literal(key.definition)}`
+          }
+          for (const trigger of triggers) yield* sql.unsafe(trigger.definition)
+          for (const name of populated) {
+            yield* sql`SELECT truncate_local_data_after_distributing_table(${name})`
+          }
+          return order.map((table) => table.name)
+        })
+      ),
     () => sql`SELECT pg_advisory_unlock(hashtext('parley_distribute'))`.pipe(Effect.ignore)
   )
 })

@@ -33,6 +33,7 @@ export interface Access {
   ) => Effect.Effect<AssistantRow, AssistantAccessError | SqlError.SqlError>
   /** A branch by name, `BranchNotFound` otherwise; `forUpdate` takes its row lock (A4). */
   readonly branch: (
+    organizationId: string,
     assistantId: string,
     name: string,
     forUpdate?: boolean
@@ -60,6 +61,7 @@ export interface Access {
    * `mergeParent` (A6); the id is derived from all of them (A5); HEAD advances.
    */
   readonly commit: (
+    organizationId: string,
     assistantId: string,
     branch: Branch,
     files: FileHashes,
@@ -77,15 +79,20 @@ export const makeAccess = (repo: AssistantsRepo["Service"]): Access => {
     return assistant
   })
 
-  const branch = Effect.fnUntraced(function* (assistantId: string, name: string, forUpdate = false) {
-    const found = yield* repo.findBranch(assistantId, name, forUpdate)
+  const branch = Effect.fnUntraced(function* (
+    organizationId: string,
+    assistantId: string,
+    name: string,
+    forUpdate = false
+  ) {
+    const found = yield* repo.findBranch(organizationId, assistantId, name, forUpdate)
     if (found === undefined) return yield* new BranchNotFound({ branch_name: name })
     return found
   })
 
   const readBranch = Effect.fnUntraced(function* (organizationId: string, assistantId: string, name: string) {
     yield* versioned(organizationId, assistantId)
-    return yield* branch(assistantId, name)
+    return yield* branch(organizationId, assistantId, name)
   })
 
   const onBranch = <A, E>(
@@ -97,11 +104,12 @@ export const makeAccess = (repo: AssistantsRepo["Service"]): Access => {
     repo.withTransaction(
       Effect.gen(function* () {
         yield* versioned(organizationId, assistantId)
-        return yield* f(yield* branch(assistantId, name, true))
+        return yield* f(yield* branch(organizationId, assistantId, name, true))
       })
     )
 
   const commit = Effect.fnUntraced(function* (
+    organizationId: string,
     assistantId: string,
     branch: Branch,
     files: FileHashes,
@@ -121,6 +129,7 @@ export const makeAccess = (repo: AssistantsRepo["Service"]): Access => {
     })
     const commit = yield* repo.insertCommit({
       id,
+      organizationId,
       assistantId,
       branchId: branch.id,
       parent: branch.head_commit_id,
@@ -130,7 +139,7 @@ export const makeAccess = (repo: AssistantsRepo["Service"]): Access => {
       authorId: input.author_id ?? null,
       createdAt
     })
-    yield* repo.setHead(branch.id, id)
+    yield* repo.setHead(organizationId, branch.id, id)
     return commit
   })
 

@@ -188,7 +188,8 @@ const legacyRuntime = (assistant: AssistantRow) => ({
 })
 
 /** The key of a commit's snapshot in the cache. */
-const snapshotKey = (assistantId: string, commitId: string) => `${assistantId}/${commitId}`
+const snapshotKey = (organizationId: string, assistantId: string, commitId: string) =>
+  `${organizationId}/${assistantId}/${commitId}`
 
 /**
  * The snapshots of published commits by {@link snapshotKey}, for the runtime:
@@ -199,8 +200,8 @@ const snapshotKey = (assistantId: string, commitId: string) => `${assistantId}/$
 const makeSnapshots = (repo: AssistantsRepo["Service"]) =>
   Cache.makeWith(
     (key: string) => {
-      const slash = key.indexOf("/")
-      return Effect.map(repo.commitFiles(key.slice(0, slash), key.slice(slash + 1)), snapshotOf)
+      const [organizationId, assistantId, commitId] = key.split("/") as [string, string, string]
+      return Effect.map(repo.commitFiles(organizationId, assistantId, commitId), snapshotOf)
     },
     {
       capacity: SNAPSHOT_CACHE_SIZE,
@@ -241,10 +242,21 @@ const makeAssistants = (
             legacySnapshot: versioned ? undefined : (payload.snapshot ?? {})
           })
           if (versioned) {
-            const main = yield* repo.insertBranch({ id: newId(), assistantId: assistant.id, name: MAIN, head: null })
+            const main = yield* repo.insertBranch({
+              id: newId(),
+              organizationId,
+              assistantId: assistant.id,
+              name: MAIN,
+              head: null
+            })
             if (main === undefined) return yield* Effect.die(new Error("a new assistant already has a main branch"))
-            yield* repo.insertFiles(assistant.id, [...files.values()])
-            yield* repo.writeDraft(main.id, new Map([...files].map(([path, file]) => [path, file.hash])), [])
+            yield* repo.insertFiles(organizationId, assistant.id, [...files.values()])
+            yield* repo.writeDraft(
+              organizationId,
+              main.id,
+              new Map([...files].map(([path, file]) => [path, file.hash])),
+              []
+            )
           }
           return assistant
         })
@@ -296,9 +308,12 @@ const makeAssistants = (
       const assistant = yield* repo.findAssistant(organizationId, assistantId)
       if (assistant === undefined) return yield* new AssistantNotFound()
       if (!assistant.versioned) return legacyRuntime(assistant)
-      const main = yield* access.branch(assistantId, MAIN)
+      const main = yield* access.branch(organizationId, assistantId, MAIN)
       if (main.head_commit_id === null) return yield* new NoPublishedVersion()
-      const snapshot: Snapshot = yield* Cache.get(snapshots, snapshotKey(assistantId, main.head_commit_id))
+      const snapshot: Snapshot = yield* Cache.get(
+        snapshots,
+        snapshotKey(organizationId, assistantId, main.head_commit_id)
+      )
       return { assistant_id: assistant.id, commit_id: main.head_commit_id, snapshot }
     },
     Effect.catchTag("SqlError", Effect.die)
@@ -311,7 +326,7 @@ const makeAssistants = (
       if (!assistant.versioned) return { ...legacyRuntime(assistant), branch_name: null }
       const read = (branchName: string, commitId: string) =>
         Effect.map(
-          Cache.get(snapshots, snapshotKey(assistantId, commitId)),
+          Cache.get(snapshots, snapshotKey(organizationId, assistantId, commitId)),
           (snapshot): SessionRuntime => ({
             assistant_id: assistant.id,
             commit_id: commitId,
@@ -321,27 +336,27 @@ const makeAssistants = (
         )
       /** The HEAD of `branchName`; `NoPublishedVersion` when it has none. */
       const head = Effect.fnUntraced(function* (branchName: string) {
-        const branch = yield* access.branch(assistantId, branchName)
+        const branch = yield* access.branch(organizationId, assistantId, branchName)
         if (branch.head_commit_id === null) return yield* new NoPublishedVersion()
         return branch.head_commit_id
       })
       const pinned = assistant.session_pinning === "session"
-      const assigned = yield* repo.findAssignment(sessionId, assistantId)
+      const assigned = yield* repo.findAssignment(organizationId, sessionId, assistantId)
       if (assigned !== undefined && pinned) return yield* read(assigned.branch_name, assigned.commit_id)
-      const rollout = yield* repo.findRollout(assistantId)
+      const rollout = yield* repo.findRollout(organizationId, assistantId)
       if (assigned !== undefined) {
         if (assigned.rollout_id === null || assigned.rollout_id === rollout?.id) {
           return yield* read(assigned.branch_name, yield* head(assigned.branch_name))
         }
         // A12: the rollout that chose its branch ended or was replaced: back to main, for good.
-        yield* repo.reassign(sessionId, assistantId, MAIN)
+        yield* repo.reassign(organizationId, sessionId, assistantId, MAIN)
         return yield* read(MAIN, yield* head(MAIN))
       }
       // The first run (A12): the split decides, and the choice and the commit read are recorded.
       const chosen = rollout !== undefined && inRollout(sessionId, rollout.percent) ? rollout : undefined
       const branchName = chosen?.branch_name ?? MAIN
       const commitId = yield* head(branchName)
-      const recorded = yield* repo.insertAssignment(sessionId, assistantId, {
+      const recorded = yield* repo.insertAssignment(organizationId, sessionId, assistantId, {
         rollout_id: chosen?.id ?? null,
         branch_name: branchName,
         commit_id: commitId
@@ -363,22 +378,23 @@ const makeAssistants = (
           if (assistant.versioned) return yield* new AssistantAlreadyVersioned()
           const files = legacyFiles(assistant)
           const main =
-            (yield* repo.findBranch(assistantId, MAIN, true)) ??
-            (yield* repo.insertBranch({ id: newId(), assistantId, name: MAIN, head: null }))
+            (yield* repo.findBranch(organizationId, assistantId, MAIN, true)) ??
+            (yield* repo.insertBranch({ id: newId(), organizationId, assistantId, name: MAIN, head: null }))
           if (main === undefined) return yield* Effect.die(new Error("main was neither found nor created"))
-          yield* repo.insertFiles(assistantId, [...files.values()])
-          yield* repo.resetDraft(assistantId, main.id, null)
+          yield* repo.insertFiles(organizationId, assistantId, [...files.values()])
+          yield* repo.resetDraft(organizationId, assistantId, main.id, null)
           const hashes = new Map([...files].map(([path, file]) => [path, file.hash]))
-          yield* repo.writeDraft(main.id, hashes, [])
+          yield* repo.writeDraft(organizationId, main.id, hashes, [])
           const commit = yield* access.commit(
+            organizationId,
             assistantId,
             main,
             hashes,
             { message: "Migrated from the legacy snapshot", author_type: "system" },
             null
           )
-          yield* repo.markVersioned(assistantId)
-          const branch = yield* repo.findBranch(assistantId, MAIN)
+          yield* repo.markVersioned(organizationId, assistantId)
+          const branch = yield* repo.findBranch(organizationId, assistantId, MAIN)
           if (branch === undefined) return yield* Effect.die(new Error("main vanished during the migration"))
           return { assistant_id: assistantId, branch, commit }
         })
@@ -393,18 +409,21 @@ const makeAssistants = (
     function* (organizationId: string, assistantId: string, side: EvaluationSide) {
       yield* access.versioned(organizationId, assistantId)
       const read = (commitId: string) =>
-        Effect.map(Cache.get(snapshots, snapshotKey(assistantId, commitId)), (snapshot) => ({
+        Effect.map(Cache.get(snapshots, snapshotKey(organizationId, assistantId, commitId)), (snapshot) => ({
           commit_id: commitId as string | null,
           snapshot
         }))
       if ("commit_id" in side) {
-        const commit = yield* repo.findCommit(assistantId, side.commit_id)
+        const commit = yield* repo.findCommit(organizationId, assistantId, side.commit_id)
         if (commit === undefined) return yield* new CommitNotFound({ commit_id: side.commit_id })
         return yield* read(commit.id)
       }
-      const branch = yield* access.branch(assistantId, side.branch_name)
+      const branch = yield* access.branch(organizationId, assistantId, side.branch_name)
       if (side.draft === true) {
-        return { commit_id: null, snapshot: snapshotOf(yield* repo.draftFiles(assistantId, branch.id, "")) }
+        return {
+          commit_id: null,
+          snapshot: snapshotOf(yield* repo.draftFiles(organizationId, assistantId, branch.id, ""))
+        }
       }
       if (branch.head_commit_id === null) return yield* new BranchNotPublished({ branch_name: side.branch_name })
       return yield* read(branch.head_commit_id)

@@ -144,19 +144,25 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
   const access = makeAccess(repo)
 
   /** A new branch with HEAD `head` and the draft of branch `draftFrom`, or of `head` when null. */
-  const newBranch = (assistantId: string, name: string, head: string | null, draftFrom: string | null) =>
+  const newBranch = (
+    organizationId: string,
+    assistantId: string,
+    name: string,
+    head: string | null,
+    draftFrom: string | null
+  ) =>
     Effect.gen(function* () {
-      const branch = yield* repo.insertBranch({ id: newId(), assistantId, name, head })
+      const branch = yield* repo.insertBranch({ id: newId(), organizationId, assistantId, name, head })
       if (branch === undefined) return yield* new BranchAlreadyExists({ branch_name: name })
-      if (draftFrom === null) yield* repo.resetDraft(assistantId, branch.id, head)
-      else yield* repo.copyDraft(draftFrom, branch.id)
+      if (draftFrom === null) yield* repo.resetDraft(organizationId, assistantId, branch.id, head)
+      else yield* repo.copyDraft(organizationId, draftFrom, branch.id)
       return branch
     })
 
   const create = Effect.fn("Branches.create")(
     (organizationId: string, assistantId: string, payload: typeof BranchNamePayload.Type) =>
       access.onBranch(organizationId, assistantId, MAIN, (main) =>
-        newBranch(assistantId, payload.name, main.head_commit_id, null)
+        newBranch(organizationId, assistantId, payload.name, main.head_commit_id, null)
       ),
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -164,7 +170,7 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
   const fork = Effect.fn("Branches.fork")(
     (organizationId: string, assistantId: string, source: string, payload: typeof BranchNamePayload.Type) =>
       access.onBranch(organizationId, assistantId, source, (branch) =>
-        newBranch(assistantId, payload.name, branch.head_commit_id, branch.id)
+        newBranch(organizationId, assistantId, payload.name, branch.head_commit_id, branch.id)
       ),
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -172,7 +178,7 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
   const list = Effect.fn("Branches.list")(
     function* (organizationId: string, assistantId: string) {
       yield* access.versioned(organizationId, assistantId)
-      return yield* repo.listBranches(assistantId)
+      return yield* repo.listBranches(organizationId, assistantId)
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -180,7 +186,7 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
   const get = Effect.fn("Branches.get")(
     function* (organizationId: string, assistantId: string, branchName: string) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
-      return snapshotOf(yield* repo.commitFiles(assistantId, branch.head_commit_id))
+      return snapshotOf(yield* repo.commitFiles(organizationId, assistantId, branch.head_commit_id))
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -190,7 +196,7 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
           if (branch.name === MAIN) return yield* new MainBranchUndeletable()
-          yield* repo.deleteBranch(branch.id)
+          yield* repo.deleteBranch(organizationId, branch.id)
         })
       ),
     Effect.catchTag("SqlError", Effect.die)
@@ -200,10 +206,10 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
     (organizationId: string, assistantId: string, branchName: string, payload: typeof PublishPayload.Type) =>
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
-          const draft = yield* repo.draftHashes(branch.id)
-          const head = yield* repo.commitHashes(assistantId, branch.head_commit_id)
+          const draft = yield* repo.draftHashes(organizationId, branch.id)
+          const head = yield* repo.commitHashes(organizationId, assistantId, branch.head_commit_id)
           if (branch.head_commit_id !== null && sameFiles(draft, head)) return yield* new NothingToPublish()
-          return { commit: yield* access.commit(assistantId, branch, draft, payload, null) }
+          return { commit: yield* access.commit(organizationId, assistantId, branch, draft, payload, null) }
         })
       ),
     Effect.catchTag("SqlError", Effect.die)
@@ -213,16 +219,16 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
     (organizationId: string, assistantId: string, branchName: string, payload: typeof CommitIdPayload.Type) =>
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
-          const target = yield* repo.findCommit(assistantId, payload.commit_id)
+          const target = yield* repo.findCommit(organizationId, assistantId, payload.commit_id)
           if (target === undefined) return yield* new CommitNotFound({ commit_id: payload.commit_id })
           if (
             branch.head_commit_id === null ||
-            !(yield* repo.isAncestor(assistantId, target.id, branch.head_commit_id))
+            !(yield* repo.isAncestor(organizationId, assistantId, target.id, branch.head_commit_id))
           ) {
             return yield* new CommitNotInHistory({ commit_id: target.id })
           }
-          yield* repo.setHead(branch.id, target.id)
-          yield* repo.resetDraft(assistantId, branch.id, target.id)
+          yield* repo.setHead(organizationId, branch.id, target.id)
+          yield* repo.resetDraft(organizationId, assistantId, branch.id, target.id)
           return { commit: target }
         })
       ),
@@ -234,43 +240,44 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
       access.onBranch(organizationId, assistantId, branchName, (target) =>
         Effect.gen(function* () {
           const commit = payload.commit ?? false
-          const source = yield* access.branch(assistantId, payload.source_branch_name)
+          const source = yield* access.branch(organizationId, assistantId, payload.source_branch_name)
           const sourceHead = source.head_commit_id
           if (sourceHead === null || sourceHead === target.head_commit_id) return null
           const base =
             target.head_commit_id === null
               ? null
-              : yield* repo.mergeBase(assistantId, sourceHead, target.head_commit_id)
+              : yield* repo.mergeBase(organizationId, assistantId, sourceHead, target.head_commit_id)
           if (base === sourceHead) return null
-          const draft = yield* repo.draftHashes(target.id)
-          const targetHead = yield* repo.commitHashes(assistantId, target.head_commit_id)
+          const draft = yield* repo.draftHashes(organizationId, target.id)
+          const targetHead = yield* repo.commitHashes(organizationId, assistantId, target.head_commit_id)
           if (base === target.head_commit_id && sameFiles(draft, targetHead)) {
             // Fast-forward: the target has nothing of its own since the base.
-            yield* repo.resetDraft(assistantId, target.id, sourceHead)
+            yield* repo.resetDraft(organizationId, assistantId, target.id, sourceHead)
             if (!commit) return null
-            yield* repo.setHead(target.id, sourceHead)
-            const head = yield* repo.findCommit(assistantId, sourceHead)
+            yield* repo.setHead(organizationId, target.id, sourceHead)
+            const head = yield* repo.findCommit(organizationId, assistantId, sourceHead)
             return head ?? (yield* Effect.die(new Error(`HEAD ${sourceHead} of ${source.name} is no commit`)))
           }
           const outcome = mergeThreeWay(
-            yield* repo.commitHashes(assistantId, base),
-            yield* repo.commitHashes(assistantId, sourceHead),
+            yield* repo.commitHashes(organizationId, assistantId, base),
+            yield* repo.commitHashes(organizationId, assistantId, sourceHead),
             draft
           )
           if (outcome._tag === "Conflict") return yield* new MergeConflict({ paths: outcome.paths })
           const merged = new Map(draft)
           for (const [path, hash] of outcome.set) merged.set(path, hash)
           for (const path of outcome.remove) merged.delete(path)
-          const contents = yield* repo.contents(assistantId, [...merged.values()])
+          const contents = yield* repo.contents(organizationId, assistantId, [...merged.values()])
           const files = new Map(
             [...merged].map(([path, hash]) => [path, { hash, content: contents.get(hash) }] as const)
           )
           const issues = referenceIssues(files, () => ["body", "source_branch_name"])
           if (issues.length > 0) return yield* new ValidationFailed({ detail: issues })
-          yield* repo.writeDraft(target.id, outcome.set, outcome.remove)
-          yield* repo.touchBranch(target.id)
+          yield* repo.writeDraft(organizationId, target.id, outcome.set, outcome.remove)
+          yield* repo.touchBranch(organizationId, target.id)
           if (!commit) return null
           return yield* access.commit(
+            organizationId,
             assistantId,
             target,
             merged,
@@ -285,8 +292,8 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
   const changes = Effect.fn("Branches.changes")(
     function* (organizationId: string, assistantId: string, branchName: string) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
-      const draft = yield* repo.draftHashes(branch.id)
-      const head = yield* repo.commitHashes(assistantId, branch.head_commit_id)
+      const draft = yield* repo.draftHashes(organizationId, branch.id)
+      const head = yield* repo.commitHashes(organizationId, assistantId, branch.head_commit_id)
       return { has_changes: !sameFiles(draft, head) }
     },
     Effect.catchTag("SqlError", Effect.die)
@@ -295,8 +302,8 @@ const makeBranches = (repo: AssistantsRepo["Service"], newId: () => string): Bra
   const diff = Effect.fn("Branches.diff")(
     function* (organizationId: string, assistantId: string, branchName: string) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
-      const draft = yield* repo.draftFiles(assistantId, branch.id)
-      const head = yield* repo.commitFiles(assistantId, branch.head_commit_id)
+      const draft = yield* repo.draftFiles(organizationId, assistantId, branch.id)
+      const head = yield* repo.commitFiles(organizationId, assistantId, branch.head_commit_id)
       return { diffs: diffFiles(head, draft) }
     },
     Effect.catchTag("SqlError", Effect.die)

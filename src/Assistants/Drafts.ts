@@ -288,7 +288,13 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   const access = makeAccess(repo)
 
   /** Checks references (A10), stores new contents and writes the draft delta; returns the edit's result. */
-  const commitEdit = <A>(assistantId: string, branchId: string, current: Draft, edit: Edit<A>) =>
+  const commitEdit = <A>(
+    organizationId: string,
+    assistantId: string,
+    branchId: string,
+    current: Draft,
+    edit: Edit<A>
+  ) =>
     Effect.gen(function* () {
       const issues = referenceIssues(edit.next, edit.locate)
       if (issues.length > 0) return yield* new ValidationFailed({ detail: issues })
@@ -302,9 +308,9 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
         }
       }
       for (const path of current.keys()) if (!edit.next.has(path)) remove.push(path)
-      yield* repo.insertFiles(assistantId, fresh)
-      yield* repo.writeDraft(branchId, set, remove)
-      if (set.size > 0 || remove.length > 0) yield* repo.touchBranch(branchId)
+      yield* repo.insertFiles(organizationId, assistantId, fresh)
+      yield* repo.writeDraft(organizationId, branchId, set, remove)
+      if (set.size > 0 || remove.length > 0) yield* repo.touchBranch(organizationId, branchId)
       return edit.result
     })
 
@@ -317,8 +323,8 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   ) =>
     access.onBranch(organizationId, assistantId, branchName, (branch) =>
       Effect.gen(function* () {
-        const draft = yield* repo.draftFiles(assistantId, branch.id)
-        return yield* commitEdit(assistantId, branch.id, draft, yield* compute(draft))
+        const draft = yield* repo.draftFiles(organizationId, assistantId, branch.id)
+        return yield* commitEdit(organizationId, assistantId, branch.id, draft, yield* compute(draft))
       })
     )
 
@@ -412,7 +418,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   const get = Effect.fn("Drafts.get")(
     function* (organizationId: string, assistantId: string, branchName: string, query: typeof PrefixQuery.Type) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
-      return snapshotOf(yield* repo.draftFiles(assistantId, branch.id, query.prefix ?? ""))
+      return snapshotOf(yield* repo.draftFiles(organizationId, assistantId, branch.id, query.prefix ?? ""))
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -421,7 +427,9 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
     function* (organizationId: string, assistantId: string, branchName: string, query: typeof PrefixQuery.Type) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
       const prefix = query.prefix ?? ""
-      return [...(yield* repo.draftHashes(branch.id)).keys()].filter((path) => path.startsWith(prefix)).sort()
+      return [...(yield* repo.draftHashes(organizationId, branch.id)).keys()]
+        .filter((path) => path.startsWith(prefix))
+        .sort()
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -430,13 +438,17 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
     (organizationId: string, assistantId: string, branchName: string, payload: typeof DiscardPayload.Type) =>
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
-          const draft = yield* repo.draftFiles(assistantId, branch.id)
-          const head = yield* repo.commitFiles(assistantId, branch.head_commit_id)
+          const draft = yield* repo.draftFiles(organizationId, assistantId, branch.id)
+          const head = yield* repo.commitFiles(organizationId, assistantId, branch.head_commit_id)
           const next: Draft = new Map(draft)
           const original = head.get(payload.path)
           if (original === undefined) next.delete(payload.path)
           else next.set(payload.path, original)
-          yield* commitEdit(assistantId, branch.id, draft, { next, result: undefined, locate: () => ["body", "path"] })
+          yield* commitEdit(organizationId, assistantId, branch.id, draft, {
+            next,
+            result: undefined,
+            locate: () => ["body", "path"]
+          })
         })
       ),
     Effect.catchTag("SqlError", Effect.die)
@@ -446,10 +458,10 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
     (organizationId: string, assistantId: string, branchName: string, payload: typeof CommitIdPayload.Type) =>
       access.onBranch(organizationId, assistantId, branchName, (branch) =>
         Effect.gen(function* () {
-          const commit = yield* repo.findCommit(assistantId, payload.commit_id)
+          const commit = yield* repo.findCommit(organizationId, assistantId, payload.commit_id)
           if (commit === undefined) return yield* new CommitNotFound({ commit_id: payload.commit_id })
-          yield* repo.resetDraft(assistantId, branch.id, commit.id)
-          yield* repo.touchBranch(branch.id)
+          yield* repo.resetDraft(organizationId, assistantId, branch.id, commit.id)
+          yield* repo.touchBranch(organizationId, branch.id)
         })
       ),
     Effect.catchTag("SqlError", Effect.die)
@@ -458,7 +470,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   const listItems = Effect.fn("Drafts.listItems")(
     function* <K extends ItemKind>(organizationId: string, assistantId: string, branchName: string, kind: K) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
-      const files = yield* repo.draftFiles(assistantId, branch.id, `${kind}/`)
+      const files = yield* repo.draftFiles(organizationId, assistantId, branch.id, `${kind}/`)
       return [...files.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, file]) => contentAs(kind, file.content))
     },
     Effect.catchTag("SqlError", Effect.die)
@@ -474,7 +486,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
     ) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
       const path = pathOf[kind](id)
-      const file = (yield* repo.draftFiles(assistantId, branch.id, path)).get(path)
+      const file = (yield* repo.draftFiles(organizationId, assistantId, branch.id, path)).get(path)
       if (file === undefined) return yield* new ItemNotFound({ kind, id })
       return contentAs(kind, file.content)
     },
@@ -542,7 +554,7 @@ const makeDrafts = (repo: AssistantsRepo["Service"]): Drafts["Service"] => {
   const getSingleton = Effect.fn("Drafts.getSingleton")(
     function* <K extends SingletonKind>(organizationId: string, assistantId: string, branchName: string, kind: K) {
       const branch = yield* access.readBranch(organizationId, assistantId, branchName)
-      const file = (yield* repo.draftFiles(assistantId, branch.id, kind)).get(kind)
+      const file = (yield* repo.draftFiles(organizationId, assistantId, branch.id, kind)).get(kind)
       return contentAs(kind, file?.content ?? {})
     },
     Effect.catchTag("SqlError", Effect.die)

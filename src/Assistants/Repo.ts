@@ -41,6 +41,7 @@ export interface AssistantChanges {
 /** A new branch whose HEAD is `head`. */
 export interface NewBranch {
   readonly id: string
+  readonly organizationId: string
   readonly assistantId: string
   readonly name: string
   readonly head: string | null
@@ -49,6 +50,7 @@ export interface NewBranch {
 /** A new commit; its files are the draft of `branchId` at the time of the insert. */
 export interface NewCommit {
   readonly id: string
+  readonly organizationId: string
   readonly assistantId: string
   readonly branchId: string
   readonly parent: string | null
@@ -75,6 +77,7 @@ export type RolloutRow = typeof RolloutRow.Type
 /** A rollout to set (A12); `id` is used when it replaces another branch's or none. */
 export interface NewRollout {
   readonly id: string
+  readonly organizationId: string
   readonly assistantId: string
   readonly branchId: string
   readonly percent: number
@@ -147,9 +150,10 @@ export class AssistantsRepo extends Context.Service<
       forUpdate?: boolean
     ) => Effect.Effect<AssistantRow | undefined, SqlError.SqlError>
     /** Marks a legacy assistant versioned (A11). */
-    readonly markVersioned: (assistantId: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly markVersioned: (organizationId: string, assistantId: string) => Effect.Effect<void, SqlError.SqlError>
     /** Stores file contents, once per assistant and content hash (A5). */
     readonly insertFiles: (
+      organizationId: string,
       assistantId: string,
       files: ReadonlyArray<FileVersion>
     ) => Effect.Effect<void, SqlError.SqlError>
@@ -157,52 +161,73 @@ export class AssistantsRepo extends Context.Service<
     readonly insertBranch: (row: NewBranch) => Effect.Effect<Branch | undefined, SqlError.SqlError>
     /** A branch by name; `forUpdate` takes the row lock that serializes edits and publishes of the branch (A4). */
     readonly findBranch: (
+      organizationId: string,
       assistantId: string,
       name: string,
       forUpdate?: boolean
     ) => Effect.Effect<Branch | undefined, SqlError.SqlError>
     /** The assistant's branches, oldest first. */
-    readonly listBranches: (assistantId: string) => Effect.Effect<ReadonlyArray<Branch>, SqlError.SqlError>
+    readonly listBranches: (
+      organizationId: string,
+      assistantId: string
+    ) => Effect.Effect<ReadonlyArray<Branch>, SqlError.SqlError>
     /** Deletes a branch and its draft. */
-    readonly deleteBranch: (branchId: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly deleteBranch: (organizationId: string, branchId: string) => Effect.Effect<void, SqlError.SqlError>
     /** Moves a branch's HEAD. */
-    readonly setHead: (branchId: string, head: string | null) => Effect.Effect<void, SqlError.SqlError>
+    readonly setHead: (
+      organizationId: string,
+      branchId: string,
+      head: string | null
+    ) => Effect.Effect<void, SqlError.SqlError>
     /** Sets a branch's `updated_at` to now. */
-    readonly touchBranch: (branchId: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly touchBranch: (organizationId: string, branchId: string) => Effect.Effect<void, SqlError.SqlError>
     /** The draft's paths and hashes. */
-    readonly draftHashes: (branchId: string) => Effect.Effect<Map<string, string>, SqlError.SqlError>
+    readonly draftHashes: (
+      organizationId: string,
+      branchId: string
+    ) => Effect.Effect<Map<string, string>, SqlError.SqlError>
     /** The draft's files with content, those under `prefix` when given. */
     readonly draftFiles: (
+      organizationId: string,
       assistantId: string,
       branchId: string,
       prefix?: string
     ) => Effect.Effect<Map<string, FileVersion>, SqlError.SqlError>
     /** Sets (path -> hash) and removes draft paths. */
     readonly writeDraft: (
+      organizationId: string,
       branchId: string,
       set: FileHashes,
       remove: ReadonlyArray<string>
     ) => Effect.Effect<void, SqlError.SqlError>
     /** Makes the draft equal to a commit's files (empty for null). */
     readonly resetDraft: (
+      organizationId: string,
       assistantId: string,
       branchId: string,
       commitId: string | null
     ) => Effect.Effect<void, SqlError.SqlError>
     /** Copies a draft onto another branch whose draft is empty. */
-    readonly copyDraft: (fromBranchId: string, toBranchId: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly copyDraft: (
+      organizationId: string,
+      fromBranchId: string,
+      toBranchId: string
+    ) => Effect.Effect<void, SqlError.SqlError>
     /** A commit's paths and hashes (empty for null). */
     readonly commitHashes: (
+      organizationId: string,
       assistantId: string,
       commitId: string | null
     ) => Effect.Effect<Map<string, string>, SqlError.SqlError>
     /** A commit's files with content (empty for null). */
     readonly commitFiles: (
+      organizationId: string,
       assistantId: string,
       commitId: string | null
     ) => Effect.Effect<Map<string, FileVersion>, SqlError.SqlError>
     /** Contents by hash. */
     readonly contents: (
+      organizationId: string,
       assistantId: string,
       hashes: ReadonlyArray<string>
     ) => Effect.Effect<Map<string, unknown>, SqlError.SqlError>
@@ -215,29 +240,48 @@ export class AssistantsRepo extends Context.Service<
      */
     readonly insertCommit: (row: NewCommit) => Effect.Effect<Commit, SqlError.SqlError>
     /** A commit by id. */
-    readonly findCommit: (assistantId: string, commitId: string) => Effect.Effect<Commit | undefined, SqlError.SqlError>
+    readonly findCommit: (
+      organizationId: string,
+      assistantId: string,
+      commitId: string
+    ) => Effect.Effect<Commit | undefined, SqlError.SqlError>
     /** A commit's files (spec "Files"), ordered by path. */
     readonly listCommitFiles: (
+      organizationId: string,
       assistantId: string,
       commitId: string
     ) => Effect.Effect<ReadonlyArray<CommitFile>, SqlError.SqlError>
     /** Commits newest first; with `head`, only those reachable from it over both parent links (A8). */
     readonly listCommits: (
+      organizationId: string,
       assistantId: string,
       page: CommitsPage
     ) => Effect.Effect<ReadonlyArray<Commit>, SqlError.SqlError>
     /** Whether `ancestor` is `descendant` or reachable from it over both parent links (A7). */
     readonly isAncestor: (
+      organizationId: string,
       assistantId: string,
       ancestor: string,
       descendant: string
     ) => Effect.Effect<boolean, SqlError.SqlError>
     /** The nearest common ancestor of two commits over both parent links: of those reachable from both, the newest (A6). */
-    readonly mergeBase: (assistantId: string, a: string, b: string) => Effect.Effect<string | null, SqlError.SqlError>
+    readonly mergeBase: (
+      organizationId: string,
+      assistantId: string,
+      a: string,
+      b: string
+    ) => Effect.Effect<string | null, SqlError.SqlError>
     /** Sets the assistant's session pinning (A13). */
-    readonly setPinning: (assistantId: string, pinning: SessionPinning) => Effect.Effect<void, SqlError.SqlError>
+    readonly setPinning: (
+      organizationId: string,
+      assistantId: string,
+      pinning: SessionPinning
+    ) => Effect.Effect<void, SqlError.SqlError>
     /** The assistant's rollout, or undefined (A12). */
-    readonly findRollout: (assistantId: string) => Effect.Effect<RolloutRow | undefined, SqlError.SqlError>
+    readonly findRollout: (
+      organizationId: string,
+      assistantId: string
+    ) => Effect.Effect<RolloutRow | undefined, SqlError.SqlError>
     /**
      * Sets the assistant's rollout (A12): of the same branch, its percent
      * changes and it keeps its id and start; else `rollout.id` replaces it.
@@ -245,9 +289,10 @@ export class AssistantsRepo extends Context.Service<
      */
     readonly putRollout: (rollout: NewRollout) => Effect.Effect<RolloutRow, SqlError.SqlError>
     /** Ends the assistant's rollout; returns whether there was one (A12). */
-    readonly deleteRollout: (assistantId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    readonly deleteRollout: (organizationId: string, assistantId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /** A session's assignment for the assistant, or undefined before its first run (A12, A13). */
     readonly findAssignment: (
+      organizationId: string,
       sessionId: string,
       assistantId: string
     ) => Effect.Effect<Assignment | undefined, SqlError.SqlError>
@@ -256,6 +301,7 @@ export class AssistantsRepo extends Context.Service<
      * recorded (the first writer's when two runs of the session race).
      */
     readonly insertAssignment: (
+      organizationId: string,
       sessionId: string,
       assistantId: string,
       assignment: Assignment
@@ -265,6 +311,7 @@ export class AssistantsRepo extends Context.Service<
      * ended, A12); its first run's commit stays.
      */
     readonly reassign: (
+      organizationId: string,
       sessionId: string,
       assistantId: string,
       branchName: string
@@ -290,6 +337,9 @@ const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_i
 
 const commitColumns = `c.id, c.assistant_id::text, c.parent_commit_id, c.merge_parent_commit_id, c.message,
   c.author_type, c.author_id, ${isoTimestamp("c.created_at")} AS created_at`
+
+/** A commit of an assistant of an organization. */
+const CommitKey = Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String, commitId: Schema.String })
 
 /** A draft's or commit's path and hash. */
 const HashRow = Schema.Struct({ path: Schema.String, content_hash: Schema.String })
@@ -380,16 +430,18 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     ${isoTimestamp("r.created_at")} AS created_at, ${isoTimestamp("r.updated_at")} AS updated_at`)
 
   const findRolloutRow = SqlSchema.findOneOption({
-    Request: Schema.String,
+    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String }),
     Result: RolloutRow,
-    execute: (assistantId) =>
-      sql`SELECT ${rolloutFields} FROM assistant_rollouts r JOIN assistant_branches b ON b.id = r.branch_id
-        WHERE r.assistant_id = ${assistantId}`
+    execute: ({ organizationId, assistantId }) =>
+      sql`SELECT ${rolloutFields} FROM assistant_rollouts r
+        JOIN assistant_branches b ON b.organization_id = r.organization_id AND b.id = r.branch_id
+        WHERE r.organization_id = ${organizationId} AND r.assistant_id = ${assistantId}`
   })
 
   const putRolloutRow = SqlSchema.findOne({
     Request: Schema.Struct({
       id: Schema.String,
+      organizationId: Schema.String,
       assistantId: Schema.String,
       branchId: Schema.String,
       percent: Schema.Int
@@ -397,28 +449,31 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     Result: RolloutRow,
     execute: (rollout) =>
       sql`WITH r AS (
-          INSERT INTO assistant_rollouts AS o (assistant_id, id, branch_id, percent, created_at, updated_at)
-          VALUES (${rollout.assistantId}, ${rollout.id}, ${rollout.branchId}, ${rollout.percent},
+          INSERT INTO assistant_rollouts AS o (organization_id, assistant_id, id, branch_id, percent, created_at,
+            updated_at)
+          VALUES (${rollout.organizationId}, ${rollout.assistantId}, ${rollout.id}, ${rollout.branchId}, ${rollout.percent},
             statement_timestamp(), statement_timestamp())
-          ON CONFLICT (assistant_id) DO UPDATE SET
+          ON CONFLICT (organization_id, assistant_id) DO UPDATE SET
             id = CASE WHEN o.branch_id = EXCLUDED.branch_id THEN o.id ELSE EXCLUDED.id END,
             created_at = CASE WHEN o.branch_id = EXCLUDED.branch_id THEN o.created_at ELSE EXCLUDED.created_at END,
             branch_id = EXCLUDED.branch_id, percent = EXCLUDED.percent, updated_at = EXCLUDED.updated_at
           RETURNING *
         )
-        SELECT ${rolloutFields} FROM r JOIN assistant_branches b ON b.id = r.branch_id`
+        SELECT ${rolloutFields} FROM r
+        JOIN assistant_branches b ON b.organization_id = r.organization_id AND b.id = r.branch_id`
   })
 
   const findAssignmentRow = SqlSchema.findOneOption({
-    Request: Schema.Struct({ sessionId: Schema.String, assistantId: Schema.String }),
+    Request: Schema.Struct({ organizationId: Schema.String, sessionId: Schema.String, assistantId: Schema.String }),
     Result: Assignment,
-    execute: ({ sessionId, assistantId }) =>
+    execute: ({ organizationId, sessionId, assistantId }) =>
       sql`SELECT rollout_id::text, branch_name, commit_id FROM session_assignments
-        WHERE session_id = ${sessionId} AND assistant_id = ${assistantId}`
+        WHERE organization_id = ${organizationId} AND session_id = ${sessionId} AND assistant_id = ${assistantId}`
   })
 
   const insertAssignmentRow = SqlSchema.findOneOption({
     Request: Schema.Struct({
+      organizationId: Schema.String,
       sessionId: Schema.String,
       assistantId: Schema.String,
       rolloutId: Schema.NullOr(Schema.String),
@@ -427,88 +482,110 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     }),
     Result: Assignment,
     execute: (row) =>
-      sql`INSERT INTO session_assignments (session_id, assistant_id, rollout_id, branch_name, commit_id, created_at,
-          updated_at)
-        VALUES (${row.sessionId}, ${row.assistantId}, ${row.rolloutId}, ${row.branchName}, ${row.commitId},
+      sql`INSERT INTO session_assignments (organization_id, session_id, assistant_id, rollout_id, branch_name,
+          commit_id, created_at, updated_at)
+        VALUES (${row.organizationId}, ${row.sessionId}, ${row.assistantId}, ${row.rolloutId}, ${row.branchName}, ${row.commitId},
           statement_timestamp(), statement_timestamp())
-        ON CONFLICT (session_id, assistant_id) DO NOTHING
+        ON CONFLICT (organization_id, session_id, assistant_id) DO NOTHING
         RETURNING rollout_id::text, branch_name, commit_id`
   })
 
   const insertBranchRow = SqlSchema.findOneOption({
     Request: Schema.Struct({
       id: Schema.String,
+      organizationId: Schema.String,
       assistantId: Schema.String,
       name: Schema.String,
       head: Schema.NullOr(Schema.String)
     }),
     Result: Branch,
     execute: (row) =>
-      sql`INSERT INTO assistant_branches AS b (id, assistant_id, name, head_commit_id, created_at, updated_at)
-        VALUES (${row.id}, ${row.assistantId}, ${row.name}, ${row.head}, statement_timestamp(), statement_timestamp())
-        ON CONFLICT (assistant_id, name) DO NOTHING
+      sql`INSERT INTO assistant_branches AS b (organization_id, id, assistant_id, name, head_commit_id, created_at,
+          updated_at)
+        VALUES (${row.organizationId}, ${row.id}, ${row.assistantId}, ${row.name}, ${row.head}, statement_timestamp(), statement_timestamp())
+        ON CONFLICT (organization_id, assistant_id, name) DO NOTHING
         RETURNING ${branchFields}`
   })
 
   const findBranchRow = SqlSchema.findOneOption({
-    Request: Schema.Struct({ assistantId: Schema.String, name: Schema.String, forUpdate: Schema.Boolean }),
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      assistantId: Schema.String,
+      name: Schema.String,
+      forUpdate: Schema.Boolean
+    }),
     Result: Branch,
-    execute: ({ assistantId, name, forUpdate }) =>
+    execute: ({ organizationId, assistantId, name, forUpdate }) =>
       sql`SELECT ${branchFields} FROM assistant_branches b
-        WHERE b.assistant_id = ${assistantId} AND b.name = ${name} ${lock(forUpdate)}`
+        WHERE b.organization_id = ${organizationId} AND b.assistant_id = ${assistantId} AND b.name = ${name} ${lock(forUpdate)}`
   })
 
   const listBranchRows = SqlSchema.findAll({
-    Request: Schema.String,
+    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String }),
     Result: Branch,
-    execute: (assistantId) =>
-      sql`SELECT ${branchFields} FROM assistant_branches b WHERE b.assistant_id = ${assistantId}
+    execute: ({ organizationId, assistantId }) =>
+      sql`SELECT ${branchFields} FROM assistant_branches b
+        WHERE b.organization_id = ${organizationId} AND b.assistant_id = ${assistantId}
         ORDER BY b.created_at, b.name`
   })
 
   const draftHashRows = SqlSchema.findAll({
-    Request: Schema.String,
+    Request: Schema.Struct({ organizationId: Schema.String, branchId: Schema.String }),
     Result: HashRow,
-    execute: (branchId) => sql`SELECT path, content_hash FROM assistant_draft_files WHERE branch_id = ${branchId}`
+    execute: ({ organizationId, branchId }) =>
+      sql`SELECT path, content_hash FROM assistant_draft_files
+        WHERE organization_id = ${organizationId} AND branch_id = ${branchId}`
   })
 
   const draftFileRows = SqlSchema.findAll({
-    Request: Schema.Struct({ assistantId: Schema.String, branchId: Schema.String, prefix: Schema.String }),
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      assistantId: Schema.String,
+      branchId: Schema.String,
+      prefix: Schema.String
+    }),
     Result: FileRow,
-    execute: ({ assistantId, branchId, prefix }) =>
+    execute: ({ organizationId, assistantId, branchId, prefix }) =>
       sql`SELECT d.path, d.content_hash, f.content FROM assistant_draft_files d
-        JOIN assistant_files f ON f.assistant_id = ${assistantId} AND f.content_hash = d.content_hash
-        WHERE d.branch_id = ${branchId} AND starts_with(d.path, ${prefix})`
+        JOIN assistant_files f ON f.organization_id = d.organization_id AND f.assistant_id = ${assistantId}
+          AND f.content_hash = d.content_hash
+        WHERE d.organization_id = ${organizationId} AND d.branch_id = ${branchId} AND starts_with(d.path, ${prefix})`
   })
 
   const commitHashRows = SqlSchema.findAll({
-    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Request: CommitKey,
     Result: HashRow,
-    execute: ({ assistantId, commitId }) =>
+    execute: ({ organizationId, assistantId, commitId }) =>
       sql`SELECT path, content_hash FROM assistant_commit_files
-        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`
+        WHERE organization_id = ${organizationId} AND assistant_id = ${assistantId} AND commit_id = ${commitId}`
   })
 
   const commitFileRows = SqlSchema.findAll({
-    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Request: CommitKey,
     Result: FileRow,
-    execute: ({ assistantId, commitId }) =>
+    execute: ({ organizationId, assistantId, commitId }) =>
       sql`SELECT c.path, c.content_hash, f.content FROM assistant_commit_files c
-        JOIN assistant_files f ON f.assistant_id = c.assistant_id AND f.content_hash = c.content_hash
-        WHERE c.assistant_id = ${assistantId} AND c.commit_id = ${commitId}`
+        JOIN assistant_files f ON f.organization_id = c.organization_id AND f.assistant_id = c.assistant_id
+          AND f.content_hash = c.content_hash
+        WHERE c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId} AND c.commit_id = ${commitId}`
   })
 
   const contentRows = SqlSchema.findAll({
-    Request: Schema.Struct({ assistantId: Schema.String, hashes: Schema.Array(Schema.String) }),
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      assistantId: Schema.String,
+      hashes: Schema.Array(Schema.String)
+    }),
     Result: ContentRow,
-    execute: ({ assistantId, hashes }) =>
+    execute: ({ organizationId, assistantId, hashes }) =>
       sql`SELECT content_hash, content FROM assistant_files
-        WHERE assistant_id = ${assistantId} AND content_hash = ANY(${hashes}::text[])`
+        WHERE organization_id = ${organizationId} AND assistant_id = ${assistantId} AND content_hash = ANY(${hashes}::text[])`
   })
 
   const insertCommitRow = SqlSchema.findOneOption({
     Request: Schema.Struct({
       id: Schema.String,
+      organizationId: Schema.String,
       assistantId: Schema.String,
       parent: Schema.NullOr(Schema.String),
       mergeParent: Schema.NullOr(Schema.String),
@@ -519,39 +596,41 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     }),
     Result: Commit,
     execute: (row) =>
-      sql`INSERT INTO assistant_commits AS c (assistant_id, id, parent_commit_id,
+      sql`INSERT INTO assistant_commits AS c (organization_id, assistant_id, id, parent_commit_id,
           merge_parent_commit_id, message, author_type, author_id, created_at)
-        VALUES (${row.assistantId}, ${row.id}, ${row.parent}, ${row.mergeParent}, ${row.message}, ${row.authorType},
+        VALUES (${row.organizationId}, ${row.assistantId}, ${row.id}, ${row.parent}, ${row.mergeParent}, ${row.message}, ${row.authorType},
           ${row.authorId}, ${row.createdAt})
-        ON CONFLICT (assistant_id, id) DO NOTHING
+        ON CONFLICT (organization_id, assistant_id, id) DO NOTHING
         RETURNING ${commitFields}`
   })
 
   const findCommitRow = SqlSchema.findOneOption({
-    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Request: CommitKey,
     Result: Commit,
-    execute: ({ assistantId, commitId }) =>
-      sql`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId} AND c.id = ${commitId}`
+    execute: ({ organizationId, assistantId, commitId }) =>
+      sql`SELECT ${commitFields} FROM assistant_commits c
+        WHERE c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId} AND c.id = ${commitId}`
   })
 
   const commitFileListRows = SqlSchema.findAll({
-    Request: Schema.Struct({ assistantId: Schema.String, commitId: Schema.String }),
+    Request: CommitKey,
     Result: CommitFile,
-    execute: ({ assistantId, commitId }) =>
+    execute: ({ organizationId, assistantId, commitId }) =>
       sql`SELECT commit_id || ':' || path AS id, commit_id, path, content_hash FROM assistant_commit_files
-        WHERE assistant_id = ${assistantId} AND commit_id = ${commitId} ORDER BY path`
+        WHERE organization_id = ${organizationId} AND assistant_id = ${assistantId} AND commit_id = ${commitId} ORDER BY path`
   })
 
   /**
    * A recursive CTE `name(id)` of `start` and every commit reachable from it over
    * both parent links (parent and merge parent).
    */
-  const ancestry = (name: string, assistantId: string, start: string) => {
+  const ancestry = (name: string, organizationId: string, assistantId: string, start: string) => {
     const cte = sql.literal(name)
     return sql`${cte}(id) AS (
       SELECT ${start}::text
       UNION
-      SELECT p.parent FROM ${cte} r JOIN assistant_commits c ON c.assistant_id = ${assistantId} AND c.id = r.id
+      SELECT p.parent FROM ${cte} r JOIN assistant_commits c
+        ON c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId} AND c.id = r.id
       CROSS JOIN LATERAL (VALUES (c.parent_commit_id), (c.merge_parent_commit_id)) AS p(parent)
       WHERE p.parent IS NOT NULL
     )`
@@ -559,37 +638,50 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
 
   const commitRows = SqlSchema.findAll({
     Request: Schema.Struct({
+      organizationId: Schema.String,
       assistantId: Schema.String,
       head: Schema.optional(Schema.String),
       limit: Schema.Number,
       offset: Schema.Number
     }),
     Result: Commit,
-    execute: ({ assistantId, head, limit, offset }) =>
+    execute: ({ organizationId, assistantId, head, limit, offset }) =>
       head === undefined
-        ? sql`SELECT ${commitFields} FROM assistant_commits c WHERE c.assistant_id = ${assistantId}
+        ? sql`SELECT ${commitFields} FROM assistant_commits c
+            WHERE c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId}
             ORDER BY c.seq DESC LIMIT ${limit} OFFSET ${offset}`
-        : sql`WITH RECURSIVE ${ancestry("reachable", assistantId, head)}
+        : sql`WITH RECURSIVE ${ancestry("reachable", organizationId, assistantId, head)}
             SELECT ${commitFields} FROM assistant_commits c JOIN reachable r ON r.id = c.id
-            WHERE c.assistant_id = ${assistantId}
+            WHERE c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId}
             ORDER BY c.seq DESC LIMIT ${limit} OFFSET ${offset}`
   })
 
   const ancestorRow = SqlSchema.findOne({
-    Request: Schema.Struct({ assistantId: Schema.String, ancestor: Schema.String, descendant: Schema.String }),
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      assistantId: Schema.String,
+      ancestor: Schema.String,
+      descendant: Schema.String
+    }),
     Result: Schema.Struct({ found: Schema.Boolean }),
-    execute: ({ assistantId, ancestor, descendant }) =>
-      sql`WITH RECURSIVE ${ancestry("reachable", assistantId, descendant)}
+    execute: ({ organizationId, assistantId, ancestor, descendant }) =>
+      sql`WITH RECURSIVE ${ancestry("reachable", organizationId, assistantId, descendant)}
         SELECT EXISTS (SELECT 1 FROM reachable WHERE id = ${ancestor}) AS found`
   })
 
   const mergeBaseRow = SqlSchema.findOneOption({
-    Request: Schema.Struct({ assistantId: Schema.String, a: Schema.String, b: Schema.String }),
+    Request: Schema.Struct({
+      organizationId: Schema.String,
+      assistantId: Schema.String,
+      a: Schema.String,
+      b: Schema.String
+    }),
     Result: Schema.Struct({ id: Schema.String }),
-    execute: ({ assistantId, a, b }) =>
-      sql`WITH RECURSIVE ${ancestry("from_a", assistantId, a)}, ${ancestry("from_b", assistantId, b)}
+    execute: ({ organizationId, assistantId, a, b }) =>
+      sql`WITH RECURSIVE ${ancestry("from_a", organizationId, assistantId, a)},
+          ${ancestry("from_b", organizationId, assistantId, b)}
         SELECT c.id FROM assistant_commits c JOIN from_a ON from_a.id = c.id JOIN from_b ON from_b.id = c.id
-        WHERE c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`
+        WHERE c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId} ORDER BY c.seq DESC LIMIT 1`
   })
 
   return {
@@ -641,83 +733,90 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
           )
         : Effect.succeed(undefined),
 
-    markVersioned: (assistantId) =>
-      sql`UPDATE assistants SET versioned = true, updated_at = statement_timestamp() WHERE id = ${assistantId}`.pipe(
-        Effect.asVoid
-      ),
+    markVersioned: (organizationId, assistantId) =>
+      sql`UPDATE assistants SET versioned = true, updated_at = statement_timestamp()
+        WHERE organization_id = ${organizationId} AND id = ${assistantId}`.pipe(Effect.asVoid),
 
-    insertFiles: (assistantId, files) =>
+    insertFiles: (organizationId, assistantId, files) =>
       files.length === 0
         ? Effect.void
-        : sql`INSERT INTO assistant_files (assistant_id, content_hash, content)
-            SELECT ${assistantId}, f.hash, f.content::jsonb
+        : sql`INSERT INTO assistant_files (organization_id, assistant_id, content_hash, content)
+            SELECT ${organizationId}, ${assistantId}, f.hash, f.content::jsonb
             FROM unnest(${files.map((file) => file.hash)}::text[], ${files.map((file) => JSON.stringify(file.content))}::text[])
               AS f(hash, content)
             ON CONFLICT DO NOTHING`.pipe(Effect.asVoid),
 
     insertBranch: (row) => orDieOnSchema(insertBranchRow(row)).pipe(Effect.map(Option.getOrUndefined)),
 
-    findBranch: (assistantId, name, forUpdate = false) =>
-      orDieOnSchema(findBranchRow({ assistantId, name, forUpdate })).pipe(Effect.map(Option.getOrUndefined)),
+    findBranch: (organizationId, assistantId, name, forUpdate = false) =>
+      orDieOnSchema(findBranchRow({ organizationId, assistantId, name, forUpdate })).pipe(
+        Effect.map(Option.getOrUndefined)
+      ),
 
-    listBranches: (assistantId) => orDieOnSchema(listBranchRows(assistantId)),
+    listBranches: (organizationId, assistantId) => orDieOnSchema(listBranchRows({ organizationId, assistantId })),
 
-    deleteBranch: (branchId) => sql`DELETE FROM assistant_branches WHERE id = ${branchId}`.pipe(Effect.asVoid),
-
-    setHead: (branchId, head) =>
-      sql`UPDATE assistant_branches SET head_commit_id = ${head}, updated_at = statement_timestamp()
-        WHERE id = ${branchId}`.pipe(Effect.asVoid),
-
-    touchBranch: (branchId) =>
-      sql`UPDATE assistant_branches SET updated_at = statement_timestamp() WHERE id = ${branchId}`.pipe(Effect.asVoid),
-
-    draftHashes: (branchId) => orDieOnSchema(draftHashRows(branchId)).pipe(Effect.map(hashesOf)),
-
-    draftFiles: (assistantId, branchId, prefix = "") =>
-      orDieOnSchema(draftFileRows({ assistantId, branchId, prefix })).pipe(Effect.map(filesOf)),
-
-    writeDraft: (branchId, set, remove) =>
-      Effect.gen(function* () {
-        if (remove.length > 0) {
-          yield* sql`DELETE FROM assistant_draft_files WHERE branch_id = ${branchId} AND path = ANY(${[...remove]}::text[])`
-        }
-        if (set.size > 0) {
-          yield* sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
-            SELECT ${branchId}, f.path, f.hash FROM unnest(${[...set.keys()]}::text[], ${[...set.values()]}::text[]) AS f(path, hash)
-            ON CONFLICT (branch_id, path) DO UPDATE SET content_hash = EXCLUDED.content_hash`
-        }
-      }),
-
-    resetDraft: (assistantId, branchId, commitId) =>
-      Effect.gen(function* () {
-        yield* sql`DELETE FROM assistant_draft_files WHERE branch_id = ${branchId}`
-        if (commitId !== null) {
-          yield* sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
-            SELECT ${branchId}, path, content_hash FROM assistant_commit_files
-            WHERE assistant_id = ${assistantId} AND commit_id = ${commitId}`
-        }
-      }),
-
-    copyDraft: (fromBranchId, toBranchId) =>
-      sql`INSERT INTO assistant_draft_files (branch_id, path, content_hash)
-        SELECT ${toBranchId}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${fromBranchId}`.pipe(
+    deleteBranch: (organizationId, branchId) =>
+      sql`DELETE FROM assistant_branches WHERE organization_id = ${organizationId} AND id = ${branchId}`.pipe(
         Effect.asVoid
       ),
 
-    commitHashes: (assistantId, commitId) =>
+    setHead: (organizationId, branchId, head) =>
+      sql`UPDATE assistant_branches SET head_commit_id = ${head}, updated_at = statement_timestamp()
+        WHERE organization_id = ${organizationId} AND id = ${branchId}`.pipe(Effect.asVoid),
+
+    touchBranch: (organizationId, branchId) =>
+      sql`UPDATE assistant_branches SET updated_at = statement_timestamp()
+        WHERE organization_id = ${organizationId} AND id = ${branchId}`.pipe(Effect.asVoid),
+
+    draftHashes: (organizationId, branchId) =>
+      orDieOnSchema(draftHashRows({ organizationId, branchId })).pipe(Effect.map(hashesOf)),
+
+    draftFiles: (organizationId, assistantId, branchId, prefix = "") =>
+      orDieOnSchema(draftFileRows({ organizationId, assistantId, branchId, prefix })).pipe(Effect.map(filesOf)),
+
+    writeDraft: (organizationId, branchId, set, remove) =>
+      Effect.gen(function* () {
+        if (remove.length > 0) {
+          yield* sql`DELETE FROM assistant_draft_files
+            WHERE organization_id = ${organizationId} AND branch_id = ${branchId} AND path = ANY(${[...remove]}::text[])`
+        }
+        if (set.size > 0) {
+          yield* sql`INSERT INTO assistant_draft_files (organization_id, branch_id, path, content_hash)
+            SELECT ${organizationId}, ${branchId}, f.path, f.hash
+            FROM unnest(${[...set.keys()]}::text[], ${[...set.values()]}::text[]) AS f(path, hash)
+            ON CONFLICT (organization_id, branch_id, path) DO UPDATE SET content_hash = EXCLUDED.content_hash`
+        }
+      }),
+
+    resetDraft: (organizationId, assistantId, branchId, commitId) =>
+      Effect.gen(function* () {
+        yield* sql`DELETE FROM assistant_draft_files WHERE organization_id = ${organizationId} AND branch_id = ${branchId}`
+        if (commitId !== null) {
+          yield* sql`INSERT INTO assistant_draft_files (organization_id, branch_id, path, content_hash)
+            SELECT organization_id, ${branchId}, path, content_hash FROM assistant_commit_files
+            WHERE organization_id = ${organizationId} AND assistant_id = ${assistantId} AND commit_id = ${commitId}`
+        }
+      }),
+
+    copyDraft: (organizationId, fromBranchId, toBranchId) =>
+      sql`INSERT INTO assistant_draft_files (organization_id, branch_id, path, content_hash)
+        SELECT organization_id, ${toBranchId}, path, content_hash FROM assistant_draft_files
+        WHERE organization_id = ${organizationId} AND branch_id = ${fromBranchId}`.pipe(Effect.asVoid),
+
+    commitHashes: (organizationId, assistantId, commitId) =>
       commitId === null
         ? Effect.succeed(new Map<string, string>())
-        : orDieOnSchema(commitHashRows({ assistantId, commitId })).pipe(Effect.map(hashesOf)),
+        : orDieOnSchema(commitHashRows({ organizationId, assistantId, commitId })).pipe(Effect.map(hashesOf)),
 
-    commitFiles: (assistantId, commitId) =>
+    commitFiles: (organizationId, assistantId, commitId) =>
       commitId === null
         ? Effect.succeed(new Map<string, FileVersion>())
-        : orDieOnSchema(commitFileRows({ assistantId, commitId })).pipe(Effect.map(filesOf)),
+        : orDieOnSchema(commitFileRows({ organizationId, assistantId, commitId })).pipe(Effect.map(filesOf)),
 
-    contents: (assistantId, hashes) =>
+    contents: (organizationId, assistantId, hashes) =>
       hashes.length === 0
         ? Effect.succeed(new Map<string, unknown>())
-        : orDieOnSchema(contentRows({ assistantId, hashes })).pipe(
+        : orDieOnSchema(contentRows({ organizationId, assistantId, hashes })).pipe(
             Effect.map((rows) => new Map(rows.map((row) => [row.content_hash, row.content])))
           ),
 
@@ -725,27 +824,32 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
       Effect.gen(function* () {
         const inserted = yield* orDieOnSchema(insertCommitRow(row))
         if (Option.isSome(inserted)) {
-          yield* sql`INSERT INTO assistant_commit_files (assistant_id, commit_id, path, content_hash)
-          SELECT ${row.assistantId}, ${row.id}, path, content_hash FROM assistant_draft_files WHERE branch_id = ${row.branchId}`
+          yield* sql`INSERT INTO assistant_commit_files (organization_id, assistant_id, commit_id, path, content_hash)
+          SELECT organization_id, ${row.assistantId}, ${row.id}, path, content_hash FROM assistant_draft_files
+          WHERE organization_id = ${row.organizationId} AND branch_id = ${row.branchId}`
           return inserted.value
         }
         // The same id is the same commit (A5: the id hashes parent, files, message, author and time), made by
         // another branch in the same millisecond: read in a statement of its own, whose snapshot sees it committed.
-        const existing = yield* orDieOnSchema(findCommitRow({ assistantId: row.assistantId, commitId: row.id }))
+        const existing = yield* orDieOnSchema(
+          findCommitRow({ organizationId: row.organizationId, assistantId: row.assistantId, commitId: row.id })
+        )
         if (Option.isNone(existing)) return yield* Effect.die(new Error(`commit ${row.id} neither inserted nor found`))
         return existing.value
       }),
 
-    findCommit: (assistantId, commitId) =>
-      orDieOnSchema(findCommitRow({ assistantId, commitId })).pipe(Effect.map(Option.getOrUndefined)),
+    findCommit: (organizationId, assistantId, commitId) =>
+      orDieOnSchema(findCommitRow({ organizationId, assistantId, commitId })).pipe(Effect.map(Option.getOrUndefined)),
 
-    listCommitFiles: (assistantId, commitId) => orDieOnSchema(commitFileListRows({ assistantId, commitId })),
+    listCommitFiles: (organizationId, assistantId, commitId) =>
+      orDieOnSchema(commitFileListRows({ organizationId, assistantId, commitId })),
 
-    listCommits: (assistantId, page) =>
+    listCommits: (organizationId, assistantId, page) =>
       page.head === null
         ? Effect.succeed([])
         : orDieOnSchema(
             commitRows({
+              organizationId,
               assistantId,
               ...(page.head !== undefined ? { head: page.head } : {}),
               limit: page.limit,
@@ -753,37 +857,40 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
             })
           ),
 
-    isAncestor: (assistantId, ancestor, descendant) =>
-      orDieOnSchema(ancestorRow({ assistantId, ancestor, descendant })).pipe(
+    isAncestor: (organizationId, assistantId, ancestor, descendant) =>
+      orDieOnSchema(ancestorRow({ organizationId, assistantId, ancestor, descendant })).pipe(
         Effect.catchTag("NoSuchElementError", Effect.die),
         Effect.map((row) => row.found)
       ),
 
-    mergeBase: (assistantId, a, b) =>
-      orDieOnSchema(mergeBaseRow({ assistantId, a, b })).pipe(
+    mergeBase: (organizationId, assistantId, a, b) =>
+      orDieOnSchema(mergeBaseRow({ organizationId, assistantId, a, b })).pipe(
         Effect.map((row) => (Option.isSome(row) ? row.value.id : null))
       ),
 
-    setPinning: (assistantId, pinning) =>
+    setPinning: (organizationId, assistantId, pinning) =>
       sql`UPDATE assistants SET session_pinning = ${pinning}, updated_at = statement_timestamp()
-        WHERE id = ${assistantId}`.pipe(Effect.asVoid),
+        WHERE organization_id = ${organizationId} AND id = ${assistantId}`.pipe(Effect.asVoid),
 
-    findRollout: (assistantId) => orDieOnSchema(findRolloutRow(assistantId)).pipe(Effect.map(Option.getOrUndefined)),
+    findRollout: (organizationId, assistantId) =>
+      orDieOnSchema(findRolloutRow({ organizationId, assistantId })).pipe(Effect.map(Option.getOrUndefined)),
 
     putRollout: (rollout) =>
       orDieOnSchema(putRolloutRow(rollout)).pipe(Effect.catchTag("NoSuchElementError", Effect.die)),
 
-    deleteRollout: (assistantId) =>
-      sql`DELETE FROM assistant_rollouts WHERE assistant_id = ${assistantId} RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0)
+    deleteRollout: (organizationId, assistantId) =>
+      sql`DELETE FROM assistant_rollouts WHERE organization_id = ${organizationId} AND assistant_id = ${assistantId}
+        RETURNING id`.pipe(Effect.map((rows) => rows.length > 0)),
+
+    findAssignment: (organizationId, sessionId, assistantId) =>
+      orDieOnSchema(findAssignmentRow({ organizationId, sessionId, assistantId })).pipe(
+        Effect.map(Option.getOrUndefined)
       ),
 
-    findAssignment: (sessionId, assistantId) =>
-      orDieOnSchema(findAssignmentRow({ sessionId, assistantId })).pipe(Effect.map(Option.getOrUndefined)),
-
-    insertAssignment: (sessionId, assistantId, assignment) =>
+    insertAssignment: (organizationId, sessionId, assistantId, assignment) =>
       Effect.gen(function* () {
         const row = {
+          organizationId,
           sessionId,
           assistantId,
           rolloutId: assignment.rollout_id,
@@ -793,14 +900,16 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
         const inserted = yield* orDieOnSchema(insertAssignmentRow(row))
         if (Option.isSome(inserted)) return inserted.value
         // Another run of the session recorded first: read in a statement of its own, whose snapshot sees it.
-        const existing = yield* orDieOnSchema(findAssignmentRow({ sessionId, assistantId }))
+        const existing = yield* orDieOnSchema(findAssignmentRow({ organizationId, sessionId, assistantId }))
         if (Option.isNone(existing)) return yield* Effect.die(new Error("an assignment neither inserted nor found"))
         return existing.value
       }),
 
-    reassign: (sessionId, assistantId, branchName) =>
+    reassign: (organizationId, sessionId, assistantId, branchName) =>
       sql`UPDATE session_assignments SET branch_name = ${branchName}, rollout_id = NULL,
           updated_at = statement_timestamp()
-        WHERE session_id = ${sessionId} AND assistant_id = ${assistantId}`.pipe(Effect.asVoid)
+        WHERE organization_id = ${organizationId} AND session_id = ${sessionId} AND assistant_id = ${assistantId}`.pipe(
+        Effect.asVoid
+      )
   }
 }

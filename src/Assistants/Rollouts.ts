@@ -91,7 +91,7 @@ const makeRollouts = (repo: AssistantsRepo["Service"], newId: () => string): Rol
   const get = Effect.fn("Rollouts.get")(
     function* (organizationId: string, assistantId: string) {
       yield* access.versioned(organizationId, assistantId)
-      const rollout = yield* repo.findRollout(assistantId)
+      const rollout = yield* repo.findRollout(organizationId, assistantId)
       if (rollout === undefined) return yield* new NoRollout()
       return rolloutOf(assistantId, rollout)
     },
@@ -105,6 +105,7 @@ const makeRollouts = (repo: AssistantsRepo["Service"], newId: () => string): Rol
           if (branch.head_commit_id === null) return yield* new BranchNotPublished({ branch_name: branch.name })
           const rollout = yield* repo.putRollout({
             id: newId(),
+            organizationId,
             assistantId,
             branchId: branch.id,
             percent: payload.percent
@@ -118,7 +119,7 @@ const makeRollouts = (repo: AssistantsRepo["Service"], newId: () => string): Rol
   const end = Effect.fn("Rollouts.end")(
     function* (organizationId: string, assistantId: string) {
       yield* access.versioned(organizationId, assistantId)
-      if (!(yield* repo.deleteRollout(assistantId))) return yield* new NoRollout()
+      if (!(yield* repo.deleteRollout(organizationId, assistantId))) return yield* new NoRollout()
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -134,7 +135,7 @@ const makeRollouts = (repo: AssistantsRepo["Service"], newId: () => string): Rol
   const putSettings = Effect.fn("Rollouts.putSettings")(
     function* (organizationId: string, assistantId: string, settings: RuntimeSettings) {
       yield* access.versioned(organizationId, assistantId)
-      yield* repo.setPinning(assistantId, settings.session_pinning)
+      yield* repo.setPinning(organizationId, assistantId, settings.session_pinning)
       return { session_pinning: settings.session_pinning }
     },
     Effect.catchTag("SqlError", Effect.die)

@@ -71,8 +71,8 @@ const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
       const head =
         query.branch_name === undefined
           ? undefined
-          : (yield* access.branch(assistantId, query.branch_name)).head_commit_id
-      const commits = yield* repo.listCommits(assistantId, {
+          : (yield* access.branch(organizationId, assistantId, query.branch_name)).head_commit_id
+      const commits = yield* repo.listCommits(organizationId, assistantId, {
         head,
         limit: query.limit ?? DEFAULT_VERSIONS_LIMIT,
         offset: query.offset ?? 0
@@ -85,9 +85,9 @@ const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
   const get = Effect.fn("Versions.get")(
     function* (organizationId: string, assistantId: string, commitId: string) {
       yield* access.versioned(organizationId, assistantId)
-      const commit = yield* repo.findCommit(assistantId, commitId)
+      const commit = yield* repo.findCommit(organizationId, assistantId, commitId)
       if (commit === undefined) return yield* new CommitNotFound({ commit_id: commitId })
-      return { commit, files: yield* repo.listCommitFiles(assistantId, commitId) }
+      return { commit, files: yield* repo.listCommitFiles(organizationId, assistantId, commitId) }
     },
     Effect.catchTag("SqlError", Effect.die)
   )
@@ -96,12 +96,13 @@ const makeVersions = (repo: AssistantsRepo["Service"]): Versions["Service"] => {
     function* (organizationId: string, assistantId: string, query: typeof VersionsDiffQuery.Type) {
       yield* access.versioned(organizationId, assistantId)
       for (const id of [query.commit_a, query.commit_b]) {
-        if ((yield* repo.findCommit(assistantId, id)) === undefined) return yield* new CommitNotFound({ commit_id: id })
+        if ((yield* repo.findCommit(organizationId, assistantId, id)) === undefined)
+          return yield* new CommitNotFound({ commit_id: id })
       }
       return {
         diffs: diffFiles(
-          yield* repo.commitFiles(assistantId, query.commit_a),
-          yield* repo.commitFiles(assistantId, query.commit_b)
+          yield* repo.commitFiles(organizationId, assistantId, query.commit_a),
+          yield* repo.commitFiles(organizationId, assistantId, query.commit_b)
         )
       }
     },

@@ -208,7 +208,7 @@ const makeRepo = Effect.gen(function* () {
   /** Deletes up to `limit` messages of `sessionIds`; returns how many. */
   const deleteMessages = (erasure: ClaimedErasure, sessionIds: ReadonlyArray<string>, limit: number) =>
     sql<{ n: number }>`WITH d AS (
-        DELETE FROM messages WHERE id IN (
+        DELETE FROM messages WHERE organization_id = ${erasure.organization_id} AND id IN (
           SELECT id FROM messages WHERE session_id = ANY (${sessionIds}::uuid[])
             AND organization_id = ${erasure.organization_id}
           LIMIT ${limit})
@@ -222,10 +222,14 @@ const makeRepo = Effect.gen(function* () {
    */
   const deleteSessions = (erasure: ClaimedErasure, sessionIds: ReadonlyArray<string>) =>
     sql<Required<Pick<PartialCounts, "runs" | "schedules" | "reply_jobs" | "assignments" | "sessions">>>`WITH
-      runs AS (DELETE FROM runs WHERE session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
-      schedules AS (DELETE FROM session_schedules WHERE session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
-      jobs AS (DELETE FROM reply_jobs WHERE session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
-      assignments AS (DELETE FROM session_assignments WHERE session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
+      runs AS (DELETE FROM runs WHERE organization_id = ${erasure.organization_id}
+        AND session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
+      schedules AS (DELETE FROM session_schedules WHERE organization_id = ${erasure.organization_id}
+        AND session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
+      jobs AS (DELETE FROM reply_jobs WHERE organization_id = ${erasure.organization_id}
+        AND session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
+      assignments AS (DELETE FROM session_assignments WHERE organization_id = ${erasure.organization_id}
+        AND session_id = ANY (${sessionIds}::uuid[]) RETURNING 1),
       sessions AS (
         DELETE FROM sessions WHERE id = ANY (${sessionIds}::uuid[]) AND organization_id = ${erasure.organization_id}
         RETURNING 1
@@ -276,9 +280,10 @@ const makeRepo = Effect.gen(function* () {
   /** Deletes up to `limit` ingest receipts of the erasure's conversations (D10); returns how many. */
   const deleteReceipts = (erasure: ClaimedErasure, limit: number) =>
     sql<{ n: number }>`WITH d AS (
-        DELETE FROM ingest_receipts WHERE (conversation_id, provider_message_id) IN (
+        DELETE FROM ingest_receipts WHERE organization_id = ${erasure.organization_id}
+          AND (conversation_id, provider_message_id) IN (
           SELECT conversation_id, provider_message_id FROM ingest_receipts
-          WHERE conversation_id IN (SELECT id FROM conversations
+          WHERE organization_id = ${erasure.organization_id} AND conversation_id IN (SELECT id FROM conversations
               WHERE organization_id = ${erasure.organization_id} AND erasure_id = ${erasure.id})
           LIMIT ${limit})
         RETURNING 1

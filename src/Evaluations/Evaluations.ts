@@ -257,7 +257,12 @@ export class Evaluations extends Context.Service<
         Effect.gen(function* () {
           yield* live.idle
           const started = performance.now()
-          const history = yield* messages.history(turn.session_id, HISTORY_LIMIT, turn.started_at)
+          const history = yield* messages.history(
+            evaluation.organization_id,
+            turn.session_id,
+            HISTORY_LIMIT,
+            turn.started_at
+          )
           const side = (snapshot: unknown) =>
             Effect.forEach(Array.from({ length: evaluation.repeats }), () =>
               replay({

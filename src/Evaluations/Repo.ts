@@ -135,7 +135,7 @@ const makeRepo = Effect.gen(function* () {
           JOIN sessions s ON s.id = u.id AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL`
       : sql`SELECT q.session_id, row_number() OVER (ORDER BY q.last DESC, q.session_id) AS rank FROM (
             SELECT r.session_id, max(r.started_at) AS last FROM runs r
-            JOIN sessions s ON s.id = r.session_id AND s.erasure_id IS NULL
+            JOIN sessions s ON s.organization_id = r.organization_id AND s.id = r.session_id AND s.erasure_id IS NULL
             WHERE r.organization_id = ${organizationId} AND r.assistant_id = ${assistantId}
               AND r.started_at >= ${source.since}::timestamptz AND r.started_at < ${source.until}::timestamptz
             GROUP BY r.session_id ORDER BY last DESC, r.session_id LIMIT ${source.limit}) q`
@@ -167,11 +167,12 @@ const makeRepo = Effect.gen(function* () {
               coalesce(r.nodes->>0, ''), r.started_at,
               jsonb_build_object('text', coalesce((
                 SELECT ${sql.literal(historyText("m"))} FROM messages m
-                WHERE m.session_id = r.session_id AND m.run_id = r.id::text
+                WHERE m.organization_id = r.organization_id AND m.session_id = r.session_id AND m.run_id = r.id::text
                   AND coalesce(m.redacted_type, m.content->>'type') = 'text'
                 ORDER BY m.created_at DESC, m.id DESC LIMIT 1), ''),
                 'nodes', r.nodes, 'tool_calls', r.tool_calls, 'error', r.error)
-            FROM p JOIN runs r ON r.session_id = p.session_id AND r.assistant_id = ${evaluation.assistantId}
+            FROM p JOIN runs r ON r.organization_id = ${evaluation.organizationId} AND r.session_id = p.session_id
+              AND r.assistant_id = ${evaluation.assistantId}
             RETURNING 1
           )
           UPDATE evaluations SET turns_total = (SELECT count(*) FROM t)

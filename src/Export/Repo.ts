@@ -109,7 +109,7 @@ const tables = {
     table: "sessions",
     alias: "s",
     columns: columnsOf(sessionMembers("s", "a")),
-    join: "LEFT JOIN agents a ON a.id = s.agent_id",
+    join: "LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id",
     // D22: the sessions of a contact being erased are left out.
     visible: "s.erasure_id IS NULL"
   },
@@ -119,7 +119,8 @@ const tables = {
     columns: columnsOf(messageMembers("m")),
     join: "",
     // D22: so are their messages (a probe of sessions_erased_idx, which holds only sessions being erased).
-    visible: "NOT EXISTS (SELECT 1 FROM sessions x WHERE x.id = m.session_id AND x.erasure_id IS NOT NULL)"
+    visible: `NOT EXISTS (SELECT 1 FROM sessions x WHERE x.organization_id = m.organization_id AND x.id = m.session_id
+      AND x.erasure_id IS NOT NULL)`
   }
 } as const
 
@@ -209,8 +210,8 @@ const makeSqlRepo = (sql: PgClient.PgClient): ExportRepo["Service"] => {
   const sessionsByIds = (organizationId: string, ids: ReadonlyArray<string>) =>
     sql<{ body: string }>`SELECT ${sql.literal(sessionJson("s", "a"))}::text AS body
       FROM unnest(${[...ids]}::uuid[]) WITH ORDINALITY AS wanted(id, position)
-      JOIN sessions s ON s.id = wanted.id AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL
-      LEFT JOIN agents a ON a.id = s.agent_id
+      JOIN sessions s ON s.organization_id = ${organizationId} AND s.id = wanted.id AND s.erasure_id IS NULL
+      LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       ORDER BY wanted.position`
 
   return { cursorKey, horizon, page, rememberCursor, sessionsByIds }

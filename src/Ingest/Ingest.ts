@@ -221,10 +221,10 @@ export class Ingest extends Context.Service<
             const before = JSON.stringify(current)
             const metadata = yield* patchMetadata(current, input.metadata)
             // A patch that changes nothing writes nothing (members keep their place when replaced).
-            if (JSON.stringify(metadata) !== before) yield* sessions.setMetadata(target.id, metadata)
+            if (JSON.stringify(metadata) !== before) yield* sessions.setMetadata(organizationId, target.id, metadata)
           }
           if (requested !== undefined && (requested?.id ?? null) !== target.agentId) {
-            const assigned = yield* sessions.assignAgent(target, requested)
+            const assigned = yield* sessions.assignAgent({ organizationId, ...target }, requested)
             target = {
               id: target.id,
               agentId: assigned.agentId,
@@ -324,7 +324,7 @@ export class Ingest extends Context.Service<
                   // D24: an edit of a message of the conversation changes it, and stores nothing else.
                   const edited = yield* messages.referenced(organizationId, state.conversation_id, editOf)
                   if (edited !== undefined) {
-                    yield* messages.edit(edited.id, message.content)
+                    yield* messages.edit(organizationId, edited.id, message.content)
                     if (message.providerMessageId !== null) {
                       yield* repo.retargetReceipt(
                         organizationId,
@@ -364,7 +364,7 @@ export class Ingest extends Context.Service<
                     traceContext
                   )
                   if (reacted !== undefined)
-                    yield* messages.react(reacted.id, reaction.role, String(message.content.emoji))
+                    yield* messages.react(organizationId, reacted.id, reaction.role, String(message.content.emoji))
                   return response
                 }
                 return yield* control(organizationId, input, mode, message, newSessionId, state, traceContext)

@@ -120,11 +120,11 @@ const stepStatement = (lock: "SHARE" | "UPDATE") =>
     CASE WHEN ${p.reuseOpen} THEN coalesce((SELECT id FROM s), ${p.newSessionId}) ELSE ${p.newSessionId} END,
     statement_timestamp()
   FROM c WHERE ${p.providerMessageId} IS NOT NULL
-  ON CONFLICT (conversation_id, provider_message_id) DO NOTHING
+  ON CONFLICT (organization_id, conversation_id, provider_message_id) DO NOTHING
   RETURNING message_id
 ), d AS (
   SELECT message_id, session_id FROM ingest_receipts
-  WHERE conversation_id = (SELECT id FROM c0) AND provider_message_id = ${p.providerMessageId}
+  WHERE organization_id = ${p.organizationId} AND conversation_id = (SELECT id FROM c0) AND provider_message_id = ${p.providerMessageId}
     AND NOT EXISTS (SELECT 1 FROM r)
 ), ct AS (
   ${upsertContactSql({
@@ -156,10 +156,11 @@ SELECT c.id AS conversation_id, c.created AS conversation_created,
   ra.id AS requested_agent_id, ra.type AS requested_agent_type
 FROM c
 LEFT JOIN s ON true
-LEFT JOIN agents sa ON sa.id = s.agent_id
+LEFT JOIN agents sa ON sa.organization_id = ${p.organizationId} AND sa.id = s.agent_id
 LEFT JOIN d ON true
 LEFT JOIN organization_settings os ON os.organization_id = ${p.organizationId}
-LEFT JOIN agents da ON da.id = os.default_agent_id AND da.deleted_at IS NULL
+LEFT JOIN agents da ON da.organization_id = os.organization_id AND da.id = os.default_agent_id
+  AND da.deleted_at IS NULL
 LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${p.organizationId}
   AND ra.deleted_at IS NULL`
   )

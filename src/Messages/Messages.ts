@@ -172,7 +172,12 @@ export class Messages extends Context.Service<
      * created before that moment: the history a replay of a run started then
      * answers from (A16).
      */
-    history(sessionId: string, limit: number, before?: Date): Effect.Effect<ReadonlyArray<HistoryEntry>>
+    history(
+      organizationId: string,
+      sessionId: string,
+      limit: number,
+      before?: Date
+    ): Effect.Effect<ReadonlyArray<HistoryEntry>>
     /**
      * For ingest, inside its transaction (D24): the message of the
      * conversation `target` names, by Parley id or the channel's id, locked;
@@ -188,13 +193,13 @@ export class Messages extends Context.Service<
      * ("" removes it) applied to the locked message `targetId`'s summary,
      * message.updated when it changed.
      */
-    react(targetId: string, role: MessageRole, emoji: string): Effect.Effect<void>
+    react(organizationId: string, targetId: string, role: MessageRole, emoji: string): Effect.Effect<void>
     /**
      * For ingest, inside its transaction (D24): edits the message to
      * `content`, as PATCH does; the message after, or undefined when it may
      * not be edited (redacted, or not of an editable type: nothing changes).
      */
-    edit(messageId: string, content: Content): Effect.Effect<Message | undefined>
+    edit(organizationId: string, messageId: string, content: Content): Effect.Effect<Message | undefined>
   }
 >()("parley/Messages") {
   /** The service, its repository left open; requires `MessagesRepo` and `DeliveryWakeup` (the one this process's delivery worker listens to). */
@@ -238,7 +243,7 @@ export class Messages extends Context.Service<
               { idempotency: Option.getOrUndefined(idempotency) }
             )
             const body = yield* insertedBody(result)
-            yield* repo.react(target.id, input.role, String(content.emoji))
+            yield* repo.react(organizationId, target.id, input.role, String(content.emoji))
             return body
           })
         )
@@ -290,7 +295,7 @@ export class Messages extends Context.Service<
           yield* locate(organizationId, sessionId, messageId)
           return yield* repo.withTransaction(
             Effect.gen(function* () {
-              const state = yield* repo.lockDelivery(messageId)
+              const state = yield* repo.lockDelivery(organizationId, messageId)
               const fields: { -readonly [K in keyof DeliveryFields]: DeliveryFields[K] } = {}
               if (input.content !== undefined) {
                 const content = yield* validateContent(input.content)
@@ -317,7 +322,7 @@ export class Messages extends Context.Service<
                   }
                 }
               }
-              return yield* repo.updateDelivery(messageId, fields)
+              return yield* repo.updateDelivery(organizationId, messageId, fields)
             })
           )
         },
@@ -330,14 +335,14 @@ export class Messages extends Context.Service<
           if (found.redacted_at !== null) return found
           return yield* repo.withTransaction(
             Effect.gen(function* () {
-              const locked = yield* repo.lockRedaction(messageId)
+              const locked = yield* repo.lockRedaction(organizationId, messageId)
               const target = locked.find((row) => row.id === messageId)
               // Redacted meanwhile (by another request, or as a payload of its run): as it is, nothing emitted.
               if (target === undefined || target.redacted) {
                 return yield* locate(organizationId, sessionId, messageId)
               }
               const messageIds = locked.filter((row) => !row.redacted).map((row) => row.id)
-              return yield* repo.redact(messageId, messageIds)
+              return yield* repo.redact(organizationId, messageId, messageIds)
             })
           )
         },
@@ -355,7 +360,7 @@ export class Messages extends Context.Service<
             )
           }
           if (!(yield* repo.sessionExists(organizationId, sessionId))) return yield* new SessionNotFound()
-          return yield* repo.search(sessionId, {
+          return yield* repo.search(organizationId, sessionId, {
             provider_message_id: search.provider_message_id,
             replied_provider_message_id: search.replied_provider_message_id,
             role: search.role,
@@ -376,23 +381,23 @@ export class Messages extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      const history = (sessionId: string, limit: number, before?: Date) =>
-        repo.history(sessionId, limit, before).pipe(Effect.orDie)
+      const history = (organizationId: string, sessionId: string, limit: number, before?: Date) =>
+        repo.history(organizationId, sessionId, limit, before).pipe(Effect.orDie)
 
       const referenced = (organizationId: string, conversationId: string, target: string) =>
         repo.lockReferenced(organizationId, { conversationId }, target, true).pipe(Effect.orDie)
 
-      const react = (targetId: string, role: MessageRole, emoji: string) =>
-        repo.react(targetId, role, emoji).pipe(Effect.orDie)
+      const react = (organizationId: string, targetId: string, role: MessageRole, emoji: string) =>
+        repo.react(organizationId, targetId, role, emoji).pipe(Effect.orDie)
 
-      const edit = (messageId: string, content: Content) =>
+      const edit = (organizationId: string, messageId: string, content: Content) =>
         Effect.gen(function* () {
-          const state = yield* repo.lockDelivery(messageId)
+          const state = yield* repo.lockDelivery(organizationId, messageId)
           const allowed = yield* checkEdit(state, content).pipe(
             Effect.as(true),
             Effect.catch(() => Effect.succeed(false))
           )
-          return allowed ? yield* repo.updateDelivery(messageId, { content }) : undefined
+          return allowed ? yield* repo.updateDelivery(organizationId, messageId, { content }) : undefined
         }).pipe(Effect.orDie)
 
       return Messages.of({ create, get, update, redact, search, append, history, referenced, react, edit })

@@ -140,7 +140,8 @@ export const quotedHistoryText = (alias: string, quoted: string): string => `CAS
  */
 export const messageByProviderIdSql = (organizationId: string, conversationId: string, providerMessageId: string) =>
   `CASE WHEN ${providerMessageId} IS NULL THEN NULL ELSE (SELECT t.id FROM sessions ts
-    JOIN messages t ON t.session_id = ts.id AND t.provider_message_id = ${providerMessageId}
+    JOIN messages t ON t.organization_id = ts.organization_id AND t.session_id = ts.id
+      AND t.provider_message_id = ${providerMessageId}
     WHERE ts.conversation_id = ${conversationId} AND ts.organization_id = ${organizationId}
     ORDER BY t.created_at, t.id LIMIT 1) END`
 
@@ -472,12 +473,19 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     SqlError.SqlError | Schema.SchemaError
   > => {
     if (!isUuid(sessionId)) return Effect.succeed({ sessionFound: false, message: undefined })
+    const id = isUuid(messageId) ? messageId : null
     return sql<{ session_found: boolean; message: unknown }>`
       SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId}
         AND erasure_id IS NULL) AS session_found,
         CASE WHEN m.id IS NULL THEN NULL ELSE ${messageJsonFragment} END AS message
       FROM (SELECT 1) AS one
-      LEFT JOIN messages m ON m.id = ${isUuid(messageId) ? messageId : null}::uuid`.pipe(
+      LEFT JOIN LATERAL (
+        SELECT * FROM messages WHERE organization_id = ${organizationId} AND id = ${id}::uuid
+        UNION ALL
+        -- D1: a message of another organization (403); messages_id_idx, read only when the first finds none.
+        SELECT * FROM messages WHERE id = ${id}::uuid AND organization_id <> ${organizationId}
+        LIMIT 1
+      ) m ON true`.pipe(
       Effect.flatMap(([row]) =>
         Effect.map(row!.message === null ? Effect.succeed(undefined) : decodeMessage(row!.message), (message) => ({
           sessionFound: row!.session_found,
@@ -488,17 +496,20 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   }
 
   /** Locks a message (inside a transaction) and reads its delivery state. */
-  const lockDelivery = (messageId: string) =>
+  const lockDelivery = (organizationId: string, messageId: string) =>
     sql<DeliveryState>`SELECT id, delivery_status, delivered_at, content->>'type' AS content_type,
-        redacted_at IS NOT NULL AS redacted FROM messages WHERE id = ${messageId} FOR UPDATE`.pipe(
-      Effect.map((rows) => rows[0]!)
-    )
+        redacted_at IS NOT NULL AS redacted FROM messages
+      WHERE organization_id = ${organizationId} AND id = ${messageId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]!))
 
   /**
    * Updates delivery columns, stamps `updated_at`, writes message.updated
    * (W1) when a delivery field changed, and returns the message (decoded).
    */
-  const updateDelivery = Effect.fnUntraced(function* (messageId: string, fields: DeliveryFields) {
+  const updateDelivery = Effect.fnUntraced(function* (
+    organizationId: string,
+    messageId: string,
+    fields: DeliveryFields
+  ) {
     const { content, ...set } = fields
     const eventId = newId()
     const traceContext = yield* currentTraceContext
@@ -513,10 +524,10 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
             edited_at = CASE WHEN ${changed} THEN statement_timestamp() ELSE x.edited_at END,`
     return yield* sql<{ message: unknown }>`
       WITH before AS (
-        SELECT * FROM messages WHERE id = ${messageId}
+        SELECT * FROM messages WHERE organization_id = ${organizationId} AND id = ${messageId}
       ), m AS (
         UPDATE messages x SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} ${edit} updated_at = statement_timestamp()
-        WHERE x.id = ${messageId} RETURNING *
+        WHERE x.organization_id = ${organizationId} AND x.id = ${messageId} RETURNING *
       ), ev AS (
         SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${updatedEvents})
@@ -538,7 +549,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   /** The stored responses that carried a redacted row of `m`, rewritten (D23). */
   const redactedStoredResponses = sql.literal(REDACTED_STORED_RESPONSES)
   /** Whether the event `e` is not yet delivered (D23). */
-  const notDelivered = sql.literal(notDeliveredSql("e.id"))
+  const notDelivered = sql.literal(notDeliveredSql("e.organization_id", "e.id"))
   /** message.updated of each redacted row `m` (W1, D23), its id and trace context from `ev`. */
   const redactedEvents = sql.literal(
     messageUpdatedSql({
@@ -548,8 +559,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   )
 
   /** Messages of a session matching `search`, oldest first (D3), decoded. */
-  const search = (sessionId: string, search: MessageSearch) => {
-    const conditions = [sql`m.session_id = ${sessionId}`]
+  const search = (organizationId: string, sessionId: string, search: MessageSearch) => {
+    const conditions = [sql`m.organization_id = ${organizationId}`, sql`m.session_id = ${sessionId}`]
     if (search.provider_message_id !== undefined)
       conditions.push(sql`m.provider_message_id = ${search.provider_message_id}`)
     if (search.replied_provider_message_id !== undefined)
@@ -577,11 +588,12 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * `before` when given: the history a replay answers, A16), oldest first
    * (R2); a redacted one with {@link historyText}.
    */
-  const history = (sessionId: string, limit: number, before?: Date) =>
+  const history = (organizationId: string, sessionId: string, limit: number, before?: Date) =>
     sql<HistoryEntry>`SELECT role, text FROM (
         SELECT m.role, ${sql.literal(quotedHistoryText("m", "q"))} AS text, m.created_at, m.id FROM messages m
-        LEFT JOIN messages q ON q.id = m.reply_to_message_id AND q.conversation_id = m.conversation_id
-        WHERE m.session_id = ${sessionId} AND coalesce(m.redacted_type, m.content->>'type') = 'text'
+        LEFT JOIN messages q ON q.organization_id = m.organization_id AND q.id = m.reply_to_message_id
+          AND q.conversation_id = m.conversation_id
+        WHERE m.organization_id = ${organizationId} AND m.session_id = ${sessionId} AND coalesce(m.redacted_type, m.content->>'type') = 'text'
           ${before === undefined ? sql`` : sql`AND m.created_at < ${before}`}
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
       ) h ORDER BY h.created_at, h.id`
@@ -602,7 +614,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
             WHERE id = ${id} AND organization_id = ${organizationId}`
         : sql`SELECT ${id}::uuid AS conversation_id, ${organizationId}::uuid AS organization_id, ${target}::text AS target`
     return sql<ReferencedMessage>`WITH rs AS (${rs})
-      SELECT x.id::text AS id, x.session_id::text AS session_id FROM messages x WHERE x.id = (SELECT coalesce(
+      SELECT x.id::text AS id, x.session_id::text AS session_id FROM messages x
+      WHERE x.organization_id = ${organizationId} AND x.id = (SELECT coalesce(
         (SELECT y.id FROM messages y WHERE y.id = ${isUuid(target) ? target : null}::uuid
           AND y.conversation_id = rs.conversation_id AND y.organization_id = rs.organization_id),
         CASE WHEN ${byProviderId} THEN ${providerTarget} END) FROM rs)
@@ -615,15 +628,20 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * the target's `reactions` summary (rendered from `reacted`), `updated_at`
    * stamped and message.updated written (W1).
    */
-  const react = Effect.fnUntraced(function* (targetId: string, role: MessageRole, emoji: string) {
+  const react = Effect.fnUntraced(function* (
+    organizationId: string,
+    targetId: string,
+    role: MessageRole,
+    emoji: string
+  ) {
     const traceContext = yield* currentTraceContext
     yield* sql`WITH n AS (
         SELECT x.id, CASE WHEN ${emoji} = '' THEN x.reacted - ${role}::text
           ELSE x.reacted || jsonb_build_object(${role}::text, ${emoji}::text) END AS reacted
-        FROM messages x WHERE x.id = ${targetId}
+        FROM messages x WHERE x.organization_id = ${organizationId} AND x.id = ${targetId}
       ), m AS (
         UPDATE messages x SET reacted = n.reacted, updated_at = statement_timestamp()
-        FROM n WHERE x.id = n.id AND x.reacted IS DISTINCT FROM n.reacted
+        FROM n WHERE x.organization_id = ${organizationId} AND x.id = n.id AND x.reacted IS DISTINCT FROM n.reacted
         RETURNING x.*
       ), ev AS (
         SELECT ${newId()}::uuid AS id, ${traceContext}::jsonb AS trace_context
@@ -638,12 +656,13 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * stored of the tool calls of the turn that wrote it (R2). Payloads are
    * looked for only while the message is not redacted yet.
    */
-  const lockRedaction = (messageId: string) =>
+  const lockRedaction = (organizationId: string, messageId: string) =>
     sql<RedactionLock>`SELECT m.id::text AS id, m.redacted_at IS NOT NULL AS redacted FROM messages m
-      WHERE m.id = ${messageId} OR m.id IN (
+      WHERE m.organization_id = ${organizationId} AND (m.id = ${messageId} OR m.id IN (
         SELECT p.id FROM messages t
-        JOIN messages p ON p.session_id = t.session_id AND p.run_id = t.run_id
-        WHERE t.id = ${messageId} AND t.redacted_at IS NULL AND p.content->>'type' IN ${sql.in(toolPayloadTypes)})
+        JOIN messages p ON p.organization_id = t.organization_id AND p.session_id = t.session_id
+          AND p.run_id = t.run_id
+        WHERE t.organization_id = ${organizationId} AND t.id = ${messageId} AND t.redacted_at IS NULL AND p.content->>'type' IN ${sql.in(toolPayloadTypes)}))
       ORDER BY m.id FOR UPDATE`
 
   /**
@@ -658,7 +677,11 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
    * message.updated per message redacted (W1).
    * Returns the message `messageId` (decoded).
    */
-  const redact = Effect.fnUntraced(function* (messageId: string, messageIds: ReadonlyArray<string>) {
+  const redact = Effect.fnUntraced(function* (
+    organizationId: string,
+    messageId: string,
+    messageIds: ReadonlyArray<string>
+  ) {
     const traceContext = yield* currentTraceContext
     const eventIds = messageIds.map(() => newId())
     return yield* sql<{ message: unknown }>`
@@ -666,7 +689,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         UPDATE messages x SET content = ${contentColumnText(redactedContent)}::json,
           redacted_type = x.content->>'type', edits = '[]', redacted_at = statement_timestamp(),
           updated_at = statement_timestamp()
-        WHERE x.id = ANY(${messageIds}::uuid[]) AND x.redacted_at IS NULL
+        WHERE x.organization_id = ${organizationId} AND x.id = ANY(${messageIds}::uuid[]) AND x.redacted_at IS NULL
         RETURNING x.*
       ), rewritten AS (
         UPDATE events e SET body = ${redactedEventBody}
@@ -786,17 +809,22 @@ export class MessagesRepo extends Context.Service<
       SqlError.SqlError | Schema.SchemaError
     >
     /** Locks an existing message (inside a transaction) and reads its delivery state (D13). */
-    readonly lockDelivery: (messageId: string) => Effect.Effect<DeliveryState, SqlError.SqlError>
+    readonly lockDelivery: (
+      organizationId: string,
+      messageId: string
+    ) => Effect.Effect<DeliveryState, SqlError.SqlError>
     /**
      * Updates delivery columns, stamps `updated_at`, writes message.updated
      * (W1) when a delivery field changed, and returns the message (decoded).
      */
     readonly updateDelivery: (
+      organizationId: string,
       messageId: string,
       fields: DeliveryFields
     ) => Effect.Effect<Message, SqlError.SqlError | Schema.SchemaError>
     /** Messages of a session matching `search`, oldest first (D3), decoded. */
     readonly search: (
+      organizationId: string,
       sessionId: string,
       search: MessageSearch
     ) => Effect.Effect<ReadonlyArray<Message>, SqlError.SqlError | Schema.SchemaError>
@@ -808,6 +836,7 @@ export class MessagesRepo extends Context.Service<
      * has the text {@link REDACTED_HISTORY_TEXT} (D23).
      */
     readonly history: (
+      organizationId: string,
       sessionId: string,
       limit: number,
       before?: Date
@@ -817,7 +846,10 @@ export class MessagesRepo extends Context.Service<
      * it is not redacted, the `function_call`/`function_result` messages of
      * its run (same session and `run_id`): what a redaction overwrites (D23).
      */
-    readonly lockRedaction: (messageId: string) => Effect.Effect<ReadonlyArray<RedactionLock>, SqlError.SqlError>
+    readonly lockRedaction: (
+      organizationId: string,
+      messageId: string
+    ) => Effect.Effect<ReadonlyArray<RedactionLock>, SqlError.SqlError>
     /**
      * Redacts the locked `messageIds` not redacted yet (D23): their content,
      * the copies inside their events not yet delivered, a message.updated
@@ -825,6 +857,7 @@ export class MessagesRepo extends Context.Service<
      * redacted yet (decoded).
      */
     readonly redact: (
+      organizationId: string,
       messageId: string,
       messageIds: ReadonlyArray<string>
     ) => Effect.Effect<Message, SqlError.SqlError | Schema.SchemaError>
@@ -843,7 +876,12 @@ export class MessagesRepo extends Context.Service<
      * Applies `role`'s reaction `emoji` ("" removes it) to the locked
      * message (D24): its summary, and message.updated when it changed (W1).
      */
-    readonly react: (targetId: string, role: MessageRole, emoji: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly react: (
+      organizationId: string,
+      targetId: string,
+      role: MessageRole,
+      emoji: string
+    ) => Effect.Effect<void, SqlError.SqlError>
   }
 >()("parley/Messages/MessagesRepo") {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */

@@ -184,7 +184,7 @@ export class Replies extends Context.Service<
       const listSchedules = Effect.fn("Replies.listSchedules")(
         function* (organizationId: string, sessionId: string) {
           const state = yield* sessionState(organizationId, sessionId)
-          return (yield* repo.listSchedules(state.id)) as JsonText<ReadonlyArray<SessionSchedule>>
+          return (yield* repo.listSchedules(organizationId, state.id)) as JsonText<ReadonlyArray<SessionSchedule>>
         },
         Effect.catchTag("SqlError", Effect.die)
       )
@@ -193,8 +193,8 @@ export class Replies extends Context.Service<
         function* (organizationId: string, sessionId: string, scheduleId: string) {
           const state = yield* sessionState(organizationId, sessionId)
           if (!isUuid(scheduleId)) return yield* new ScheduleNotFound()
-          if (yield* repo.cancelSchedule(state.id, scheduleId)) return
-          const status = yield* repo.scheduleStatus(state.id, scheduleId)
+          if (yield* repo.cancelSchedule(organizationId, state.id, scheduleId)) return
+          const status = yield* repo.scheduleStatus(organizationId, state.id, scheduleId)
           if (status === undefined) return yield* new ScheduleNotFound()
           return yield* new ScheduleNotPending()
         },

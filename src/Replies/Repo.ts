@@ -82,7 +82,7 @@ const makeRepo = Effect.gen(function* () {
           ${sql.json(job.metadata)}, ${job.traceContext}::jsonb,
           statement_timestamp()
         FROM (${session}) t
-        ON CONFLICT (session_id) WHERE status = 'pending' DO UPDATE SET
+        ON CONFLICT (organization_id, session_id) WHERE status = 'pending' DO UPDATE SET
           due_at = EXCLUDED.due_at,
           starting_node_id = coalesce(EXCLUDED.starting_node_id, reply_jobs.starting_node_id),
           metadata = reply_jobs.metadata || EXCLUDED.metadata,
@@ -118,7 +118,7 @@ const makeRepo = Effect.gen(function* () {
       ? sql<ReplyState & { readonly body: string }>`
           WITH s AS (
             SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id FROM sessions s
-            LEFT JOIN agents a ON a.id = s.agent_id
+            LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
             WHERE s.id = ${job.sessionId} AND s.organization_id = ${job.organizationId} AND s.erasure_id IS NULL
             FOR SHARE OF s
           ), j AS (
@@ -129,7 +129,8 @@ const makeRepo = Effect.gen(function* () {
           )
           SELECT s.status, s.agent_id, s.agent_type, s.thread_id, (SELECT count(*) FROM n) AS notified,
             ${sessionJsonFragment}::text AS body
-          FROM s JOIN sessions s2 ON s2.id = s.id LEFT JOIN agents a2 ON a2.id = s2.agent_id`.pipe(
+          FROM s JOIN sessions s2 ON s2.organization_id = ${job.organizationId} AND s2.id = s.id
+          LEFT JOIN agents a2 ON a2.organization_id = s2.organization_id AND a2.id = s2.agent_id`.pipe(
           Effect.map((rows) => rows[0])
         )
       : Effect.succeed(undefined)
@@ -147,16 +148,17 @@ const makeRepo = Effect.gen(function* () {
   }) =>
     sql<ClaimedJob>`
       WITH due AS (
-        SELECT j.id FROM reply_jobs j
+        SELECT j.organization_id, j.id FROM reply_jobs j
         WHERE j.status = 'pending' AND j.due_at <= ${options.now}
-          AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.session_id = j.session_id AND r.status = 'running')
+          AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.organization_id = j.organization_id
+            AND r.session_id = j.session_id AND r.status = 'running')
         ORDER BY j.due_at
         LIMIT ${options.limit}
         FOR UPDATE OF j SKIP LOCKED
       )
       UPDATE reply_jobs j SET status = 'running', leased_by = ${options.workerId},
         lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
-      FROM due WHERE j.id = due.id
+      FROM due WHERE j.organization_id = due.organization_id AND j.id = due.id
       RETURNING j.id, j.organization_id, j.session_id, j.starting_node_id, j.metadata, j.triggers,
         j.trace_context->>'traceparent' AS traceparent, j.due_at, j.attempts`
 
@@ -167,24 +169,28 @@ const makeRepo = Effect.gen(function* () {
    */
   const recoverJobs = (now: Date) =>
     sql`WITH expired AS (
-          SELECT j.id, j.session_id FROM reply_jobs j
+          SELECT j.organization_id, j.id, j.session_id FROM reply_jobs j
           WHERE j.status = 'running' AND j.lease_until < ${now}
           FOR UPDATE SKIP LOCKED
         ), dropped AS (
           DELETE FROM reply_jobs j USING expired e
-          WHERE j.id = e.id AND EXISTS (SELECT 1 FROM reply_jobs p WHERE p.session_id = e.session_id AND p.status = 'pending')
+          WHERE j.organization_id = e.organization_id AND j.id = e.id AND EXISTS (SELECT 1 FROM reply_jobs p
+            WHERE p.organization_id = e.organization_id AND p.session_id = e.session_id AND p.status = 'pending')
           RETURNING j.id
         )
         UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${now}
-        FROM expired e WHERE j.id = e.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(Effect.asVoid)
+        FROM expired e WHERE j.organization_id = e.organization_id AND j.id = e.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(
+      Effect.asVoid
+    )
 
   /**
    * Completes a claimed job: deletes it if this worker still holds it. Run in
    * the transaction that writes the reply, so a reply is written only by the
    * job's holder (exactly once, R1). Returns whether the job was held.
    */
-  const completeJob = (jobId: string, workerId: string) =>
-    sql<{ id: string }>`DELETE FROM reply_jobs WHERE id = ${jobId} AND leased_by = ${workerId} AND status = 'running'
+  const completeJob = (organizationId: string, jobId: string, workerId: string) =>
+    sql<{ id: string }>`DELETE FROM reply_jobs
+      WHERE organization_id = ${organizationId} AND id = ${jobId} AND leased_by = ${workerId} AND status = 'running'
       RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
 
   /**
@@ -196,6 +202,7 @@ const makeRepo = Effect.gen(function* () {
    * history. Returns whether the job was held.
    */
   const retryJob = (options: {
+    readonly organizationId: string
     readonly jobId: string
     readonly workerId: string
     readonly dueAt: Date
@@ -203,17 +210,18 @@ const makeRepo = Effect.gen(function* () {
     readonly counted: boolean
   }) =>
     sql<{ id: string }>`WITH mine AS (
-          SELECT id, session_id FROM reply_jobs
-          WHERE id = ${options.jobId} AND leased_by = ${options.workerId} AND status = 'running' FOR UPDATE
+          SELECT organization_id, id, session_id FROM reply_jobs
+          WHERE organization_id = ${options.organizationId} AND id = ${options.jobId} AND leased_by = ${options.workerId} AND status = 'running' FOR UPDATE
         ), dropped AS (
           DELETE FROM reply_jobs j USING mine m
-          WHERE j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p WHERE p.session_id = m.session_id AND p.status = 'pending')
+          WHERE j.organization_id = m.organization_id AND j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p
+            WHERE p.organization_id = m.organization_id AND p.session_id = m.session_id AND p.status = 'pending')
           RETURNING j.id
         ), retried AS (
           UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${options.dueAt},
             attempts = j.attempts + ${options.counted ? 1 : 0}, last_error = ${options.error},
             updated_at = statement_timestamp()
-          FROM mine m WHERE j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)
+          FROM mine m WHERE j.organization_id = m.organization_id AND j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)
           RETURNING j.id
         )
         SELECT id FROM dropped UNION ALL SELECT id FROM retried`.pipe(Effect.map((rows) => rows.length > 0))
@@ -224,14 +232,18 @@ const makeRepo = Effect.gen(function* () {
    */
   const releaseJobs = (workerId: string, now: Date) =>
     sql`WITH mine AS (
-          SELECT id, session_id FROM reply_jobs WHERE leased_by = ${workerId} AND status = 'running' FOR UPDATE
+          SELECT organization_id, id, session_id FROM reply_jobs
+          WHERE leased_by = ${workerId} AND status = 'running' FOR UPDATE
         ), dropped AS (
           DELETE FROM reply_jobs j USING mine m
-          WHERE j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p WHERE p.session_id = m.session_id AND p.status = 'pending')
+          WHERE j.organization_id = m.organization_id AND j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p
+            WHERE p.organization_id = m.organization_id AND p.session_id = m.session_id AND p.status = 'pending')
           RETURNING j.id
         )
         UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${now}
-        FROM mine m WHERE j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(Effect.asVoid)
+        FROM mine m WHERE j.organization_id = m.organization_id AND j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(
+      Effect.asVoid
+    )
 
   /** The earliest due time of pending jobs and schedules (in scope), if any. */
   const nextDue = sql<{ due: Date | null }>`SELECT least(
@@ -262,24 +274,23 @@ const makeRepo = Effect.gen(function* () {
     )
 
   /** Every schedule of the session, oldest first, as a JSON array text (D15). */
-  const listSchedules = (sessionId: string) =>
+  const listSchedules = (organizationId: string, sessionId: string) =>
     sql<{ body: string }>`SELECT ${scheduleJsonFragment}::text AS body FROM session_schedules ss
-      WHERE ss.session_id = ${sessionId} ORDER BY ss.created_at, ss.id`.pipe(
+      WHERE ss.organization_id = ${organizationId} AND ss.session_id = ${sessionId} ORDER BY ss.created_at, ss.id`.pipe(
       Effect.map((rows) => `[${rows.map((row) => row.body).join(",")}]`)
     )
 
   /** The status of a schedule of the session, if it exists. */
-  const scheduleStatus = (sessionId: string, scheduleId: string) =>
-    sql<{
-      status: string
-    }>`SELECT status FROM session_schedules WHERE id = ${scheduleId} AND session_id = ${sessionId}`.pipe(
+  const scheduleStatus = (organizationId: string, sessionId: string, scheduleId: string) =>
+    sql<{ status: string }>`SELECT status FROM session_schedules
+      WHERE organization_id = ${organizationId} AND id = ${scheduleId} AND session_id = ${sessionId}`.pipe(
       Effect.map((rows) => rows[0]?.status)
     )
 
   /** Cancels a pending schedule; returns whether it was pending (D15). */
-  const cancelSchedule = (sessionId: string, scheduleId: string) =>
+  const cancelSchedule = (organizationId: string, sessionId: string, scheduleId: string) =>
     sql<{ id: string }>`UPDATE session_schedules SET status = 'canceled'
-      WHERE id = ${scheduleId} AND session_id = ${sessionId} AND status = 'pending' RETURNING id`.pipe(
+      WHERE organization_id = ${organizationId} AND id = ${scheduleId} AND session_id = ${sessionId} AND status = 'pending' RETURNING id`.pipe(
       Effect.map((rows) => rows.length > 0)
     )
 
@@ -292,7 +303,7 @@ const makeRepo = Effect.gen(function* () {
   }) =>
     sql<ClaimedSchedule>`
       WITH due AS (
-        SELECT id FROM session_schedules
+        SELECT organization_id, id FROM session_schedules
         WHERE status = 'pending' AND coalesce(retry_at, scheduled_for) <= ${options.now}
         ORDER BY coalesce(retry_at, scheduled_for)
         LIMIT ${options.limit}
@@ -300,7 +311,7 @@ const makeRepo = Effect.gen(function* () {
       )
       UPDATE session_schedules ss SET status = 'running', leased_by = ${options.workerId},
         lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
-      FROM due WHERE ss.id = due.id
+      FROM due WHERE ss.organization_id = due.organization_id AND ss.id = due.id
       RETURNING ss.id, ss.organization_id, ss.session_id, ss.config, ss.trace_context->>'traceparent' AS traceparent,
         ss.scheduled_for, ss.attempts`
 
@@ -309,6 +320,7 @@ const makeRepo = Effect.gen(function* () {
    * returns whether it did. Joins the caller's transaction.
    */
   const finishSchedule = (
+    organizationId: string,
     scheduleId: string,
     workerId: string,
     status: "done" | "failed" | "canceled",
@@ -316,9 +328,8 @@ const makeRepo = Effect.gen(function* () {
   ) =>
     sql<{ id: string }>`UPDATE session_schedules SET status = ${status}, error = ${error},
         executed_at = statement_timestamp(), leased_by = NULL, lease_until = NULL
-      WHERE id = ${scheduleId} AND leased_by = ${workerId} AND status = 'running' RETURNING id`.pipe(
-      Effect.map((rows) => rows.length > 0)
-    )
+      WHERE organization_id = ${organizationId} AND id = ${scheduleId} AND leased_by = ${workerId}
+        AND status = 'running' RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
 
   /**
    * Gives a claimed schedule back for another attempt at `retryAt` after its
@@ -327,6 +338,7 @@ const makeRepo = Effect.gen(function* () {
    * was held.
    */
   const retrySchedule = (options: {
+    readonly organizationId: string
     readonly scheduleId: string
     readonly workerId: string
     readonly retryAt: Date
@@ -335,7 +347,7 @@ const makeRepo = Effect.gen(function* () {
   }) =>
     sql<{ id: string }>`UPDATE session_schedules SET status = 'pending', leased_by = NULL, lease_until = NULL,
         retry_at = ${options.retryAt}, attempts = attempts + ${options.counted ? 1 : 0}, error = ${options.error}
-      WHERE id = ${options.scheduleId} AND leased_by = ${options.workerId} AND status = 'running'
+      WHERE organization_id = ${options.organizationId} AND id = ${options.scheduleId} AND leased_by = ${options.workerId} AND status = 'running'
       RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
 
   /** Makes running schedules whose lease expired, or this worker's on shutdown (O5), pending again. */

@@ -132,12 +132,13 @@ const makeWorker = Effect.gen(function* () {
       jobId: job.id,
       startingNodeId: job.starting_node_id,
       metadata: job.metadata,
-      complete: () => repo.completeJob(job.id, workerId).pipe(Effect.orDie)
+      complete: () => repo.completeJob(job.organization_id, job.id, workerId).pipe(Effect.orDie)
     }
     return supervise(
       runtime.run(request),
       job.attempts,
-      (dueAt, counted, error) => repo.retryJob({ jobId: job.id, workerId, dueAt, error, counted }),
+      (dueAt, counted, error) =>
+        repo.retryJob({ organizationId: job.organization_id, jobId: job.id, workerId, dueAt, error, counted }),
       (reason) => runtime.recordFailure(request, reason)
     ).pipe(
       Effect.tap((outcome) =>
@@ -171,6 +172,7 @@ const makeWorker = Effect.gen(function* () {
             complete: (completion) =>
               repo
                 .finishSchedule(
+                  schedule.organization_id,
                   schedule.id,
                   workerId,
                   scheduleStatus(completion),
@@ -186,7 +188,8 @@ const makeWorker = Effect.gen(function* () {
             return pg
               .withTransaction(
                 Effect.gen(function* () {
-                  if (!(yield* repo.finishSchedule(schedule.id, workerId, "done", null))) return
+                  if (!(yield* repo.finishSchedule(schedule.organization_id, schedule.id, workerId, "done", null)))
+                    return
                   yield* messages.append(schedule.organization_id, schedule.session_id, {
                     role: "assistant",
                     content,
@@ -198,8 +201,10 @@ const makeWorker = Effect.gen(function* () {
               )
               .pipe(
                 Effect.catchTags({
-                  SessionNotOpen: () => repo.finishSchedule(schedule.id, workerId, "canceled", "Session closed"),
-                  SessionNotFound: () => repo.finishSchedule(schedule.id, workerId, "failed", "Session not found")
+                  SessionNotOpen: () =>
+                    repo.finishSchedule(schedule.organization_id, schedule.id, workerId, "canceled", "Session closed"),
+                  SessionNotFound: () =>
+                    repo.finishSchedule(schedule.organization_id, schedule.id, workerId, "failed", "Session not found")
                 }),
                 Effect.as<RunOutcome>({ runId: "", status: "succeeded", error: null })
               )
@@ -208,10 +213,18 @@ const makeWorker = Effect.gen(function* () {
     return supervise(
       work,
       schedule.attempts,
-      (retryAt, counted, error) => repo.retrySchedule({ scheduleId: schedule.id, workerId, retryAt, error, counted }),
+      (retryAt, counted, error) =>
+        repo.retrySchedule({
+          organizationId: schedule.organization_id,
+          scheduleId: schedule.id,
+          workerId,
+          retryAt,
+          error,
+          counted
+        }),
       (reason) =>
         request === undefined
-          ? repo.finishSchedule(schedule.id, workerId, "failed", reason.message)
+          ? repo.finishSchedule(schedule.organization_id, schedule.id, workerId, "failed", reason.message)
           : runtime.recordFailure(request, reason)
     ).pipe(
       Effect.catchCause((cause) => logUnlessOutage("Schedule failed", cause)),

@@ -83,20 +83,19 @@ export interface EventBatch {
 
 /**
  * The children of a session, deleted before it in this order, at most
- * {@link ROWS_PER_BATCH} rows of each per batch, and whether the table has
- * `organization_id` (`session_assignments` has not).
+ * {@link ROWS_PER_BATCH} rows of each per batch; each carries `organization_id`
+ * (O11), which every delete filters by.
  */
 const SESSION_CHILDREN: ReadonlyArray<{
   readonly table: RetentionTable
-  readonly organization: boolean
 }> = [
-  { table: "messages", organization: true },
-  { table: "runs", organization: true },
-  { table: "session_schedules", organization: true },
+  { table: "messages" },
+  { table: "runs" },
+  { table: "session_schedules" },
   // Only pending and running jobs exist (R1); the closing trigger dropped a closed session's pending one.
-  { table: "reply_jobs", organization: true },
-  { table: "session_assignments", organization: false },
-  { table: "ingest_receipts", organization: true }
+  { table: "reply_jobs" },
+  { table: "session_assignments" },
+  { table: "ingest_receipts" }
 ]
 
 /** The retention repository (D21). */
@@ -177,7 +176,7 @@ export class RetentionRepo extends Context.Service<
         limit: number
       ) => {
         const table = sql(child.table)
-        const ofOrganization = child.organization ? sql`organization_id = ${organizationId}::uuid AND` : sql.literal("")
+        const ofOrganization = sql`organization_id = ${organizationId}::uuid AND`
         return Effect.map(
           sql<{ n: number }>`WITH gone AS (
               DELETE FROM ${table} WHERE ${ofOrganization} ctid = ANY(ARRAY(
@@ -201,8 +200,10 @@ export class RetentionRepo extends Context.Service<
                 -- D22: a session being erased is its erasure's to delete (the erasure keeps its conversation
                 -- until the end: the delivery claim and the erasure's job find the contact's events by it).
                 AND s.erasure_id IS NULL
-                AND NOT EXISTS (SELECT 1 FROM reply_jobs j WHERE j.session_id = s.id AND j.status = 'running')
-                AND NOT EXISTS (SELECT 1 FROM session_schedules x WHERE x.session_id = s.id AND x.status = 'running')
+                AND NOT EXISTS (SELECT 1 FROM reply_jobs j WHERE j.organization_id = s.organization_id
+                  AND j.session_id = s.id AND j.status = 'running')
+                AND NOT EXISTS (SELECT 1 FROM session_schedules x WHERE x.organization_id = s.organization_id
+                  AND x.session_id = s.id AND x.status = 'running')
               ORDER BY coalesce(s.updated_at, s.created_at), s.id
               LIMIT ${SESSIONS_PER_BATCH}
               FOR UPDATE OF s SKIP LOCKED`.unprepared
@@ -234,7 +235,8 @@ export class RetentionRepo extends Context.Service<
             const conversations = [...new Set(sessions.map((row) => row.conversation_id))].sort()
             const goneConversations = yield* sql`DELETE FROM conversations c
               WHERE c.organization_id = ${organizationId}::uuid AND c.id = ANY(${conversations}::uuid[])
-                AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.conversation_id = c.id)
+                AND NOT EXISTS (SELECT 1 FROM sessions s
+                  WHERE s.organization_id = c.organization_id AND s.conversation_id = c.id)
               RETURNING 1`.unprepared
             if (goneConversations.length > 0) deleted.conversations = goneConversations.length
             const goneContacts = yield* sql`DELETE FROM contacts ct
@@ -253,7 +255,8 @@ export class RetentionRepo extends Context.Service<
             yield* indexProbes
             const taken = yield* sql<{ id: string }>`SELECT e.id::text AS id FROM events e
               WHERE e.organization_id = ${organizationId}::uuid AND e.created_at < ${createdBefore}::timestamptz
-                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+                AND NOT EXISTS (SELECT 1 FROM deliveries d
+                  WHERE d.organization_id = e.organization_id AND d.event_id = e.id AND d.status = 'pending')
               ORDER BY e.created_at, e.id
               LIMIT ${EVENTS_PER_BATCH}
               FOR UPDATE OF e SKIP LOCKED`.unprepared
@@ -267,7 +270,7 @@ export class RetentionRepo extends Context.Service<
             if (deliveries.length > 0) deleted.deliveries = deliveries.length
             const events = yield* sql`DELETE FROM events e
               WHERE e.organization_id = ${organizationId}::uuid AND e.id = ANY(${ids}::uuid[])
-                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.organization_id = e.organization_id AND d.event_id = e.id)
               RETURNING 1`.unprepared
             if (events.length > 0) deleted.events = events.length
             return { taken: taken.length, deleted }

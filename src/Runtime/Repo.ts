@@ -57,7 +57,7 @@ const makeRepo = Effect.gen(function* () {
    * from `runs`; the nearest ranks are read off the running sums of the
    * merged histogram, so the values are those of `percentile_disc`.
    */
-  const runStats = (assistantId: string, since: string, until: string) =>
+  const runStats = (organizationId: string, assistantId: string, since: string, until: string) =>
     sql<StatsRow>`WITH b AS (
         SELECT since, until, full_until,
           CASE WHEN parley_run_hour(since) = since THEN since ELSE parley_run_hour(since) + interval '1 hour' END
@@ -75,13 +75,15 @@ const makeRepo = Effect.gen(function* () {
           SELECT r.commit_id, coalesce(r.branch_name, '') AS branch_name, r.duration_ms, count(*) AS n,
             count(*) FILTER (WHERE r.status = 'succeeded') AS succeeded, sum(r.input_tokens) AS input_tokens,
             sum(r.output_tokens) AS output_tokens
-          FROM partial p JOIN runs r ON r.assistant_id = ${assistantId} AND r.started_at >= p.lo AND r.started_at < p.hi
+          FROM partial p JOIN runs r ON r.organization_id = ${organizationId} AND r.assistant_id = ${assistantId}
+            AND r.started_at >= p.lo AND r.started_at < p.hi
           WHERE r.commit_id IS NOT NULL
           GROUP BY 1, 2, 3
           UNION ALL
           SELECT u.commit_id, u.branch_name, u.duration_ms, sum(u.runs), sum(u.succeeded), sum(u.input_tokens),
             sum(u.output_tokens)
-          FROM b JOIN run_rollups u ON u.assistant_id = ${assistantId} AND u.hour >= b.full_from AND u.hour < b.full_until
+          FROM b JOIN run_rollups u ON u.organization_id = ${organizationId} AND u.assistant_id = ${assistantId}
+            AND u.hour >= b.full_from AND u.hour < b.full_until
           WHERE u.runs > 0
           GROUP BY 1, 2, 3
         ) parts
@@ -99,7 +101,8 @@ const makeRepo = Effect.gen(function* () {
           coalesce(sum(output_tokens), 0)::float8 AS output_tokens
         FROM ranked GROUP BY commit_id, branch_name, total
       )
-      SELECT s.* FROM s LEFT JOIN assistant_commits c ON c.assistant_id = ${assistantId}::uuid AND c.id = s.commit_id
+      SELECT s.* FROM s LEFT JOIN assistant_commits c
+        ON c.organization_id = ${organizationId} AND c.assistant_id = ${assistantId}::uuid AND c.id = s.commit_id
       ORDER BY c.seq DESC NULLS LAST, s.commit_id, s.branch_name NULLS LAST`.pipe(
       Effect.map((rows) => rows.map(statsOf))
     )
@@ -154,6 +157,7 @@ export class RuntimeRepo extends Context.Service<
      * Whole hours are read from `run_rollups`, the rest from `runs`.
      */
     readonly runStats: (
+      organizationId: string,
       assistantId: string,
       since: string,
       until: string

@@ -201,7 +201,7 @@ export class Runtime extends Context.Service<
         run.commitId = runtime.commit_id
         run.branchName = runtime.branch_name
         const snapshot = runtime.snapshot as unknown as RuntimeSnapshot
-        const history = yield* messages.history(session.id, HISTORY_LIMIT)
+        const history = yield* messages.history(request.organizationId, session.id, HISTORY_LIMIT)
         const start = startNode(snapshot, request.startingNodeId, session.current_node_id)
         if (start.missingNodeId !== null) {
           // R2, A13: a publish deleted or renamed the node the session stood on; start over rather than strand it.
@@ -300,7 +300,8 @@ export class Runtime extends Context.Service<
                   })
                 )
               }
-              if (turn.nextNode !== undefined) yield* sessions.setCurrentNode(request.sessionId, turn.nextNode)
+              if (turn.nextNode !== undefined)
+                yield* sessions.setCurrentNode(request.organizationId, request.sessionId, turn.nextNode)
               if (turn.shouldClose) yield* sessions.close(request.organizationId, request.sessionId, { kind: "system" })
               yield* record(turn, completion)
             })
@@ -375,7 +376,7 @@ export class Runtime extends Context.Service<
           // No earlier than year 1, the first moment a client may send (D18): PostgreSQL has no year 0.
           const since =
             range.since ?? new Date(Math.max(Date.parse(until) - STATS_DEFAULT_RANGE_MS, EARLIEST_MS)).toISOString()
-          return { commits: yield* repo.runStats(assistantId, since, until) }
+          return { commits: yield* repo.runStats(organizationId, assistantId, since, until) }
         },
         Effect.catchTag("SqlError", Effect.die)
       )

@@ -25,6 +25,7 @@ import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
 /** The columns of a session that its rules read, locked for update. */
 export interface SessionState {
+  readonly organization_id: string
   readonly id: string
   readonly status: SessionStatus
   readonly agent_id: string | null
@@ -161,7 +162,8 @@ export const openSessionCtes = (row: SessionRow) => `s AS (
     at: "s.created_at",
     object: sessionJson("s", "a"),
     traceContext: row.traceContext,
-    from: `s LEFT JOIN agents a ON a.id = s.agent_id CROSS JOIN (SELECT ${row.eventId} AS id) ev`
+    from: `s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
+      CROSS JOIN (SELECT ${row.eventId} AS id) ev`
   })}
 )`
 
@@ -213,7 +215,14 @@ SELECT (SELECT id FROM s) AS id`
 
 /** The events of one change of a session (W1), each with the session as it is now in the transaction. */
 const sessionEventsStatement = fixedStatement(
-  { sessionId: "uuid", ids: "uuid[]", types: "text[]", actions: "text[]", traceContext: "jsonb?" },
+  {
+    organizationId: "uuid",
+    sessionId: "uuid",
+    ids: "uuid[]",
+    types: "text[]",
+    actions: "text[]",
+    traceContext: "jsonb?"
+  },
   (p) =>
     insertEvents({
       id: "e.id",
@@ -224,10 +233,10 @@ const sessionEventsStatement = fixedStatement(
       object: `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${sessionJson("s", "a", "e.action")}
       ELSE ${SESSION_JSON} END`,
       traceContext: p.traceContext,
-      from: `sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      from: `sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       CROSS JOIN LATERAL (SELECT u.id, u.type, nullif(u.action_text, '') AS action, u.ordinal
         FROM unnest(${p.ids}, ${p.types}, ${p.actions}) WITH ORDINALITY AS u(id, type, action_text, ordinal)) e`,
-      where: `s.id = ${p.sessionId}`,
+      where: `s.organization_id = ${p.organizationId} AND s.id = ${p.sessionId}`,
       orderBy: "e.ordinal"
     })
 )
@@ -280,37 +289,41 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
     Request: Schema.Struct({ organizationId: Schema.String, sessionId: Schema.String }),
     Result: Session,
     execute: ({ organizationId, sessionId }) => sql`SELECT ${sessionColumns}
-      FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      FROM sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL`
   })
 
   /** Locks the session row for update (inside a transaction) and reads its state. */
   const lock = (organizationId: string, sessionId: string) =>
     isUuid(sessionId)
-      ? sql<SessionState>`SELECT id, status, agent_id, thread_id FROM sessions
+      ? sql<SessionState>`SELECT organization_id, id, status, agent_id, thread_id FROM sessions
           WHERE id = ${sessionId} AND organization_id = ${organizationId} AND erasure_id IS NULL FOR UPDATE`.pipe(
           Effect.map((rows) => rows[0])
         )
       : Effect.succeed(undefined)
 
   /** Applies changed columns to a session and stamps `updated_at`. */
-  const update = (sessionId: string, fields: SessionUpdate) => {
+  const update = (organizationId: string, sessionId: string, fields: SessionUpdate) => {
     const set: Record<string, unknown> = {}
     if (fields.status !== undefined) set.status = fields.status
     if (fields.agentId !== undefined) set.agent_id = fields.agentId
     if (fields.threadId !== undefined) set.thread_id = fields.threadId
     if (fields.metadata !== undefined) set.metadata = jsonColumnText(fields.metadata)
     if (fields.endingSurveySubmissionId !== undefined) set.ending_survey_submission_id = fields.endingSurveySubmissionId
-    return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = statement_timestamp() WHERE id = ${sessionId}`.pipe(
-      Effect.asVoid
-    )
+    return sql`UPDATE sessions SET ${sql.update(set)}, updated_at = statement_timestamp()
+      WHERE organization_id = ${organizationId} AND id = ${sessionId}`.pipe(Effect.asVoid)
   }
 
   /** Writes the session's events (W1, W2), each with the session as it is now in the transaction. */
-  const writeEvents = Effect.fnUntraced(function* (sessionId: string, events: ReadonlyArray<SessionEvent>) {
+  const writeEvents = Effect.fnUntraced(function* (
+    organizationId: string,
+    sessionId: string,
+    events: ReadonlyArray<SessionEvent>
+  ) {
     if (events.length === 0) return
     const traceContext = yield* currentTraceContext
     yield* sessionEventsStatement.run(sql, {
+      organizationId,
       sessionId,
       ids: events.map(() => newId()),
       types: events.map((event) => event.type),
@@ -329,7 +342,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
       // The GIN index is on metadata::jsonb (migration 0018).
       conditions.push(sql`s.metadata::jsonb @> ${sql.json(search.metadata)}`)
     return sql`SELECT ${sessionColumns}
-      FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      FROM sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       WHERE ${sql.and(conditions)}
       ORDER BY s.created_at DESC, s.id DESC
       LIMIT ${search.limit} OFFSET ${search.offset}`.pipe(Effect.flatMap(decodeSessions))
@@ -345,31 +358,35 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
       JOIN sessions s ON s.organization_id = os.organization_id AND s.status = 'open' AND s.erasure_id IS NULL
         AND s.created_at < statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)
       WHERE os.session_idle_timeout_seconds IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+        AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.organization_id = s.organization_id AND m.session_id = s.id
           AND m.created_at >= statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds))
       LIMIT ${limit}`
 
   /** Whether the (locked) session is still idle past its organization's timeout (D16). */
-  const isIdle = (sessionId: string) =>
+  const isIdle = (organizationId: string, sessionId: string) =>
     sql<{ idle: boolean }>`
       SELECT coalesce(os.session_idle_timeout_seconds IS NOT NULL
         AND s.created_at < statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)
-        AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+        AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.organization_id = s.organization_id AND m.session_id = s.id
           AND m.created_at >= statement_timestamp() - make_interval(secs => os.session_idle_timeout_seconds)), false) AS idle
       FROM sessions s LEFT JOIN organization_settings os ON os.organization_id = s.organization_id
-      WHERE s.id = ${sessionId}`.pipe(Effect.map((rows) => rows[0]?.idle === true))
+      WHERE s.organization_id = ${organizationId} AND s.id = ${sessionId}`.pipe(
+      Effect.map((rows) => rows[0]?.idle === true)
+    )
 
   /** What a run needs of its session (R2): status, its agent's type and assistant, the current node. */
   const runState = (organizationId: string, sessionId: string) =>
     sql<RunState>`SELECT s.id, s.status, a.type AS agent_type, a.assistant_id, s.current_node_id
-      FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id
+      FROM sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       WHERE s.id = ${sessionId} AND s.organization_id = ${organizationId} AND s.erasure_id IS NULL`.pipe(
       Effect.map((rows) => rows[0])
     )
 
   /** Sets the node the session's next turn starts from (R2 `next_node`). */
-  const setCurrentNode = (sessionId: string, nodeId: string | null) =>
-    sql`UPDATE sessions SET current_node_id = ${nodeId} WHERE id = ${sessionId}`.pipe(Effect.asVoid)
+  const setCurrentNode = (organizationId: string, sessionId: string, nodeId: string | null) =>
+    sql`UPDATE sessions SET current_node_id = ${nodeId} WHERE organization_id = ${organizationId} AND id = ${sessionId}`.pipe(
+      Effect.asVoid
+    )
 
   return SessionsRepo.of({
     withTransaction: (self) => sql.withTransaction(self),
@@ -423,7 +440,11 @@ export class SessionsRepo extends Context.Service<
       sessionId: string
     ) => Effect.Effect<RunState | undefined, SqlError.SqlError>
     /** Sets the node the session's next turn starts from (R2 `next_node`). */
-    readonly setCurrentNode: (sessionId: string, nodeId: string | null) => Effect.Effect<void, SqlError.SqlError>
+    readonly setCurrentNode: (
+      organizationId: string,
+      sessionId: string,
+      nodeId: string | null
+    ) => Effect.Effect<void, SqlError.SqlError>
     /** The agent `agentId` of the organization, if any and not deleted (D6); an id that is no UUID finds none. */
     readonly findAgent: (
       organizationId: string,
@@ -449,9 +470,14 @@ export class SessionsRepo extends Context.Service<
      * Applies changed columns and stamps `updated_at`. A change of status from
      * open to closed fires the trigger `sessions_closed` (see `Sessions.ts`).
      */
-    readonly update: (sessionId: string, fields: SessionUpdate) => Effect.Effect<void, SqlError.SqlError>
+    readonly update: (
+      organizationId: string,
+      sessionId: string,
+      fields: SessionUpdate
+    ) => Effect.Effect<void, SqlError.SqlError>
     /** Writes the session's events (W1, W2), each with the session as it is now in the transaction. */
     readonly writeEvents: (
+      organizationId: string,
       sessionId: string,
       events: ReadonlyArray<SessionEvent>
     ) => Effect.Effect<void, SqlError.SqlError>
@@ -465,7 +491,7 @@ export class SessionsRepo extends Context.Service<
       limit: number
     ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly organization_id: string }>, SqlError.SqlError>
     /** Whether the (locked) session is still idle past its organization's timeout (D16). */
-    readonly isIdle: (sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    readonly isIdle: (organizationId: string, sessionId: string) => Effect.Effect<boolean, SqlError.SqlError>
   }
 >()("parley/Sessions/SessionsRepo") {
   /** Over PostgreSQL. Requires `PgClient` and `Ids`. */

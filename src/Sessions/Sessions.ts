@@ -114,15 +114,15 @@ export class Sessions extends Context.Service<
      * has locked; returns the session's agent and thread after the change.
      */
     assignAgent(
-      session: { readonly id: string; readonly threadId: string | null },
+      session: { readonly organizationId: string; readonly id: string; readonly threadId: string | null },
       agent: AgentRef | null
     ): Effect.Effect<{ readonly agentId: string | null; readonly threadId: string | null }>
     /** What an AI run needs of the session (R2), or undefined when it is not in the organization. */
     runState(organizationId: string, sessionId: string): Effect.Effect<RunState | undefined>
     /** Sets the node the session's next AI turn starts from (R2 `next_node`), in the caller's transaction. */
-    setCurrentNode(sessionId: string, nodeId: string | null): Effect.Effect<void>
+    setCurrentNode(organizationId: string, sessionId: string, nodeId: string | null): Effect.Effect<void>
     /** Replaces the metadata of a session the caller's transaction has locked (bumps `updated_at`, no event: W1). */
-    setMetadata(sessionId: string, metadata: JsonObject): Effect.Effect<void>
+    setMetadata(organizationId: string, sessionId: string, metadata: JsonObject): Effect.Effect<void>
     /**
      * One sweep of automatic closing (D16): closes at most `limit` open sessions
      * idle past their organization's `session_idle_timeout_seconds`
@@ -151,26 +151,26 @@ export class Sessions extends Context.Service<
       })
 
       const assignAgent = (
-        session: { readonly id: string; readonly threadId: string | null },
+        session: { readonly organizationId: string; readonly id: string; readonly threadId: string | null },
         agent: AgentRef | null
       ) =>
         Effect.gen(function* () {
           const threadId = threadFor(agent, session.threadId, newId)
-          yield* repo.update(session.id, { agentId: agent?.id ?? null, threadId })
-          yield* repo.writeEvents(session.id, [{ type: "session.transferred" }])
+          yield* repo.update(session.organizationId, session.id, { agentId: agent?.id ?? null, threadId })
+          yield* repo.writeEvents(session.organizationId, session.id, [{ type: "session.transferred" }])
           return { agentId: agent?.id ?? null, threadId }
         }).pipe(Effect.orDie)
 
       /** Closes the locked open session `state` for `reason` (see module docs for the trigger it fires). */
       const closeLocked = (state: SessionState, reason: CloseReason) =>
         repo
-          .update(state.id, {
+          .update(state.organization_id, state.id, {
             status: "closed",
             ...(reason.kind === "finish" && reason.endingSurveyId !== undefined
               ? { endingSurveySubmissionId: reason.endingSurveyId }
               : {})
           })
-          .pipe(Effect.andThen(repo.writeEvents(state.id, closeEvents(reason))))
+          .pipe(Effect.andThen(repo.writeEvents(state.organization_id, state.id, closeEvents(reason))))
 
       /**
        * Runs `change` on the locked session inside a transaction (it writes
@@ -244,10 +244,11 @@ export class Sessions extends Context.Service<
             }
             // The members apply in the order metadata, agent, status (docs/conversations.md "Sessions",
             // PATCH /sessions/{session_id}).
-            if (fields.metadata !== undefined) yield* repo.update(state.id, { metadata: fields.metadata })
+            if (fields.metadata !== undefined)
+              yield* repo.update(state.organization_id, state.id, { metadata: fields.metadata })
             if (fields.agent_id !== undefined) {
               yield* assignAgent(
-                { id: state.id, threadId: state.thread_id },
+                { organizationId: state.organization_id, id: state.id, threadId: state.thread_id },
                 yield* agentOf(organizationId, fields.agent_id)
               )
             }
@@ -261,7 +262,10 @@ export class Sessions extends Context.Service<
           change(organizationId, sessionId, (state) =>
             Effect.gen(function* () {
               if (state.status === "closed") return yield* new SessionNotOpen()
-              yield* assignAgent({ id: state.id, threadId: state.thread_id }, yield* agentOf(organizationId, agentId))
+              yield* assignAgent(
+                { organizationId: state.organization_id, id: state.id, threadId: state.thread_id },
+                yield* agentOf(organizationId, agentId)
+              )
             })
           )
       )
@@ -289,8 +293,8 @@ export class Sessions extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      const setMetadata = (sessionId: string, metadata: JsonObject) =>
-        repo.update(sessionId, { metadata }).pipe(Effect.orDie)
+      const setMetadata = (organizationId: string, sessionId: string, metadata: JsonObject) =>
+        repo.update(organizationId, sessionId, { metadata }).pipe(Effect.orDie)
 
       const expireIdle = Effect.fn("Sessions.expireIdle")(
         function* (limit: number) {
@@ -301,7 +305,12 @@ export class Sessions extends Context.Service<
             const done = yield* repo.withTransaction(
               Effect.gen(function* () {
                 const state = yield* repo.lock(candidate.organization_id, candidate.id)
-                if (state === undefined || state.status === "closed" || !(yield* repo.isIdle(state.id))) return false
+                if (
+                  state === undefined ||
+                  state.status === "closed" ||
+                  !(yield* repo.isIdle(state.organization_id, state.id))
+                )
+                  return false
                 yield* closeLocked(state, { kind: "expiry" })
                 return true
               })
@@ -316,8 +325,8 @@ export class Sessions extends Context.Service<
       const runState = (organizationId: string, sessionId: string) =>
         repo.runState(organizationId, sessionId).pipe(Effect.orDie)
 
-      const setCurrentNode = (sessionId: string, nodeId: string | null) =>
-        repo.setCurrentNode(sessionId, nodeId).pipe(Effect.orDie)
+      const setCurrentNode = (organizationId: string, sessionId: string, nodeId: string | null) =>
+        repo.setCurrentNode(organizationId, sessionId, nodeId).pipe(Effect.orDie)
 
       return Sessions.of({
         runState,

@@ -26,17 +26,20 @@ import { type App, Delivery, DeliveryAttempt, type DeliveryStatus, type SecretRo
 export const deliveriesChannel = "parley_deliveries"
 
 /**
- * SQL text of a boolean: whether the event `eventId` (a uuid expression) is
- * not yet delivered (D23): it has no delivery, or one that has not succeeded
+ * SQL text of a boolean: whether the event `eventId` of the organization
+ * `organizationId` (uuid expressions) is not yet delivered (D23): it has no delivery, or one that has not succeeded
  * (`pending`, or `failed`, which the admin retry and W9's recovery send
  * again). The events a redaction rewrites (`src/Messages/Repo.ts`).
  */
-export const notDeliveredSql = (eventId: string): string =>
-  `(NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ${eventId})
-    OR EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ${eventId} AND d.status <> 'succeeded'))`
+export const notDeliveredSql = (organizationId: string, eventId: string): string =>
+  `(NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.organization_id = ${organizationId} AND d.event_id = ${eventId})
+    OR EXISTS (SELECT 1 FROM deliveries d WHERE d.organization_id = ${organizationId} AND d.event_id = ${eventId}
+      AND d.status <> 'succeeded'))`
 
 /** A delivery claimed by a worker: what one attempt needs. */
 export interface ClaimedDelivery {
+  /** The delivery's organization (O11: with `id`, its key). */
+  readonly organization_id: string
   readonly id: string
   readonly app_id: string
   readonly event_id: string
@@ -54,6 +57,8 @@ export interface ClaimedDelivery {
 
 /** The outcome of one attempt, as recorded (W5). */
 export interface AttemptResult {
+  /** The delivery's organization and id, as claimed. */
+  readonly organizationId: string
   readonly id: string
   readonly statusCode: number | null
   readonly error: string | null
@@ -152,7 +157,8 @@ export const claimStatement = fixedStatement(
   (p) => `WITH RECURSIVE ${ASYNC_COMMIT_CTE}, busy AS (
   SELECT * FROM unnest(${p.busyApps}, ${p.busyCounts}) AS b(app_id, n)
 ), unordered AS (
-  SELECT d.id, d.app_id, d.next_attempt_at FROM deliveries d JOIN apps a ON a.id = d.app_id
+  SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM deliveries d
+  JOIN apps a ON a.organization_id = d.organization_id AND a.id = d.app_id
   WHERE d.status = 'pending' AND d.ordering_key IS NULL AND d.next_attempt_at <= now()
     AND (d.lease_until IS NULL OR d.lease_until < now())
     AND a.enabled AND NOT (d.app_id = ANY (${p.saturated}))
@@ -169,33 +175,33 @@ export const claimStatement = fixedStatement(
     ORDER BY q.app_id, q.ordering_key LIMIT 1
   ) n
 ), heads AS (
-  SELECT h.id, h.app_id, h.next_attempt_at FROM queues u CROSS JOIN LATERAL (
-    SELECT d.id, d.app_id, d.next_attempt_at, d.lease_until FROM deliveries d
-    WHERE d.id = coalesce(
-      (SELECT s.id FROM deliveries s
-        WHERE s.app_id = u.app_id AND s.ordering_key = u.ordering_key AND s.status = 'pending'
-          AND (s.attempts > 0 OR s.lease_until IS NOT NULL)
-        ORDER BY s.sequence_number LIMIT 1),
-      (SELECT f.id FROM deliveries f
-        WHERE f.app_id = u.app_id AND f.ordering_key = u.ordering_key AND f.status = 'pending'
-        ORDER BY f.sequence_number LIMIT 1))
+  SELECT h.organization_id, h.id, h.app_id, h.next_attempt_at FROM queues u CROSS JOIN LATERAL (
+    (SELECT s.organization_id, s.id, s.app_id, s.next_attempt_at, s.lease_until FROM deliveries s
+      WHERE s.app_id = u.app_id AND s.ordering_key = u.ordering_key AND s.status = 'pending'
+        AND (s.attempts > 0 OR s.lease_until IS NOT NULL)
+      ORDER BY s.sequence_number LIMIT 1)
+    UNION ALL
+    (SELECT f.organization_id, f.id, f.app_id, f.next_attempt_at, f.lease_until FROM deliveries f
+      WHERE f.app_id = u.app_id AND f.ordering_key = u.ordering_key AND f.status = 'pending'
+      ORDER BY f.sequence_number LIMIT 1)
     LIMIT 1
   ) h
   WHERE NOT (u.app_id = ANY (${p.saturated})) AND h.next_attempt_at <= now()
     AND (h.lease_until IS NULL OR h.lease_until < now())
 ), ordered AS (
-  SELECT d.id, d.app_id, d.next_attempt_at FROM (
-    SELECT h.id FROM heads h JOIN apps a ON a.id = h.app_id WHERE a.enabled
+  SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM (
+    SELECT h.organization_id, h.id FROM heads h
+    JOIN apps a ON a.organization_id = h.organization_id AND a.id = h.app_id WHERE a.enabled
     ORDER BY h.next_attempt_at LIMIT ${p.limit} * 4
   ) c CROSS JOIN LATERAL (
-    SELECT d.id, d.app_id, d.next_attempt_at FROM deliveries d
-    WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at <= now()
+    SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM deliveries d
+    WHERE d.organization_id = c.organization_id AND d.id = c.id AND d.status = 'pending' AND d.next_attempt_at <= now()
       AND (d.lease_until IS NULL OR d.lease_until < now())
     FOR UPDATE SKIP LOCKED
   ) d
 ), picked AS (
-  SELECT r.id FROM (
-    SELECT s.id, s.app_id, s.next_attempt_at,
+  SELECT r.organization_id, r.id FROM (
+    SELECT s.organization_id, s.id, s.app_id, s.next_attempt_at,
       row_number() OVER (PARTITION BY s.app_id ORDER BY s.next_attempt_at, s.id) AS rn
     FROM (SELECT * FROM unordered UNION ALL SELECT * FROM ordered) s
   ) r LEFT JOIN busy b ON b.app_id = r.app_id
@@ -205,9 +211,12 @@ export const claimStatement = fixedStatement(
 )
 UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
 FROM picked p, apps a, events e, async_commit
-WHERE d.id = p.id AND a.id = d.app_id AND e.id = d.event_id
-  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = e.conversation_id AND c.erasure_id IS NOT NULL)
-RETURNING d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
+WHERE d.organization_id = p.organization_id AND d.id = p.id
+  AND a.organization_id = d.organization_id AND a.id = d.app_id
+  AND e.organization_id = d.organization_id AND e.id = d.event_id
+  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.organization_id = e.organization_id
+    AND c.id = e.conversation_id AND c.erasure_id IS NOT NULL)
+RETURNING d.organization_id::text, d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
   CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
   e.trace_context->>'traceparent' AS traceparent`
 )
@@ -246,6 +255,7 @@ const APP_WITHOUT_SECRET_JSON = objectJson(membersOf(AppWithoutSecret, "h"))
  */
 export const completeStatement = fixedStatement(
   {
+    organizationIds: "uuid[]",
     ids: "uuid[]",
     statusCodes: "text[]",
     errors: "text[]",
@@ -257,22 +267,22 @@ export const completeStatement = fixedStatement(
     disableAfterMs: "text"
   },
   (p) => `WITH ${ASYNC_COMMIT_CTE}, r AS (
-  SELECT u.id, nullif(u.status_code, '')::int AS status_code, nullif(u.error, '') AS error, u.duration_ms,
-    u.started_at::timestamptz AS started_at, u.status, u.delay_ms
-  FROM unnest(${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt}, ${p.statuses},
-    ${p.delaysMs}) AS u(id, status_code, error, duration_ms, started_at, status, delay_ms)
+  SELECT u.organization_id, u.id, nullif(u.status_code, '')::int AS status_code, nullif(u.error, '') AS error,
+    u.duration_ms, u.started_at::timestamptz AS started_at, u.status, u.delay_ms
+  FROM unnest(${p.organizationIds}, ${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt},
+    ${p.statuses}, ${p.delaysMs}) AS u(organization_id, id, status_code, error, duration_ms, started_at, status, delay_ms)
 ), done AS (
   UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
     next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
     last_status_code = r.status_code, last_error = r.error,
     attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
     leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
-  FROM r, async_commit WHERE d.id = r.id AND d.leased_by = ${p.workerId}
-  RETURNING d.app_id, r.status
+  FROM r, async_commit WHERE d.organization_id = r.organization_id AND d.id = r.id AND d.leased_by = ${p.workerId}
+  RETURNING d.organization_id, d.app_id, r.status
 ), outcome AS (
-  SELECT o.app_id, bool_or(o.status = 'succeeded') AS ok,
+  SELECT o.organization_id, o.app_id, bool_or(o.status = 'succeeded') AS ok,
     ${p.disableAfterMs}::bigint * interval '1 millisecond' AS disable_after
-  FROM done o GROUP BY o.app_id
+  FROM done o GROUP BY o.organization_id, o.app_id
 ), health AS (
   UPDATE apps a SET
     failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(a.failing_since, statement_timestamp()) END,
@@ -288,7 +298,7 @@ export const completeStatement = fixedStatement(
       THEN statement_timestamp() END,
     updated_at = statement_timestamp()
   FROM outcome o
-  WHERE a.id = o.app_id AND a.enabled AND CASE
+  WHERE a.organization_id = o.organization_id AND a.id = o.app_id AND a.enabled AND CASE
     WHEN o.ok THEN a.failing_since IS NOT NULL
     ELSE a.failing_since IS NULL OR statement_timestamp() - a.failing_since >= o.disable_after
       OR (a.failing_warned_at IS NULL AND statement_timestamp() - a.failing_since >= o.disable_after / 5) END
@@ -322,14 +332,15 @@ SELECT count(*)::int AS n FROM done`
 const sweepStatement = fixedStatement(
   {},
   () => `WITH RECURSIVE app_ids AS (
-  (SELECT d.app_id FROM deliveries d ORDER BY d.app_id LIMIT 1)
+  (SELECT d.app_id, d.organization_id FROM deliveries d ORDER BY d.app_id LIMIT 1)
   UNION ALL
-  SELECT n.app_id FROM app_ids i CROSS JOIN LATERAL (
-    SELECT d.app_id FROM deliveries d WHERE d.app_id > i.app_id ORDER BY d.app_id LIMIT 1
+  SELECT n.app_id, n.organization_id FROM app_ids i CROSS JOIN LATERAL (
+    SELECT d.app_id, d.organization_id FROM deliveries d WHERE d.app_id > i.app_id ORDER BY d.app_id LIMIT 1
   ) n
 ), swept AS (
   DELETE FROM deliveries d USING app_ids i
-  WHERE d.app_id = i.app_id AND NOT EXISTS (SELECT 1 FROM apps a WHERE a.id = i.app_id)
+  WHERE d.organization_id = i.organization_id AND d.app_id = i.app_id
+    AND NOT EXISTS (SELECT 1 FROM apps a WHERE a.organization_id = i.organization_id AND a.id = i.app_id)
   RETURNING d.id
 )
 SELECT count(*)::int AS n FROM swept`,
@@ -668,6 +679,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>, disableAfterMs: number) =>
     completeStatement
       .run(sql, {
+        organizationIds: results.map((r) => r.organizationId),
         ids: results.map((r) => r.id),
         statusCodes: results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
         errors: results.map((r) => r.error ?? ""),

@@ -317,7 +317,13 @@ export const makeAttempt = (send: SendWebhook, options: AttemptOptions) => {
             delivery.attempts + 1,
             schedule
           )
-          const result: AttemptResult = { id: delivery.id, durationMs, startedAt, ...verdict }
+          const result: AttemptResult = {
+            organizationId: delivery.organization_id,
+            id: delivery.id,
+            durationMs,
+            startedAt,
+            ...verdict
+          }
           return Metric.update(attemptsBy[verdict.status], 1).pipe(
             Effect.andThen(Metric.update(Metrics.webhookAttemptDuration, durationMs / 1000)),
             Effect.as(result)

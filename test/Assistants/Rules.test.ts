@@ -43,8 +43,10 @@ const countingDomain = Layer.fresh(
           const repo = yield* AssistantsRepo
           return AssistantsRepo.of({
             ...repo,
-            commitFiles: (assistantId, commitId) =>
-              Ref.update(loads, (n) => n + 1).pipe(Effect.andThen(repo.commitFiles(assistantId, commitId)))
+            commitFiles: (organizationId, assistantId, commitId) =>
+              Ref.update(loads, (n) => n + 1).pipe(
+                Effect.andThen(repo.commitFiles(organizationId, assistantId, commitId))
+              )
           })
         })
       ).pipe(Layer.provide(AssistantsRepo.layer))

@@ -97,8 +97,9 @@ withApp({ allowPrivateNetworkTargets: true })("erasure of a contact (D22)", (it)
         VALUES (parley_uuid_v7(), ${org.id}, ${open.id}, 'reply', 'succeeded', now(), now(), 1)`
       yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, created_at)
         VALUES (parley_uuid_v7(), ${org.id}, ${open.id}, 'pending', now() + interval '1 day', now())`
-      yield* sql`INSERT INTO session_assignments (session_id, assistant_id, branch_name, commit_id, created_at, updated_at)
-        VALUES (${open.id}, ${assistant.body.id}, 'main', 'c1', now(), now())`
+      yield* sql`INSERT INTO session_assignments (organization_id, session_id, assistant_id, branch_name, commit_id,
+          created_at, updated_at)
+        VALUES (${org.id}, ${open.id}, ${assistant.body.id}, 'main', 'c1', now(), now())`
 
       // Another contact of the organization, and the same contact id in another organization.
       const keep = yield* org.session({ contact_id: "+15550111" })

@@ -134,7 +134,8 @@ withApp()("input limits (D18)", (it) => {
       const content = { ...put.body, config: { ...put.body.config, deep: nested(2_500) } }
       const hash = contentHash(content)
       yield* sql.unsafe(
-        `INSERT INTO assistant_files (assistant_id, content_hash, content) VALUES ($1, $2, $3::jsonb)`,
+        `INSERT INTO assistant_files (organization_id, assistant_id, content_hash, content)
+          SELECT organization_id, id, $2, $3::jsonb FROM assistants WHERE id = $1`,
         [assistant.id, hash, JSON.stringify(content)]
       )
       yield* sql.unsafe(

@@ -533,7 +533,7 @@ withApp()("replies, reactions and edits (D24)", (it) => {
           content: { type: "image", url: "https://example.com/a.png" }
         })
         yield* post(org, session.id, { role: "user", content: text("like this"), reply_to_message_id: image.body.id })
-        const history = yield* messages.history(session.id, 50)
+        const history = yield* messages.history(org.id, session.id, 50)
         assert.deepStrictEqual(history, [
           { role: "assistant", text: "Which size?\nS, M or L" },
           { role: "user", text: "> Which size?\n> S, M or L\n\nM" },

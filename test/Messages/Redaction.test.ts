@@ -346,7 +346,7 @@ withApp({ allowPrivateNetworkTargets: true })("redaction of one message (D23)", 
         content: { type: "image", url: "https://example.com/passport.png" }
       })
       yield* post(org, session.id, { role: "assistant", content: { type: "text", text: "Noted" } })
-      const before = yield* messages.history(session.id, 200)
+      const before = yield* messages.history(org.id, session.id, 200)
       assert.deepStrictEqual(
         before.map((entry) => entry.text),
         ["Hello", "My password is hunter2", "Noted"]
@@ -355,7 +355,7 @@ withApp({ allowPrivateNetworkTargets: true })("redaction of one message (D23)", 
         assert.strictEqual((yield* org.call("POST", redactPath(session.id, id))).status, 200)
       }
       // The same turns as before, the redacted text as [redacted]; the image was not text and stays out.
-      assert.deepStrictEqual(yield* messages.history(session.id, 200), [
+      assert.deepStrictEqual(yield* messages.history(org.id, session.id, 200), [
         { role: "user", text: "Hello" },
         { role: "user", text: "[redacted]" },
         { role: "assistant", text: "Noted" }

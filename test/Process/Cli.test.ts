@@ -312,10 +312,11 @@ describe("parley CLI", () => {
         const assistant = crypto.randomUUID()
         await db`INSERT INTO assistants (id, organization_id, name, versioned, created_at)
           VALUES (${assistant}, ${org.id}, 'Bot', true, now())`
-        await db`INSERT INTO assistant_branches (id, assistant_id, name, head_commit_id, created_at, updated_at)
-          VALUES (${crypto.randomUUID()}, ${assistant}, 'main', '0123456789ab', now(), now()),
-            (${crypto.randomUUID()}, ${assistant}, 'feature', '0123456789ac', now(), now()),
-            (${crypto.randomUUID()}, ${assistant}, 'early', NULL, now(), now())`
+        await db`INSERT INTO assistant_branches (organization_id, id, assistant_id, name, head_commit_id, created_at,
+            updated_at)
+          VALUES (${org.id}, ${crypto.randomUUID()}, ${assistant}, 'main', '0123456789ab', now(), now()),
+            (${org.id}, ${crypto.randomUUID()}, ${assistant}, 'feature', '0123456789ac', now(), now()),
+            (${org.id}, ${crypto.randomUUID()}, ${assistant}, 'early', NULL, now(), now())`
         const rollout = (...args: Array<string>) => cli("rollout", ...args, "--org", org.id, "--assistant", assistant)
         const none = await rollout("show")
         assert.deepStrictEqual([none.code, none.stderr.trim()], [1, "Error: No rollout"])

@@ -96,8 +96,9 @@ const runsOf = (organizationId: string, sessionId: string) =>
       VALUES (${newId()}, ${organizationId}, ${sessionId}, 'reply', 'succeeded', now(), now(), 12)`
     yield* sql`INSERT INTO session_schedules (id, organization_id, session_id, scheduled_for, config, status, created_at)
       VALUES (${newId()}, ${organizationId}, ${sessionId}, now(), '{}', 'done', now())`
-    yield* sql`INSERT INTO session_assignments (session_id, assistant_id, branch_name, commit_id, created_at, updated_at)
-      VALUES (${sessionId}, ${assistantId}, 'main', 'c1', now(), now())`
+    yield* sql`INSERT INTO session_assignments (organization_id, session_id, assistant_id, branch_name, commit_id,
+        created_at, updated_at)
+      VALUES (${organizationId}, ${sessionId}, ${assistantId}, 'main', 'c1', now(), now())`
   }).pipe(Effect.orDie)
 
 onDatabase()("Retention on PostgreSQL (D21)", (it) => {

@@ -145,6 +145,7 @@ const stubSender = (respond: (n: number) => Effect.Effect<number, unknown> = () 
 const claimed = (fields: Partial<ClaimedDelivery> = {}): ClaimedDelivery => {
   const event = envelope(newId(), "message.created")
   return {
+    organization_id: newId(),
     id: newId(),
     app_id: newId(),
     event_id: event.id,
@@ -628,6 +629,7 @@ describe("attempt rules (W4, W5)", () => {
         // W4: traceparent links to the trace that produced the event.
         assert.match(request!.headers.traceparent!, /^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/)
         assert.deepStrictEqual(result, {
+          organizationId: delivery.organization_id,
           id: delivery.id,
           durationMs: result.durationMs,
           startedAt: new Date(now),

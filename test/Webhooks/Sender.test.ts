@@ -65,6 +65,7 @@ const serve = (
 const delivery = (webhookUrl: string): ClaimedDelivery => {
   const eventId = newId()
   return {
+    organization_id: newId(),
     id: newId(),
     app_id: newId(),
     event_id: eventId,

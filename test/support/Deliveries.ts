@@ -34,6 +34,7 @@ export const deliverDue = (
       yield* repo.complete(
         testWorkerId,
         claimed.map((delivery) => ({
+          organizationId: delivery.organization_id,
           id: delivery.id,
           durationMs: outcome.durationMs ?? 1,
           startedAt: outcome.startedAt ?? new Date(),

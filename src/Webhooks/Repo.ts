@@ -129,8 +129,10 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
  *   holds its queue; when it ends `succeeded` or `failed` the next one heads it.
  *   The `limit x 4` due heads of enabled apps that are due first are locked
  *   (`SKIP LOCKED`: heads other workers hold are skipped, not replaced). Each
- *   head is read and locked in a LATERAL subquery, one primary-key probe per
- *   queue whatever the table's size; joined to `deliveries` instead, it was
+ *   head is read in a LATERAL subquery (the started one, else the first: a
+ *   probe of a queue index each, with the row's organization, O11) and locked
+ *   in another by its primary key (organization_id, id), whatever the table's
+ *   size; joined to `deliveries` instead, it was
  *   planned as a hash join over a sequential scan of the whole table from a
  *   few thousand rows up, on every claim (test/Webhooks/Plans.test.ts). Speed
  *   tactic measured by `npm run bench -- webhooks` (ordered burst, 1,947 ->

@@ -209,14 +209,13 @@ onDatabase()("Runtime on PostgreSQL", (it) => {
           const human = yield* fx.session((yield* addAgent(fx.ORG, "human")).id)
           const noAgent = yield* fx.session(null)
           const orphan = yield* fx.session((yield* addAgent(fx.ORG, "ai", "Orphan", newId())).id)
-          // D1: not in the organization. A run's record references its session (runs.session_id), so the
-          // missing session is another organization's: a session that does not exist cannot be recorded.
-          const elsewhere = yield* (yield* Sessions).create(yield* organization(), {
-            contact_id: "+15550100",
-            contact_name: "Ada"
-          })
+          // D1, D22: not found, a session of the organization being erased. A run's record references its
+          // session within its organization (O11: FOREIGN KEY (organization_id, session_id)), so a session that
+          // does not exist there cannot be recorded; a job or schedule names one of its own organization only.
+          const erased = yield* fx.session()
+          yield* setColumn("sessions", erased, "erasure_id", crypto.randomUUID())
           const cases = [
-            [elsewhere.id, "SessionNotFound"],
+            [erased, "SessionNotFound"],
             [closed, "SessionNotOpen"],
             [human, "AgentNotAi"],
             [noAgent, "AgentNotAi"],

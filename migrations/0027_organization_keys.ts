@@ -16,7 +16,9 @@
  *   `assistant_branches`, `assistant_draft_files`, `assistant_rollouts`,
  *   `session_assignments`, `run_rollups`. `run_rollups` is refilled from
  *   `runs` (what its triggers keep it equal to, 0015), grouped by
- *   organization as well: its `assistant_id` is text with no key to follow.
+ *   organization as well: its `assistant_id` is text with no key to follow,
+ *   and the runs of two organizations whose agents named one assistant id
+ *   shared a row (their statistics mixed); now each has its own.
  * - Primary keys on `id` alone become `(organization_id, id)` (agents, apps,
  *   assistants, conversations, deliveries, events, messages, reply_jobs, runs,
  *   session_schedules, sessions, assistant_branches); the others get
@@ -91,7 +93,9 @@ const statements = [
     "session_assignments",
     `UPDATE session_assignments t SET organization_id = s.organization_id FROM sessions s WHERE s.id = t.session_id`
   ),
-  `ALTER TABLE run_rollups ADD COLUMN organization_id uuid`,
+  // Refilled under its new key: under the old one, the runs of two organizations naming one assistant id
+  // (text, an agent's `assistant_id`) shared a row.
+  `ALTER TABLE run_rollups ADD COLUMN organization_id uuid, DROP CONSTRAINT run_rollups_pkey`,
   `DELETE FROM run_rollups`,
   `INSERT INTO run_rollups (organization_id, assistant_id, hour, commit_id, branch_name, duration_ms, runs, succeeded,
     input_tokens, output_tokens)
@@ -100,7 +104,8 @@ const statements = [
     coalesce(sum(output_tokens), 0)
   FROM runs WHERE assistant_id IS NOT NULL AND commit_id IS NOT NULL
   GROUP BY 1, 2, 3, 4, 5, 6`,
-  `ALTER TABLE run_rollups ALTER COLUMN organization_id SET NOT NULL`,
+  `ALTER TABLE run_rollups ALTER COLUMN organization_id SET NOT NULL, ADD CONSTRAINT run_rollups_pkey
+    PRIMARY KEY (organization_id, assistant_id, hour, commit_id, branch_name, duration_ms)`,
 
   // 2. The foreign keys onto keys that change go first.
   `ALTER TABLE organization_settings DROP CONSTRAINT organization_settings_default_agent_id_fkey`,
@@ -153,8 +158,6 @@ const statements = [
     PRIMARY KEY (organization_id, assistant_id)`,
   `ALTER TABLE session_assignments DROP CONSTRAINT session_assignments_pkey,
     ADD CONSTRAINT session_assignments_pkey PRIMARY KEY (organization_id, session_id, assistant_id)`,
-  `ALTER TABLE run_rollups DROP CONSTRAINT run_rollups_pkey, ADD CONSTRAINT run_rollups_pkey
-    PRIMARY KEY (organization_id, assistant_id, hour, commit_id, branch_name, duration_ms)`,
   `ALTER TABLE assistant_branches DROP CONSTRAINT assistant_branches_assistant_id_name_key,
     ADD CONSTRAINT assistant_branches_assistant_id_name_key UNIQUE (organization_id, assistant_id, name)`,
   `DROP INDEX reply_jobs_pending_session_idx`,

@@ -96,7 +96,10 @@ const populate = (name: string) =>
       VALUES (${run}, ${org}, ${session}, 'reply', ${assistant}, 'c0000000000b', 'main', 'succeeded', 10, 20,
           now() - interval '2 hours', now() - interval '2 hours', 120),
         (${id()}, ${org}, ${session}, 'reply', ${assistant}, 'c0000000000b', 'main', 'failed', NULL, NULL,
-          now() - interval '2 hours', now() - interval '2 hours', 120)`
+          now() - interval '2 hours', now() - interval '2 hours', 120),
+        -- An agent's assistant id is text: two organizations may name the same one; their runs shared a roll-up.
+        (${id()}, ${org}, ${session}, 'reply', 'legacy-bot', 'c0000000000z', NULL, 'succeeded', 1, 1,
+          date_trunc('hour', now()) - interval '3 hours', date_trunc('hour', now()) - interval '3 hours', 50)`
     yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, created_at)
       VALUES (${id()}, ${org}, ${session}, 'pending', now() + interval '1 hour', now()),
         (${id()}, ${org}, ${session}, 'running', now(), now())`
@@ -154,9 +157,19 @@ describe("organization keys (migration 0027, O11)", () => {
             [27]
           )
 
-          // Rows kept: every table has the rows it had (parley_migrations one more), the roll-ups the same sums.
+          // Rows kept: every table has the rows it had (parley_migrations one more), the roll-ups the same sums,
+          // one more row: the runs of the two organizations naming 'legacy-bot' shared one, now each has its own.
           const after = yield* rowCounts
-          assert.deepStrictEqual(after, { ...before, parley_migrations: before.parley_migrations! + 1 })
+          assert.deepStrictEqual(after, {
+            ...before,
+            parley_migrations: before.parley_migrations! + 1,
+            run_rollups: before.run_rollups! + 1
+          })
+          assert.deepStrictEqual(
+            yield* sql`SELECT organization_id::text, runs FROM run_rollups WHERE assistant_id = 'legacy-bot'
+              ORDER BY organization_id`,
+            [first.org, second.org].sort().map((organization_id) => ({ organization_id, runs: 1 }))
+          )
           assert.deepStrictEqual(
             yield* sql`SELECT sum(runs)::int AS runs, sum(succeeded)::int AS succeeded FROM run_rollups`,
             rolledUp

@@ -3,6 +3,7 @@
 # ../shared/vendor when PostgreSQL 15 lacks it, and runs a coordinator and two workers as
 # three local PostgreSQL 15 servers.
 #
+#   scripts/citus.sh tarball          print the path of the vendored source (exit 1 when absent)
 #   scripts/citus.sh build            install the Debian packages it needs, build, make install
 #   scripts/citus.sh start [DIR]      initdb (first time) and start the three servers under DIR
 #                                     (default /tmp/parley-citus); prints the coordinator's URL
@@ -38,16 +39,8 @@ build() {
   local src
   src=$(find "$work" -maxdepth 1 -mindepth 1 -type d | head -1)
   # PostgreSQL 15.20's headers declare have_createdb_privilege already (vendor/README.md).
-  python3 - "$src/src/include/pg_version_compat.h" <<'PY'
-import re, sys
-path = sys.argv[1]
-text = open(path).read()
-new = re.sub(r"static inline bool\s*\nhave_createdb_privilege\(void\)\s*\{.*?\n\}\n", "", text, count=1, flags=re.S)
-if new == text:
-    new = re.sub(r"static inline bool\s+have_createdb_privilege\(void\)\s*\{.*?\n\}\n", "", text, count=1, flags=re.S)
-open(path, "w").write(new)
-print("pg_version_compat.h:", "patched" if new != text else "unchanged")
-PY
+  perl -0pi -e 's/static inline bool\s*\nhave_createdb_privilege\(void\)\s*\{.*?\n\}\n//s' \
+    "$src/src/include/pg_version_compat.h"
   (cd "$src" && ./configure PG_CONFIG=$pg_bin/pg_config >/dev/null && make -j"$(nproc)" >/dev/null && make install >/dev/null)
   rm -rf "$work"
   echo "citus built and installed"
@@ -91,8 +84,9 @@ stop() {
 }
 
 case "$command" in
+  tarball) tarball ;;
   build) build ;;
   start) start ;;
   stop) stop ;;
-  *) echo "usage: scripts/citus.sh build|start|stop [DIR]" >&2; exit 2 ;;
+  *) echo "usage: scripts/citus.sh tarball|build|start|stop [DIR]" >&2; exit 2 ;;
 esac

@@ -78,7 +78,10 @@ export const distribute = Effect.gen(function* () {
               AND c.relname <> ALL (${LOCAL_TABLES})
               AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
             ORDER BY c.relname`
-          if (tables.length === 0) return []
+          if (tables.length === 0) {
+            yield* distributeFunctions
+            return []
+          }
           // Citus turns a local table that references a new reference table into a "Citus local"
           // table, which then cannot reference a distributed one: the foreign keys of the tables
           // to distribute are dropped first and added again once every table is in place, all in
@@ -120,11 +123,32 @@ export const distribute = Effect.gen(function* () {
           for (const name of populated) {
             yield* sql`SELECT truncate_local_data_after_distributing_table(${name})`
           }
+          yield* distributeFunctions
           return order.map((table) => table.name)
         })
       ),
     () => sql`SELECT pg_advisory_unlock(hashtext('parley_distribute'))`.pipe(Effect.ignore)
   )
+})
+
+/**
+ * Makes every function of the `public` schema that is not yet a Citus object
+ * exist on every node (`create_distributed_function`): the triggers run on
+ * the nodes of the shards and call Parley's functions there
+ * (`parley_app_subscribed` from the fan-out). Citus propagates a function
+ * created on the coordinator by itself only when what it depends on is
+ * distributed already; those created before the tables were are taken here.
+ * Functions of extensions are left to their extension.
+ */
+const distributeFunctions = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const functions = yield* sql<{ signature: string }>`
+    SELECT p.oid::regprocedure::text AS signature FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = 'public' AND p.prokind = 'f'
+      AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+      AND NOT EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid)
+    ORDER BY 1`
+  for (const { signature } of functions) yield* sql`SELECT create_distributed_function(${signature})`
 })
 
 /**

@@ -55,81 +55,80 @@ export const isCoordinator = Effect.gen(function* () {
 /**
  * Distributes the tables not yet distributed (see module docs) and returns
  * their names in the order it did, `[]` when there is nothing to do or no
- * Citus. Serialized across processes by an advisory lock held on the
- * coordinator while it runs. Fails with `SqlError`.
+ * Citus; in one transaction, serialized across processes by a transaction
+ * advisory lock on the coordinator. Fails with `SqlError`.
  */
 export const distribute = Effect.gen(function* () {
   if (!(yield* isCoordinator)) return []
   const sql = yield* SqlClient.SqlClient
-  return yield* Effect.acquireUseRelease(
-    sql`SELECT pg_advisory_lock(hashtext('parley_distribute'))`,
-    () =>
-      sql.withTransaction(
-        Effect.gen(function* () {
-          const tables = yield* sql<TableRow>`
-            SELECT c.relname AS name,
-              coalesce((SELECT a.attname = ${DISTRIBUTION_COLUMN} FROM pg_index i
-                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                WHERE i.indrelid = c.oid AND i.indisprimary), false) AS per_organization,
-              coalesce((SELECT array_agg(DISTINCT f.confrelid::regclass::text) FROM pg_constraint f
-                WHERE f.conrelid = c.oid AND f.contype = 'f' AND f.confrelid <> c.oid), '{}') AS references
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
-              AND c.relname <> ALL (${LOCAL_TABLES})
-              AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
-            ORDER BY c.relname`
-          if (tables.length === 0) {
-            yield* distributeFunctions
-            return []
-          }
-          // Citus turns a local table that references a new reference table into a "Citus local"
-          // table, which then cannot reference a distributed one: the foreign keys of the tables
-          // to distribute are dropped first and added again once every table is in place, all in
-          // this transaction (a failure leaves the schema as it was). Measured on Citus 13.2.
-          const names = tables.map((table) => table.name)
-          const keys = yield* sql<{ table: string; name: string; definition: string }>`
-            SELECT c.relname AS table, f.conname AS name, pg_get_constraintdef(f.oid) AS definition
-            FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_class r ON r.oid = f.confrelid
-            WHERE f.contype = 'f' AND (c.relname = ANY (${names}) OR r.relname = ANY (${names}))
-            ORDER BY c.relname, f.conname`
-          // Parley's triggers are taken off while Citus moves the rows (copying an event into its
-          // shard must not fan it out again) and put back on the distributed tables after.
-          const triggers = yield* sql<{ table: string; name: string; definition: string }>`
-            SELECT c.relname AS table, t.tgname AS name, pg_get_triggerdef(t.oid) AS definition
-            FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-            WHERE NOT t.tgisinternal AND c.relname = ANY (${names})
-            ORDER BY c.relname, t.tgname`
-          yield* sql`SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`
-          // Parley's triggers (the fan-out, roll-ups) fire on the shards, where every row they
-          // read or write is of the same organization, on the same node (O11).
-          yield* sql`SET LOCAL citus.enable_unsafe_triggers TO on`
-          for (const key of keys) yield* sql`ALTER TABLE ${sql(key.table)} DROP CONSTRAINT ${sql(key.name)}`
-          for (const trigger of triggers) yield* sql`DROP TRIGGER ${sql(trigger.name)} ON ${sql(trigger.table)}`
-          const order = foreignKeyOrder(tables)
-          const populated: Array<string> = []
-          for (const table of order) {
-            const [rows] = yield* sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM ${sql(table.name)}) AS any`
-            if (rows?.any === true) populated.push(table.name)
-            if (table.per_organization) {
-              yield* sql`SELECT create_distributed_table(${table.name}, ${DISTRIBUTION_COLUMN})`
-            } else {
-              yield* sql`SELECT create_reference_table(${table.name})`
-            }
-          }
-          for (const key of keys) {
-            yield* sql`ALTER TABLE ${sql(key.table)} ADD CONSTRAINT ${sql(key.name)} ${sql.literal(key.definition)}`
-          }
-          for (const trigger of triggers) yield* sql.unsafe(trigger.definition)
-          for (const name of populated) {
-            yield* sql`SELECT truncate_local_data_after_distributing_table(${name})`
-          }
-          yield* distributeFunctions
-          return order.map((table) => table.name)
-        })
-      ),
-    () => sql`SELECT pg_advisory_unlock(hashtext('parley_distribute'))`.pipe(Effect.ignore)
+  return yield* sql.withTransaction(
+    Effect.gen(function* () {
+      yield* sql`SELECT pg_advisory_xact_lock(hashtext('parley_distribute'))`
+      const tables = yield* sql<TableRow>`
+        SELECT c.relname AS name,
+          coalesce((SELECT a.attname = ${DISTRIBUTION_COLUMN} FROM pg_index i
+            JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+            WHERE i.indrelid = c.oid AND i.indisprimary), false) AS per_organization,
+          coalesce((SELECT array_agg(DISTINCT r.relname::text) FROM pg_constraint f JOIN pg_class r ON r.oid = f.confrelid
+            WHERE f.conrelid = c.oid AND f.contype = 'f' AND f.confrelid <> c.oid), '{}') AS references
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+          AND c.relname <> ALL (${LOCAL_TABLES})
+          AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
+        ORDER BY c.relname`
+      const order = tables.length === 0 ? [] : yield* distributeTables(tables)
+      yield* distributeFunctions
+      return order
+    })
   )
 })
+
+/**
+ * Distributes `tables` (none distributed yet) in the order of their foreign
+ * keys and returns their names in that order; inside {@link distribute}'s
+ * transaction. Citus turns a local table that references a new reference
+ * table into a "Citus local" table, which then cannot reference a distributed
+ * one, and copying an existing event into its shard would fire the fan-out
+ * again: the foreign keys and triggers of these tables are dropped first and
+ * put back once every table is in place (a failure leaves the schema as it
+ * was). Measured on Citus 13.2 (`test/Database/Citus.test.ts`).
+ */
+const distributeTables = (tables: ReadonlyArray<TableRow>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const names = tables.map((table) => table.name)
+    const keys = yield* sql<{ table: string; name: string; definition: string }>`
+      SELECT c.relname AS table, f.conname AS name, pg_get_constraintdef(f.oid) AS definition
+      FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_class r ON r.oid = f.confrelid
+      WHERE f.contype = 'f' AND (c.relname = ANY (${names}) OR r.relname = ANY (${names}))
+      ORDER BY c.relname, f.conname`
+    const triggers = yield* sql<{ table: string; name: string; definition: string }>`
+      SELECT c.relname AS table, t.tgname AS name, pg_get_triggerdef(t.oid) AS definition
+      FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+      WHERE NOT t.tgisinternal AND c.relname = ANY (${names})
+      ORDER BY c.relname, t.tgname`
+    yield* sql`SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`
+    // Parley's triggers (the fan-out, roll-ups) fire on the shards, where every row they
+    // read or write is of the same organization, on the same node (O11).
+    yield* sql`SET LOCAL citus.enable_unsafe_triggers TO on`
+    for (const key of keys) yield* sql`ALTER TABLE ${sql(key.table)} DROP CONSTRAINT ${sql(key.name)}`
+    for (const trigger of triggers) yield* sql`DROP TRIGGER ${sql(trigger.name)} ON ${sql(trigger.table)}`
+    const order = foreignKeyOrder(tables)
+    const populated: Array<string> = []
+    for (const table of order) {
+      const [rows] = yield* sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM ${sql(table.name)}) AS any`
+      if (rows?.any === true) populated.push(table.name)
+      yield* table.per_organization
+        ? sql`SELECT create_distributed_table(${table.name}, ${DISTRIBUTION_COLUMN})`
+        : sql`SELECT create_reference_table(${table.name})`
+    }
+    for (const key of keys) {
+      yield* sql`ALTER TABLE ${sql(key.table)} ADD CONSTRAINT ${sql(key.name)} ${sql.literal(key.definition)}`
+    }
+    for (const trigger of triggers) yield* sql.unsafe(trigger.definition)
+    for (const name of populated) yield* sql`SELECT truncate_local_data_after_distributing_table(${name})`
+    return order.map((table) => table.name)
+  })
 
 /**
  * Makes every function of the `public` schema that is not yet a Citus object

@@ -41,6 +41,13 @@ export const runOn = (url: string, ...statements: ReadonlyArray<string>) =>
     }).pipe(Effect.provide(Database.clientLayer(Redacted.make(url), 1)), Effect.scoped)
   )
 
+/** `CREATE DATABASE name`, empty or a copy of `template`. */
+const createDatabase = (name: string, template?: string) =>
+  `CREATE DATABASE "${name}"${template === undefined ? "" : ` TEMPLATE "${template}"`}`
+
+/** `DROP DATABASE name`, its sessions ended. */
+const dropDatabase = (name: string) => `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`
+
 /** The servers of a test run: where databases are made and how. */
 export interface Servers {
   /** The Citus cluster's nodes (coordinator first), or undefined on one server. */
@@ -70,10 +77,10 @@ export const serversOf = async (serverUrl: string): Promise<Servers> => {
     return {
       nodes: undefined,
       create: async (name, template) => {
-        await runOn(serverUrl, `CREATE DATABASE "${name}"${template === undefined ? "" : ` TEMPLATE "${template}"`}`)
+        await runOn(serverUrl, createDatabase(name, template))
       },
       drop: async (name) => {
-        await runOn(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+        await runOn(serverUrl, dropDatabase(name))
       }
     }
   }
@@ -89,10 +96,7 @@ export const serversOf = async (serverUrl: string): Promise<Servers> => {
             `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${template}' AND pid <> pg_backend_pid()`
           )
         }
-        await runOn(
-          nodeUrl(node),
-          `CREATE DATABASE "${name}"${template === undefined ? "" : ` TEMPLATE "${template}"`}`
-        )
+        await runOn(nodeUrl(node), createDatabase(name, template))
       }
       if (template !== undefined) return
       for (const node of nodes) await runOn(urlOf(serverUrl, name, node), "CREATE EXTENSION citus")
@@ -103,7 +107,7 @@ export const serversOf = async (serverUrl: string): Promise<Servers> => {
       )
     },
     drop: async (name) => {
-      for (const node of nodes) await runOn(nodeUrl(node), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+      for (const node of nodes) await runOn(nodeUrl(node), dropDatabase(name))
     }
   }
 }

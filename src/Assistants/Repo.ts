@@ -338,6 +338,9 @@ const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_i
 const commitColumns = `c.id, c.assistant_id::text, c.parent_commit_id, c.merge_parent_commit_id, c.message,
   c.author_type, c.author_id, ${isoTimestamp("c.created_at")} AS created_at`
 
+/** An assistant of an organization. */
+const AssistantKey = Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String })
+
 /** A commit of an assistant of an organization. */
 const CommitKey = Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String, commitId: Schema.String })
 
@@ -394,7 +397,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
   })
 
   const getAssistantRow = SqlSchema.findOneOption({
-    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String }),
+    Request: AssistantKey,
     Result: Assistant,
     execute: ({ organizationId, assistantId }) =>
       sql`SELECT ${sql.literal(assistantColumns)} FROM assistants
@@ -430,7 +433,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
     ${isoTimestamp("r.created_at")} AS created_at, ${isoTimestamp("r.updated_at")} AS updated_at`)
 
   const findRolloutRow = SqlSchema.findOneOption({
-    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String }),
+    Request: AssistantKey,
     Result: RolloutRow,
     execute: ({ organizationId, assistantId }) =>
       sql`SELECT ${rolloutFields} FROM assistant_rollouts r
@@ -521,7 +524,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
   })
 
   const listBranchRows = SqlSchema.findAll({
-    Request: Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String }),
+    Request: AssistantKey,
     Result: Branch,
     execute: ({ organizationId, assistantId }) =>
       sql`SELECT ${branchFields} FROM assistant_branches b

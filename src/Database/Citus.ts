@@ -26,7 +26,7 @@ import { SqlClient } from "effect/sql"
 const LOCAL_TABLES: ReadonlyArray<string> = ["parley_migrations"]
 
 /** The distribution column of every per-organization table (O11). */
-export const DISTRIBUTION_COLUMN = "organization_id"
+const DISTRIBUTION_COLUMN = "organization_id"
 
 /** A table of the schema as {@link distribute} sees it. */
 interface TableRow {
@@ -42,7 +42,7 @@ interface TableRow {
  * extension is installed in it and this node is its coordinator.
  * Fails with `SqlError`.
  */
-export const isCoordinator = Effect.gen(function* () {
+const isCoordinator = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const [row] = yield* sql<{
     citus: boolean

@@ -86,16 +86,14 @@ export interface EventBatch {
  * {@link ROWS_PER_BATCH} rows of each per batch; each carries `organization_id`
  * (O11), which every delete filters by.
  */
-const SESSION_CHILDREN: ReadonlyArray<{
-  readonly table: RetentionTable
-}> = [
-  { table: "messages" },
-  { table: "runs" },
-  { table: "session_schedules" },
+const SESSION_CHILDREN: ReadonlyArray<RetentionTable> = [
+  "messages",
+  "runs",
+  "session_schedules",
   // Only pending and running jobs exist (R1); the closing trigger dropped a closed session's pending one.
-  { table: "reply_jobs" },
-  { table: "session_assignments" },
-  { table: "ingest_receipts" }
+  "reply_jobs",
+  "session_assignments",
+  "ingest_receipts"
 ]
 
 /** The retention repository (D21). */
@@ -170,18 +168,17 @@ export class RetentionRepo extends Context.Service<
        * still has a message.
        */
       const deleteChildren = (
-        child: (typeof SESSION_CHILDREN)[number],
+        child: RetentionTable,
         organizationId: string,
         sessions: ReadonlyArray<string>,
         limit: number
       ) => {
-        const table = sql(child.table)
-        const ofOrganization = sql`organization_id = ${organizationId}::uuid AND`
+        const table = sql(child)
         return Effect.map(
           sql<{ n: number }>`WITH gone AS (
-              DELETE FROM ${table} WHERE ${ofOrganization} ctid = ANY(ARRAY(
+              DELETE FROM ${table} WHERE organization_id = ${organizationId}::uuid AND ctid = ANY(ARRAY(
                 SELECT ctid FROM ${table}
-                WHERE ${ofOrganization} session_id = ANY(${sessions}::uuid[])
+                WHERE organization_id = ${organizationId}::uuid AND session_id = ANY(${sessions}::uuid[])
                 LIMIT ${limit}))
               RETURNING 1)
             SELECT count(*)::int AS n FROM gone`.unprepared,
@@ -213,7 +210,7 @@ export class RetentionRepo extends Context.Service<
             let more = false
             for (const child of SESSION_CHILDREN) {
               const n = yield* deleteChildren(child, organizationId, ids, ROWS_PER_BATCH)
-              if (n > 0) deleted[child.table] = n
+              if (n > 0) deleted[child] = n
               // Rows of this table may be left: the next batch takes these sessions again.
               if (n === ROWS_PER_BATCH) more = true
             }

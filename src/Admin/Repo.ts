@@ -5,7 +5,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { isoTimestamp } from "../Database/Json.ts"
+import { immutableIsoTimestamp } from "../Database/Json.ts"
 import type { Agent } from "../Domain/Agent.ts"
 import { isUuid } from "../Domain/Common.ts"
 import { type ApiKey, defaultSettings, type Organization, type Settings } from "../Domain/Organization.ts"
@@ -56,7 +56,7 @@ export interface Page {
 /**
  * The admin repository: SQL only, no rules. Every method may fail with
  * `SqlError`. Ids that are not UUIDs find nothing. Timestamps are ISO 8601
- * with microseconds (`Database/Json.ts` `isoTimestamp`).
+ * with microseconds (`Database/Json.ts` `immutableIsoTimestamp`).
  */
 export class AdminRepo extends Context.Service<
   AdminRepo,
@@ -118,11 +118,11 @@ export class AdminRepo extends Context.Service<
 
 /** The repository over PostgreSQL client `sql`. */
 const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
-  const organizationColumns = sql.literal(`id::text, name, ${isoTimestamp("created_at")} AS created_at`)
-  const apiKeyColumns = sql.literal(`id::text, name, token_last4, ${isoTimestamp("created_at")} AS created_at,
-    ${isoTimestamp("expires_at")} AS expires_at, ${isoTimestamp("revoked_at")} AS revoked_at`)
+  const organizationColumns = sql.literal(`id::text, name, ${immutableIsoTimestamp("created_at")} AS created_at`)
+  const apiKeyColumns = sql.literal(`id::text, name, token_last4, ${immutableIsoTimestamp("created_at")} AS created_at,
+    ${immutableIsoTimestamp("expires_at")} AS expires_at, ${immutableIsoTimestamp("revoked_at")} AS revoked_at`)
   const agentColumns = sql.literal(`id::text, name, type, assistant_id, profile_id, organization_id::text,
-    ${isoTimestamp("created_at")} AS created_at`)
+    ${immutableIsoTimestamp("created_at")} AS created_at`)
   const toAgent = (row: {
     id: string
     name: string
@@ -176,7 +176,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
     sql<{ created_at: string; expires_at: string | null }>`
       INSERT INTO api_keys (id, organization_id, name, token_hash, token_last4, created_at, expires_at)
       VALUES (${row.id}, ${row.organizationId}, ${row.name}, ${row.tokenHash}, ${row.tokenLast4}, now(), ${row.expiresAt})
-      RETURNING ${sql.literal(`${isoTimestamp("created_at")} AS created_at, ${isoTimestamp("expires_at")} AS expires_at`)}`.pipe(
+      RETURNING ${sql.literal(`${immutableIsoTimestamp("created_at")} AS created_at, ${immutableIsoTimestamp("expires_at")} AS expires_at`)}`.pipe(
       Effect.map((rows) => rows[0]!)
     )
 

@@ -8,7 +8,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { isoTimestamp } from "../Database/Json.ts"
+import { immutableIsoTimestamp } from "../Database/Json.ts"
 import { Assistant, Branch, Commit, CommitFile, SessionPinning } from "../Domain/Assistant.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { FileHashes, FileVersion } from "./Files.ts"
@@ -330,13 +330,13 @@ export class AssistantsRepo extends Context.Service<
 
 /** The columns of {@link Assistant}. */
 const assistantColumns = `id::text, organization_id::text, name, description, versioned,
-  ${isoTimestamp("created_at")} AS created_at, ${isoTimestamp("updated_at")} AS updated_at`
+  ${immutableIsoTimestamp("created_at")} AS created_at, ${immutableIsoTimestamp("updated_at")} AS updated_at`
 
 const branchColumns = `b.id::text, b.assistant_id::text, b.name, b.head_commit_id,
-  ${isoTimestamp("b.created_at")} AS created_at, ${isoTimestamp("b.updated_at")} AS updated_at`
+  ${immutableIsoTimestamp("b.created_at")} AS created_at, ${immutableIsoTimestamp("b.updated_at")} AS updated_at`
 
 const commitColumns = `c.id, c.assistant_id::text, c.parent_commit_id, c.merge_parent_commit_id, c.message,
-  c.author_type, c.author_id, ${isoTimestamp("c.created_at")} AS created_at`
+  c.author_type, c.author_id, ${immutableIsoTimestamp("c.created_at")} AS created_at`
 
 /** An assistant of an organization. */
 const AssistantKey = Schema.Struct({ organizationId: Schema.String, assistantId: Schema.String })
@@ -430,7 +430,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AssistantsRepo["Service"] => {
   })
 
   const rolloutFields = sql.literal(`r.id::text, r.branch_id::text, b.name AS branch_name, b.head_commit_id, r.percent,
-    ${isoTimestamp("r.created_at")} AS created_at, ${isoTimestamp("r.updated_at")} AS updated_at`)
+    ${immutableIsoTimestamp("r.created_at")} AS created_at, ${immutableIsoTimestamp("r.updated_at")} AS updated_at`)
 
   const findRolloutRow = SqlSchema.findOneOption({
     Request: AssistantKey,

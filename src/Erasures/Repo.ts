@@ -12,7 +12,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
-import { isoTimestamp, objectJson } from "../Database/Json.ts"
+import { immutableIsoTimestamp, objectJson } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
 import { Erasure, type ErasureCounts, type ErasureKind, erasureKinds } from "../Domain/Erasure.ts"
 import { insertEvents } from "../Outbox/Outbox.ts"
@@ -52,8 +52,8 @@ export interface ClaimedErasure {
 const erasedContactKey = (erasureId: string) => `'erased ' || ${erasureId}::text || ' ' || repeat('.', 256)`
 
 /** The erasure's wire members (the {@link Erasure} schema), over the erasures row `e`. */
-const erasureColumns = `e.id::text AS id, e.contact_id, e.status, ${isoTimestamp("e.requested_at")} AS requested_at,
-  ${isoTimestamp("e.completed_at")} AS completed_at, CASE WHEN e.status = 'completed' THEN e.counts END AS counts`
+const erasureColumns = `e.id::text AS id, e.contact_id, e.status, ${immutableIsoTimestamp("e.requested_at")} AS requested_at,
+  ${immutableIsoTimestamp("e.completed_at")} AS completed_at, CASE WHEN e.status = 'completed' THEN e.counts END AS counts`
 
 const decodeErasure = Schema.decodeUnknownEffect(Erasure)
 

@@ -17,7 +17,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
-import { membersOf, objectJson } from "../Database/Json.ts"
+import { immutableIsoTimestamp, immutableObjectJson, membersOf, objectJson } from "../Database/Json.ts"
 import { isUuid, type JsonObject } from "../Domain/Common.ts"
 import {
   Evaluation,
@@ -37,7 +37,8 @@ import type { AnsweredTurn, SideCost } from "./Compare.ts"
 export const evaluationsChannel = "parley_evaluations"
 
 /** SQL text of an evaluation's wire JSON (the {@link Evaluation} schema) over the evaluations row `alias`. */
-const evaluationJson = (alias: string) => objectJson(membersOf(Evaluation, alias, { id: `${alias}.id::text` }))
+const evaluationJson = (alias: string) =>
+  immutableObjectJson(membersOf(Evaluation, alias, { id: `${alias}.id::text` }, immutableIsoTimestamp))
 
 /** SQL text of a turn's wire JSON (the {@link EvaluationTurn} schema) over the evaluation_turns row `t`. */
 const turnJson = objectJson(

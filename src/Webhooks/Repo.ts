@@ -12,7 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { SqlError, Statement } from "effect/sql"
 import type { DatabaseHealth } from "../Database/Health.ts"
-import { isoTimestamp, membersOf, objectJson } from "../Database/Json.ts"
+import { immutableIsoTimestamp, membersOf, objectJson } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import { listenForever } from "../Database/Workers.ts"
 import { type AppOrdering, AppWithoutSecret } from "../Domain/App.ts"
@@ -410,7 +410,7 @@ export interface ClaimOptions {
 /**
  * The webhooks repository: SQL only, no rules. Every method but `listen` may
  * fail with `SqlError`; ids that are not UUIDs find nothing. Timestamps it
- * returns are ISO 8601 with microseconds (`Database/Json.ts` `isoTimestamp`).
+ * returns are ISO 8601 with microseconds (`Database/Json.ts` `immutableIsoTimestamp`).
  */
 export class WebhooksRepo extends Context.Service<
   WebhooksRepo,
@@ -521,7 +521,7 @@ export class WebhooksRepo extends Context.Service<
 
 /** The admin shape of an app (`Api.ts` App), in wire order, over `apps`. */
 const APP_COLUMNS = `id::text, name, webhook_url, events, enabled, disabled_reason,
-  ${isoTimestamp("disabled_at")} AS disabled_at, ordering, signing_secret, ${isoTimestamp("created_at")} AS created_at`
+  ${immutableIsoTimestamp("disabled_at")} AS disabled_at, ordering, signing_secret, ${immutableIsoTimestamp("created_at")} AS created_at`
 
 /**
  * The Delivery JSON of the deliveries row `d` (O6), its members derived from
@@ -559,7 +559,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     sql<App>`SELECT ${appColumns} FROM apps WHERE organization_id = ${organizationId} ORDER BY created_at, id`
 
   const listFailing = (organizationId: string) =>
-    sql<FailingApp>`SELECT id::text, ${sql.literal(isoTimestamp("failing_since"))} AS failing_since FROM apps
+    sql<FailingApp>`SELECT id::text, ${sql.literal(immutableIsoTimestamp("failing_since"))} AS failing_since FROM apps
       WHERE organization_id = ${organizationId} AND failing_since IS NOT NULL ORDER BY created_at, id`
 
   const findApp = (organizationId: string, appId: string) =>
@@ -619,7 +619,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
           previous_secret_expires_at = statement_timestamp() + ${previousHours} * interval '1 hour',
           updated_at = statement_timestamp()
         WHERE id = ${appId} AND organization_id = ${organizationId}
-        RETURNING signing_secret, ${sql.literal(isoTimestamp("previous_secret_expires_at"))} AS previous_secret_expires_at`.pipe(
+        RETURNING signing_secret, ${sql.literal(immutableIsoTimestamp("previous_secret_expires_at"))} AS previous_secret_expires_at`.pipe(
           Effect.map((rows) => rows[0])
         )
       : Effect.succeed(undefined)

@@ -182,8 +182,11 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
 
   const revokeApiKey = (organizationId: string, keyId: string) =>
     isUuid(keyId)
-      ? sql<{ id: string }>`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-          WHERE id = ${keyId} AND organization_id = ${organizationId} RETURNING id`.pipe(
+      ? // The first revocation's moment stays; `revoked_at IS NULL` rather than a coalesce in SET,
+        // which Citus refuses with a function that is not IMMUTABLE (O11). Still 204 for a revoked key.
+        sql<{ id: string }>`WITH u AS (UPDATE api_keys SET revoked_at = now()
+            WHERE id = ${keyId} AND organization_id = ${organizationId} AND revoked_at IS NULL)
+          SELECT id::text FROM api_keys WHERE id = ${keyId} AND organization_id = ${organizationId}`.pipe(
           Effect.map((rows) => rows.length > 0)
         )
       : Effect.succeed(false)
@@ -259,7 +262,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): AdminRepo["Service"] => {
         session_idle_timeout_seconds = EXCLUDED.session_idle_timeout_seconds,
         default_agent_id = EXCLUDED.default_agent_id, rate_limit_per_second = EXCLUDED.rate_limit_per_second,
         rate_limit_burst = EXCLUDED.rate_limit_burst, message_retention_days = EXCLUDED.message_retention_days,
-        event_retention_days = EXCLUDED.event_retention_days, updated_at = now()
+        event_retention_days = EXCLUDED.event_retention_days, updated_at = EXCLUDED.updated_at
       RETURNING ${settingsColumns}`.pipe(Effect.map((rows) => rows[0]!))
 
   return {

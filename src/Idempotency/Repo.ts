@@ -45,12 +45,15 @@ const insertStoredSql = `INSERT INTO idempotency_keys (organization_id, key, fin
 /**
  * The conflict clause of an INSERT of {@link insertStoredSql} that replaces an
  * expired response of the same (organization, key) not swept yet, and leaves a
- * live one (the INSERT then returns no row for it).
+ * live one (the INSERT then returns no row for it). The moment comes in
+ * through the proposed row (`EXCLUDED.created_at`, the column's default
+ * `statement_timestamp()`): Citus refuses any function that is not IMMUTABLE
+ * in DO UPDATE SET and its WHERE (O11).
  */
 const replaceExpiredSql = `ON CONFLICT (organization_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
   status = EXCLUDED.status, content_type = EXCLUDED.content_type, body = EXCLUDED.body,
-  created_at = statement_timestamp(), expires_at = EXCLUDED.expires_at
-WHERE idempotency_keys.expires_at <= statement_timestamp()`
+  created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+WHERE idempotency_keys.expires_at <= EXCLUDED.created_at`
 
 /**
  * SQL text of an `UPDATE` rewriting the live stored JSON responses of the

@@ -161,8 +161,10 @@ LEFT JOIN d ON true
 LEFT JOIN organization_settings os ON os.organization_id = ${p.organizationId}
 LEFT JOIN agents da ON da.organization_id = os.organization_id AND da.id = os.default_agent_id
   AND da.deleted_at IS NULL
-LEFT JOIN agents ra ON ra.id = ${p.requestedAgentId} AND ra.organization_id = ${p.organizationId}
-  AND ra.deleted_at IS NULL`
+-- The requested agent as a subquery of its own, its filters inside: on Citus, filters in a LEFT JOIN's ON
+-- do not prune, and the agents of every organization were read (O11).
+LEFT JOIN (SELECT id, type FROM agents WHERE organization_id = ${p.organizationId} AND id = ${p.requestedAgentId}
+  AND deleted_at IS NULL) ra ON true`
   )
 
 /**
@@ -234,8 +236,10 @@ export const ingestOpenStatement = fixedStatement(
     traceContext: p.traceContext
   })}, ${ingestMessageCtes({
     id: p.messageId,
-    organizationId: "s.organization_id",
-    conversationId: "s.conversation_id",
+    // The parameters `s` was made with, not its columns: on Citus the INSERT CTE `s` is an
+    // intermediate result, which a correlated subquery (the reply target's) cannot read (O11).
+    organizationId: p.organizationId,
+    conversationId: p.conversationId,
     role: p.role,
     content: p.content,
     providerMessageId: p.providerMessageId,

@@ -18,7 +18,14 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { contentColumnText, isoTimestamp, jsonColumnText, messageJson, withMembers } from "../Database/Json.ts"
+import {
+  contentColumnText,
+  immutableIsoTimestamp,
+  isoTimestamp,
+  jsonColumnText,
+  messageJson,
+  withMembers
+} from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -521,22 +528,30 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         ? sql``
         : sql`content = CASE WHEN ${changed} THEN ${text}::json ELSE x.content END,
             edits = CASE WHEN ${changed} THEN ${editsAppended} ELSE x.edits END,
-            edited_at = CASE WHEN ${changed} THEN statement_timestamp() ELSE x.edited_at END,`
+            edited_at = CASE WHEN ${changed} THEN n.at ELSE x.edited_at END,`
+    // `before` MATERIALIZED: on Citus a statement with an INSERT CTE (the event's) runs its CTEs as
+    // steps in order, and an inlined `before` would read the row after `m` changed it (O11).
     return yield* sql<{ message: unknown }>`
-      WITH before AS (
+      WITH before AS MATERIALIZED (
         SELECT * FROM messages WHERE organization_id = ${organizationId} AND id = ${messageId}
       ), m AS (
-        UPDATE messages x SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} ${edit} updated_at = statement_timestamp()
-        WHERE x.organization_id = ${organizationId} AND x.id = ${messageId} RETURNING *
+        UPDATE messages x SET ${Object.keys(set).length > 0 ? sql`${sql.update(set)},` : sql``} ${edit} updated_at = n.at
+        FROM (SELECT statement_timestamp() AS at) n
+        WHERE x.organization_id = ${organizationId} AND x.id = ${messageId} RETURNING x.*
       ), ev AS (
         SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${updatedEvents})
       SELECT ${messageJsonFragment} AS message FROM m`.pipe(Effect.flatMap((rows) => decodeMessage(rows[0]!.message)))
   })
 
-  /** The `edits` of the messages row `x` with its current content appended, replaced now (D24). */
+  /**
+   * The `edits` of the messages row `x` with its current content appended,
+   * replaced at `n.at` (D24). Only IMMUTABLE functions, the moment a column of
+   * `n`: Citus refuses a STABLE function over a column, or any in a CASE, in
+   * an UPDATE's SET (O11).
+   */
   const editsAppended = sql.literal(`(CASE WHEN x.edits::text = '[]' THEN '[' ELSE left(x.edits::text, -1) || ',' END
-    || (SELECT row_to_json(r)::text FROM (SELECT x.content AS content, ${isoTimestamp("statement_timestamp()")} AS edited_at) r)
+    || (SELECT parley_row_json(r)::text FROM (SELECT x.content AS content, ${immutableIsoTimestamp("n.at")} AS edited_at) r)
     || ']')::json`)
 
   /** The message of the conversation of `rs` whose channel id is `rs.target` (D24). */

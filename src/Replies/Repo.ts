@@ -74,7 +74,12 @@ const makeRepo = Effect.gen(function* () {
   const sessionJsonFragment = sql.literal(sessionJson("s2", "a2"))
   const acceptedFragment = sql.literal(replyAcceptedSql("s"))
 
-  /** The upsert of a trigger for the session selected by `session` (R1 trailing debounce). */
+  /**
+   * The upsert of a trigger for the session selected by `session` (R1
+   * trailing debounce). An update's `updated_at` is the proposed row's
+   * `created_at` (this statement's moment): Citus refuses non-IMMUTABLE
+   * functions in DO UPDATE SET (O11).
+   */
   const upsertJob = (job: NewJob, session: Statement.Fragment) =>
     sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, starting_node_id, metadata,
           trace_context, created_at)
@@ -88,7 +93,7 @@ const makeRepo = Effect.gen(function* () {
           metadata = reply_jobs.metadata || EXCLUDED.metadata,
           triggers = reply_jobs.triggers + 1,
           trace_context = coalesce(EXCLUDED.trace_context, reply_jobs.trace_context),
-          updated_at = statement_timestamp()`
+          updated_at = EXCLUDED.created_at`
 
   /** `pg_notify` when the job is due soon (`job.notify`), else a no-op. */
   const notifyFragment = (job: NewJob) => (job.notify ? sql`pg_notify(${repliesChannel}, 'job')` : sql`1`)

@@ -62,7 +62,9 @@ const SESSION_JSON = sessionJson("s", "a")
  * The contact write of D8, as SQL text over expressions: creates the contact,
  * or sets the name and phone given (null keeps) when they differ; an unchanged
  * contact is not written at all. `when` adds a condition (ingest's D10
- * duplicate). Used by POST /sessions and by ingest's statement.
+ * duplicate). Used by POST /sessions and by ingest's statement. An update's
+ * `updated_at` is the proposed row's `created_at` (this statement's moment):
+ * Citus refuses non-IMMUTABLE functions in DO UPDATE SET (O11).
  */
 export const upsertContactSql = (p: {
   readonly organizationId: string
@@ -77,7 +79,7 @@ export const upsertContactSql = (p: {
       AND (${p.name} IS NULL OR name = ${p.name}) AND (${p.phone} IS NULL OR phone = ${p.phone}))
   ON CONFLICT (organization_id, contact_id) DO UPDATE
     SET name = coalesce(EXCLUDED.name, contacts.name), phone = coalesce(EXCLUDED.phone, contacts.phone),
-      updated_at = statement_timestamp()
+      updated_at = EXCLUDED.created_at
     WHERE (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM contacts.name)
       OR (EXCLUDED.phone IS NOT NULL AND EXCLUDED.phone IS DISTINCT FROM contacts.phone)`
 

@@ -242,7 +242,12 @@ export const elapse = (seconds: number, ...organizationIds: ReadonlyArray<string
       yield* run(
         (sql) =>
           sql`UPDATE ${sql(table)} SET ${sql.csv(
-            names.map((name) => sql`${sql(name)} = ${sql(name)} - make_interval(secs => ${seconds})`)
+            // In UTC (\`timestamp - interval\` is IMMUTABLE, \`timestamptz - interval\` STABLE, which
+            // Citus refuses over a column in an UPDATE: O11); the same moment either way.
+            names.map(
+              (name) =>
+                sql`${sql(name)} = (${sql(name)} AT TIME ZONE 'UTC' - make_interval(secs => ${seconds})) AT TIME ZONE 'UTC'`
+            )
           )} WHERE organization_id IN ${sql.in(organizationIds)} RETURNING 1`
       )
     }

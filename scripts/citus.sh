@@ -67,10 +67,6 @@ max_worker_processes = 64
 # 4 shards per table (Citus' default is 32): a test run's many small databases are created,
 # cloned and dropped faster; every shard is still a shard (docs/citus-notes.md).
 citus.shard_count = 4
-# No JIT on the coordinator: it costs read_intermediate_result as 1,000 rows, so a statement with
-# several INSERT CTEs (ingest's) is estimated huge and JIT-compiled, 200-500 ms of a 30 ms call
-# (docs/operations.md, "Past one database server").
-jit = off
 fsync = off
 synchronous_commit = off
 full_page_writes = off

@@ -78,9 +78,26 @@ export const distribute = Effect.gen(function* () {
         ORDER BY c.relname`
       const order = tables.length === 0 ? [] : yield* distributeTables(tables)
       yield* distributeFunctions
+      yield* withoutJit
       return order
     })
   )
+})
+
+/**
+ * Turns JIT compilation off for the database's new sessions (`ALTER DATABASE
+ * ... SET jit = off`, propagated to the workers), inside {@link distribute}'s
+ * transaction. The coordinator costs a CTE's intermediate result
+ * (`read_intermediate_result`) at 1,000 rows, so a statement with several
+ * INSERT CTEs, which Citus runs as steps over such results (ingest's), is
+ * estimated huge and JIT-compiled: 200-500 ms of an ingest call that takes
+ * 35-65 ms without (measured on Citus 13.2, PostgreSQL 15, issue 43). Parley's
+ * statements are single-organization and small; none gains from JIT.
+ */
+const withoutJit = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ name: string }>`SELECT current_database() AS name`
+  yield* sql`ALTER DATABASE ${sql(row!.name)} SET jit = off`
 })
 
 /**

@@ -104,6 +104,10 @@ describe.skipIf(!onCluster)("Parley's tables on a Citus cluster (O11)", () => {
           // The triggers came back and run on the shards' nodes with what they call there
           // (parley_app_subscribed, the sequence of ordered deliveries: migrations/0028).
           const sql = yield* SqlClient.SqlClient
+          // The database's new sessions run without JIT (src/Database/Citus.ts withoutJit).
+          const [settings] = yield* sql<{ setconfig: ReadonlyArray<string> }>`SELECT setconfig FROM pg_db_role_setting
+            WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) AND setrole = 0`
+          assert.include(settings?.setconfig ?? [], "jit=off")
           const organizationId = crypto.randomUUID()
           const conversationId = crypto.randomUUID()
           yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${organizationId}, 'fan-out', now())`

@@ -164,7 +164,9 @@ export const openSessionCtes = (row: SessionRow) => `s AS (
     at: "s.created_at",
     object: sessionJson("s", "a"),
     traceContext: row.traceContext,
-    from: `s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
+    // The organization's agents as a subquery filtered by the parameter: on Citus `s` (an INSERT CTE)
+    // is an intermediate result, and a join on its column read every organization's agents (O11).
+    from: `s LEFT JOIN (SELECT * FROM agents WHERE organization_id = ${row.organizationId}) a ON a.id = s.agent_id
       CROSS JOIN (SELECT ${row.eventId} AS id) ev`
   })}
 )`

@@ -482,12 +482,14 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     if (!isUuid(sessionId)) return Effect.succeed({ sessionFound: false, message: undefined })
     const id = isUuid(messageId) ? messageId : null
     // D1: a message of another organization (403), looked for only when the organization has none by
-    // that id: by `messages_id_idx`, on Citus in every shard (O11), so a statement of its own.
+    // that id: by `messages_id_idx`, on Citus in every shard (O11), so a statement of its own, its row
+    // rendered over the subquery's result (Citus refuses the rendering's correlated subqueries in a
+    // statement over every shard).
     const elsewhere =
       id === null
         ? Effect.succeed([])
-        : sql<{ message: unknown }>`SELECT ${messageJsonFragment} AS message FROM messages m
-            WHERE m.id = ${id}::uuid AND m.organization_id <> ${organizationId} LIMIT 1`
+        : sql<{ message: unknown }>`SELECT ${messageJsonFragment} AS message
+            FROM (SELECT * FROM messages WHERE id = ${id}::uuid AND organization_id <> ${organizationId} LIMIT 1) m`
     return sql<{ session_found: boolean; message: unknown }>`
       SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId}
         AND erasure_id IS NULL) AS session_found,

@@ -69,7 +69,12 @@ const chunkOf = (rate: number) => Math.max(1, Math.ceil(rate / 50))
  * (full for a new bucket), then up to $2 whole tokens taken. Concurrent leases
  * of one organization serialize on the bucket's row; a lease that waited may
  * see a later `updated_at` than its own clock, and refills nothing then.
- * Returns the tokens granted and left, the rate and the burst.
+ * Returns the tokens granted and left, the rate and the burst. The update
+ * caps its grant by `EXCLUDED.granted` (the tokens asked for, capped by the
+ * burst, which caps the tokens available anyway) rather than by $2: Citus
+ * sends the update to the shard without the parameters it pruned by, and a
+ * parameter left only in DO UPDATE fails there ("could not determine data
+ * type of parameter $1", O11).
  */
 const available = `least(EXCLUDED.burst, b.tokens + EXCLUDED.rate * greatest(0, extract(epoch FROM EXCLUDED.updated_at - b.updated_at)))`
 const leaseSql = `INSERT INTO rate_limit_buckets AS b (organization_id, rate, burst, tokens, granted, updated_at)
@@ -78,8 +83,8 @@ FROM (SELECT organization_id, rate_limit_per_second, coalesce(rate_limit_burst, 
   FROM organization_settings WHERE organization_id = $1::uuid AND rate_limit_per_second IS NOT NULL) s
 ON CONFLICT (organization_id) DO UPDATE SET
   rate = EXCLUDED.rate, burst = EXCLUDED.burst,
-  granted = least(floor(${available})::int4, $2::int4),
-  tokens = ${available} - least(floor(${available})::int4, $2::int4),
+  granted = least(floor(${available})::int4, EXCLUDED.granted),
+  tokens = ${available} - least(floor(${available})::int4, EXCLUDED.granted),
   updated_at = greatest(b.updated_at, EXCLUDED.updated_at)
 RETURNING granted, tokens, rate, burst`
 

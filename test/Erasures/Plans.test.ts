@@ -69,7 +69,7 @@ layer(Erasures.layer.pipe(Layer.provide(Ids.layer), Layer.provideMerge(fileDatab
       })
       const kept = yield* sql<{
         n: number
-      }>`SELECT count(*)::int AS n FROM messages m JOIN sessions s ON s.id = m.session_id
+      }>`SELECT count(*)::int AS n FROM messages m JOIN sessions s ON s.organization_id = m.organization_id AND s.id = m.session_id
         WHERE s.organization_id = ${other} AND s.contact_id = 'victim1'`
       assert.strictEqual(kept[0]!.n, 2)
     })

@@ -60,7 +60,7 @@ const tableCounts = (organizationId: string) =>
       counts[table] = yield* count(table, organizationId)
     }
     const assignments = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM session_assignments a
-      JOIN assistants s ON s.id = a.assistant_id WHERE s.organization_id = ${organizationId}`
+      JOIN assistants s ON s.organization_id = a.organization_id AND s.id = a.assistant_id WHERE s.organization_id = ${organizationId}`
     counts.session_assignments = assignments[0]!.n
     return counts
   }).pipe(Effect.orDie)

@@ -55,7 +55,7 @@ export const grow = (
     yield* sql`INSERT INTO ingest_receipts (organization_id, conversation_id, provider_message_id, message_id, session_id,
         created_at)
       SELECT m.organization_id, m.conversation_id, m.id::text, m.id, m.session_id, ${at}
-      FROM messages m JOIN sessions s ON s.id = m.session_id
+      FROM messages m JOIN sessions s ON s.organization_id = m.organization_id AND s.id = m.session_id
       WHERE s.organization_id = ${organizationId} AND s.contact_id LIKE ${`${prefix}%`}`
     yield* sql`INSERT INTO runs (id, organization_id, session_id, trigger, status, started_at, finished_at, duration_ms)
       SELECT gen_random_uuid(), s.organization_id, s.id, 'reply', 'succeeded', ${at}, ${at}, 10

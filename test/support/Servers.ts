@@ -8,7 +8,8 @@
  *   nodes in its own metadata (Citus keeps them per database);
  * - a clone is `CREATE DATABASE ... TEMPLATE` on each node: the template's
  *   metadata on the coordinator and its shards on the workers are copied
- *   alike, so the clone is a cluster database of its own. Citus's maintenance
+ *   alike, so the clone is a cluster database of its own, and it gets the
+ *   template's database settings (which a copy does not take). Citus's maintenance
  *   daemon holds a connection to every database with the extension, which
  *   `CREATE DATABASE ... TEMPLATE` refuses: the template's other sessions are
  *   ended first (nobody else uses a template).
@@ -98,7 +99,20 @@ export const serversOf = async (serverUrl: string): Promise<Servers> => {
         }
         await runOn(nodeUrl(node), createDatabase(name, template))
       }
-      if (template !== undefined) return
+      if (template !== undefined) {
+        // A copy does not take the template's own settings (`ALTER DATABASE ... SET`, such as the
+        // `jit = off` of src/Database/Citus.ts), which an operator's migrated database has.
+        const [settings] = await runOn(
+          nodeUrl(coordinator!),
+          `SELECT unnest(setconfig) AS setting FROM pg_db_role_setting
+            WHERE setrole = 0 AND setdatabase = (SELECT oid FROM pg_database WHERE datname = '${template}')`
+        )
+        for (const { setting } of settings ?? []) {
+          const [key, ...value] = String(setting).split("=")
+          await runOn(nodeUrl(coordinator!), `ALTER DATABASE "${name}" SET ${key} = '${value.join("=")}'`)
+        }
+        return
+      }
       for (const node of nodes) await runOn(urlOf(serverUrl, name, node), "CREATE EXTENSION citus")
       await runOn(
         urlOf(serverUrl, name, coordinator),

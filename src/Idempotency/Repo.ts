@@ -68,13 +68,15 @@ export const rewriteStoredSql = (
   organizationId: string,
   matches: string,
   rewrite: (json: string) => string
-): string => `UPDATE idempotency_keys u SET body = convert_to(r.text, 'UTF8')
+): string => `UPDATE idempotency_keys u SET body = r.body
   FROM (
-    SELECT k.organization_id, k.key, ${rewrite("convert_from(k.body, 'UTF8')::json")} AS text FROM idempotency_keys k
+    SELECT k.organization_id, k.key, convert_to(${rewrite("convert_from(k.body, 'UTF8')::json")}, 'UTF8') AS body
+    FROM idempotency_keys k
     WHERE k.organization_id = ${organizationId} AND k.expires_at > statement_timestamp()
       AND k.content_type LIKE 'application/json%' AND ${matches}
   ) r
-  WHERE u.organization_id = r.organization_id AND u.key = r.key AND r.text IS NOT NULL
+  WHERE u.organization_id = ${organizationId} AND u.organization_id = r.organization_id AND u.key = r.key
+    AND r.body IS NOT NULL
   RETURNING u.key`
 
 /**

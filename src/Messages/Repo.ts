@@ -188,16 +188,21 @@ const REDACTED_MEMBERS = {
 const isRedactedMessage = (value: string) =>
   `(json_typeof(${value}) = 'object' AND ${value}->'content' IS NOT NULL AND ${value}->>'id' IN (SELECT m.id::text FROM m))`
 
+/** Where {@link REDACTED_STORED_RESPONSES} names the organization (a parameter bound per statement). */
+const ORGANIZATION_MARK = "\u0000organization\u0000"
+
 /**
  * The stored Idempotency-Key responses (D19) that carried a message the
  * statement redacted (`m`), rewritten (D23): a Message body, or a Message in
  * an array body (a search), with the redacted members ({@link
  * REDACTED_MEMBERS}), every other byte kept; a repeat of the request answers
  * that. Found by the message ids inside the organization's live responses
- * stored since the first of the messages was.
+ * stored since the first of the messages was. The organization is
+ * {@link ORGANIZATION_MARK}, where the statement binds its parameter (on
+ * Citus a value read from `m` does not prune to the organization's shard).
  */
 const REDACTED_STORED_RESPONSES = rewriteStoredSql(
-  "(SELECT m.organization_id FROM m LIMIT 1)",
+  ORGANIZATION_MARK,
   `k.created_at >= (SELECT min(m.created_at) FROM m)
     AND EXISTS (SELECT 1 FROM m WHERE position(convert_to(m.id::text, 'UTF8') IN k.body) > 0)`,
   (json) => `CASE json_typeof(${json})
@@ -571,7 +576,14 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   /** A stored event's body rewritten for the redacted row `m` (D23). */
   const redactedEventBody = sql.literal(REDACTED_EVENT_BODY)
   /** The stored responses that carried a redacted row of `m`, rewritten (D23). */
-  const redactedStoredResponses = sql.literal(REDACTED_STORED_RESPONSES)
+  /** {@link REDACTED_STORED_RESPONSES} of the organization `organizationId` (a bound parameter). */
+  const redactedStoredResponses = (organizationId: string) => {
+    const [first, ...rest] = REDACTED_STORED_RESPONSES.split(ORGANIZATION_MARK)
+    return rest.reduce(
+      (fragment, part) => sql`${fragment}${organizationId}::uuid${sql.literal(part)}`,
+      sql`${sql.literal(first!)}`
+    )
+  }
   /** Whether the event `e` is not yet delivered (D23). */
   const notDelivered = sql.literal(notDeliveredSql("e.organization_id", "e.id"))
   /** message.updated of each redacted row `m` (W1, D23), its id and trace context from `ev`. */
@@ -691,7 +703,10 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
 
   /**
    * Redacts the locked messages `messageIds` still unredacted (D23), in one
-   * statement: content `{"type":"redacted"}` (the type it had kept in
+   * statement (each UPDATE sets columns of a subquery that renders them, and
+   * names the organization: on Citus a SET may not call a STABLE function
+   * over a column, and an UPDATE is one shard's only when filtered by the
+   * organization, O11): content `{"type":"redacted"}` (the type it had kept in
    * `redacted_type`), `redacted_at` and `updated_at` stamped; the events
    * carrying one of them (message.created, message.updated) not yet delivered
    * (`Webhooks/Repo.ts` `notDeliveredSql`) rewritten ({@link
@@ -716,24 +731,27 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         WHERE x.organization_id = ${organizationId} AND x.id = ANY(${messageIds}::uuid[]) AND x.redacted_at IS NULL
         RETURNING x.*
       ), rewritten AS (
-        UPDATE events e SET body = ${redactedEventBody}
-        FROM m
-        WHERE e.organization_id = m.organization_id AND e.conversation_id = m.conversation_id
-          AND e.created_at >= m.created_at AND e.type IN ('message.created', 'message.updated')
-          AND e.body::json #>> '{data,object,id}' = m.id::text
-          AND ${notDelivered}
-        RETURNING e.id
+        UPDATE events u SET body = r.body
+        FROM (SELECT e.id, ${redactedEventBody} AS body FROM events e JOIN m
+          ON e.organization_id = m.organization_id AND e.conversation_id = m.conversation_id
+          WHERE e.organization_id = ${organizationId}
+            AND e.created_at >= m.created_at AND e.type IN ('message.created', 'message.updated')
+            AND e.body::json #>> '{data,object,id}' = m.id::text
+            AND ${notDelivered}) r
+        WHERE u.organization_id = ${organizationId} AND u.id = r.id
+        RETURNING u.id
       ), ev AS (
         SELECT x.message_id, x.id, ${traceContext}::jsonb AS trace_context
         FROM unnest(${messageIds}::uuid[], ${eventIds}::uuid[]) AS x(message_id, id)
       ), records AS (
         -- The run's own records of its tool calls (A15) hold the same payloads: each keeps its node and tool.
-        UPDATE runs r SET tool_calls = ${sql.literal(redactedRunRecords("r.tool_calls"))}
-        FROM m
-        WHERE m.run_id IS NOT NULL AND r.organization_id = m.organization_id AND r.session_id = m.session_id
-          AND r.id::text = m.run_id AND r.tool_calls <> '[]'::jsonb
-        RETURNING r.id
-      ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses})
+        UPDATE runs u SET tool_calls = r.tool_calls
+        FROM (SELECT r.id, ${sql.literal(redactedRunRecords("r.tool_calls"))} AS tool_calls FROM runs r JOIN m
+          ON r.organization_id = m.organization_id AND r.session_id = m.session_id AND r.id::text = m.run_id
+          WHERE r.organization_id = ${organizationId} AND m.run_id IS NOT NULL AND r.tool_calls <> '[]'::jsonb) r
+        WHERE u.organization_id = ${organizationId} AND u.id = r.id
+        RETURNING u.id
+      ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses(organizationId)})
       SELECT ${messageJsonFragment} AS message FROM m WHERE m.id = ${messageId}`.pipe(
       Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
     )

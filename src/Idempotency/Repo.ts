@@ -135,9 +135,18 @@ export const statementOutcome = (row: StatementStoredColumns): "in-progress" | S
           body: row.ik_body!
         }
 
-/** Whether `error` is the unique violation of a stored response (see {@link statementStoredParts}). */
-export const isStoredResponseConflict = (error: SqlError.SqlError): boolean =>
-  error.cause._tag === "UniqueViolation" && error.cause.constraint === "idempotency_keys_pkey"
+/**
+ * Whether `error` is the unique violation of a stored response (see {@link
+ * statementStoredParts}): of `idempotency_keys_pkey`. On Citus the violation
+ * is raised on a shard and passed on by the coordinator without the
+ * constraint's field, its message naming the shard's copy
+ * (`idempotency_keys_pkey_102084`, O11), which is read then.
+ */
+export const isStoredResponseConflict = (error: SqlError.SqlError): boolean => {
+  if (error.cause._tag !== "UniqueViolation") return false
+  const named = error.cause.constraint === "unknown" ? String(error.cause.cause) : error.cause.constraint
+  return /\bidempotency_keys_pkey(_\d+)?\b/.test(named)
+}
 
 /**
  * The claim, in one round trip inside the caller's transaction: a try of the

@@ -14,7 +14,7 @@ import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import postgres from "postgres"
 import { Idempotency } from "../../src/Idempotency/Idempotency.ts"
-import { TestDatabaseUrl } from "../support/Database.ts"
+import { lockWaits, TestDatabaseUrl } from "../support/Database.ts"
 import { C, TestApi, type TestOrganization, type TestResponse, withApp } from "../support/TestApp.ts"
 
 const A = "/assistants/api/v2"
@@ -52,6 +52,7 @@ const replayed = (response: TestResponse) => response.headers.get("idempotent-re
  * waits on a lock, then sends `second`; unlocks and returns both responses.
  */
 const whileFirstWaits = (
+  organizationId: string,
   sessionId: string,
   first: Effect.Effect<TestResponse, never, TestApi>,
   second: Effect.Effect<TestResponse, never, TestApi>
@@ -61,12 +62,11 @@ const whileFirstWaits = (
     const locker = yield* Effect.promise(() => db.reserve())
     yield* Effect.promise(async () => {
       await locker`BEGIN`
-      await locker`SELECT 1 FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+      await locker`SELECT 1 FROM sessions WHERE organization_id = ${organizationId} AND id = ${sessionId} FOR UPDATE`
     })
     const running = yield* Effect.forkChild(first)
     for (let waited = 0; ; waited++) {
-      const [row] = yield* Effect.promise(() => locker`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted`)
-      if (row!.waiting > 0) break
+      if ((yield* Effect.promise(() => lockWaits(locker))) > 0) break
       if (waited > 200) assert.fail("the first request never waited on the session's lock")
       yield* Effect.sleep("25 millis")
     }
@@ -217,6 +217,7 @@ withApp()("Idempotency-Key (D19)", (it) => {
       const path = `${C}/sessions/${session.id}`
       // The session row locked: the first PATCH waits inside its transaction, holding the key.
       const [first, during] = yield* whileFirstWaits(
+        org.id,
         session.id,
         send(org, "PATCH", path, patch, "slow"),
         send(org, "PATCH", path, patch, "slow")

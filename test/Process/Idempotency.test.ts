@@ -9,6 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
+import { lockWaits } from "../support/Database.ts"
 import { callJson, ownDatabase, type ServerProcess, sleep, startServer } from "../support/Processes.ts"
 
 const databaseUrl = ownDatabase("parley_idempotency")
@@ -95,9 +96,7 @@ describe("Idempotency-Key across processes (D19)", () => {
             await tx`LOCK TABLE idempotency_keys IN SHARE ROW EXCLUSIVE MODE`
             const pending = createSession(doomed, org.token, "crash", "crash").catch((error: unknown) => error)
             for (let waited = 0; ; waited++) {
-              const [row] = await db<Array<{ waiting: number }>>`
-                SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'idempotency_keys'::regclass`
-              if (row!.waiting > 0) break
+              if ((await lockWaits(db, "idempotency_keys")) > 0) break
               if (waited > 200) throw new Error("the request never waited to store its response")
               await sleep(25)
             }
@@ -161,13 +160,11 @@ describe("Idempotency-Key across processes (D19)", () => {
             }))
           const locker = await db.reserve()
           await locker`BEGIN`
-          await locker`SELECT 1 FROM sessions WHERE id = ${session.id} FOR UPDATE`
+          await locker`SELECT 1 FROM sessions WHERE organization_id = ${org.id} AND id = ${session.id} FOR UPDATE`
           // The first request holds the key while its statement waits for the session's row lock.
           const first = post(one)
           for (let waited = 0; ; waited++) {
-            const [row] = await locker<Array<{ waiting: number }>>`
-              SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted`
-            if (row!.waiting > 0) break
+            if ((await lockWaits(locker)) > 0) break
             if (waited > 200) throw new Error("the first request never waited on the session's lock")
             await sleep(25)
           }
@@ -186,7 +183,7 @@ describe("Idempotency-Key across processes (D19)", () => {
           assert.deepStrictEqual([after.status, after.text, after.replayed], [201, done.text, "true"])
           const [row] = await db<
             Array<{ n: number }>
-          >`SELECT count(*)::int AS n FROM messages WHERE session_id = ${session.id}`
+          >`SELECT count(*)::int AS n FROM messages WHERE organization_id = ${org.id} AND session_id = ${session.id}`
           assert.strictEqual(row!.n, 1)
         } finally {
           await db.end()

@@ -8,6 +8,7 @@
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import type postgres from "postgres"
 import { afterAll, beforeAll, inject } from "vitest"
 import * as Database from "../../src/Database/Database.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
@@ -142,3 +143,23 @@ export const sequentialScans = (table: string) =>
     const rows = yield* sql<{ n: string }>`SELECT seq_scan::text AS n FROM pg_stat_user_tables WHERE relname = ${table}`
     return Number(rows[0]!.n)
   })
+
+/**
+ * How many lock waits the database of `db` (a postgres.js client) has now: on
+ * one server the locks not granted (`pg_locks`); on a Citus coordinator the
+ * waits between distributed transactions (`citus_lock_waits`), since a
+ * statement routed to a worker waits there, not in the coordinator's
+ * `pg_locks` (O11). `relation` keeps only waits for that table (one server).
+ */
+export const lockWaits = async (db: postgres.Sql, relation?: string): Promise<number> => {
+  const citus = await db`SELECT 1 FROM pg_extension WHERE extname = 'citus'`
+  const [row] =
+    citus.length > 0
+      ? await db<Array<{ n: number }>>`SELECT count(*)::int AS n FROM citus_lock_waits`
+      : relation === undefined
+        ? await db<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`
+        : await db<
+            Array<{ n: number }>
+          >`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = ${relation}::regclass`
+  return row!.n
+}

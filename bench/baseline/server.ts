@@ -15,6 +15,7 @@ import postgres from "postgres"
 import { v7 as uuidv7 } from "uuid"
 import {
   apiKeyLookupSql,
+  deliveriesChannel,
   ingestLockStatement,
   ingestOpenStatement,
   ingestStepStatement,
@@ -88,7 +89,7 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
 
     const sessionId = request.params.session_id
     if (!UUID.test(sessionId)) return detail(reply, 404, "Session not found")
-    const rows = await sql.unsafe<Array<{ status: string; body: string | null }>>(
+    const rows = await sql.unsafe<Array<{ status: string; body: string | null; subscribed: boolean }>>(
       insertMessageStatement.text,
       insertMessageStatement.values({
         sessionId,
@@ -102,13 +103,13 @@ app.post<{ Params: { session_id: string }; Body: unknown }>(
         runId: run_id ?? null,
         metadata: "{}",
         eventId: uuidv7(),
-        traceContext: null,
-        // No delivery worker in this process: the fan-out notifies, as in a Parley process with PARLEY_ROLE=api.
-        notify: true
+        traceContext: null
       }) as Array<any>,
       { prepare: true }
     )
     const row = rows[0]
+    // No delivery worker in this process: wake the others, as a Parley process with PARLEY_ROLE=api does (O11).
+    if (row?.body != null && row.subscribed) await sql.unsafe(`SELECT pg_notify('${deliveriesChannel}', '')`)
     if (row === undefined) return detail(reply, 404, "Session not found")
     if (row.body === null) return detail(reply, 400, "Session is not open")
     return reply.code(201).header("content-type", "application/json").send(row.body)
@@ -124,6 +125,7 @@ interface IngestStepRow {
   readonly duplicate_session_id: string | null
   readonly default_agent_id: string | null
   readonly default_agent_type: string | null
+  readonly subscribed: boolean
 }
 
 const isIdentifier = (value: unknown): value is string =>
@@ -216,12 +218,14 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
       { prepare: true }
     )
     if (state === undefined) throw new Error("ingest step returned no row")
+    // As Parley's ingest: the delivery workers are woken by a statement of their own (O11).
+    if (state.subscribed) await tx.unsafe(`SELECT pg_notify('${deliveriesChannel}', '')`)
     if (state.duplicate_message_id !== null) {
       return [state.conversation_id, state.duplicate_session_id, state.duplicate_message_id, false, false] as const
     }
     if (state.message_id !== null)
       return [state.conversation_id, state.session_id, state.message_id, false, false] as const
-    await tx.unsafe(
+    const [opened] = await tx.unsafe<Array<{ subscribed: boolean }>>(
       ingestOpenStatement.text,
       ingestOpenStatement.values({
         sessionId: newSessionId,
@@ -243,6 +247,7 @@ app.post<{ Body: unknown }>("/conversations/v2/api/v1/ingest", async (request, r
       }) as Array<any>,
       { prepare: true }
     )
+    if (opened?.subscribed === true) await tx.unsafe(`SELECT pg_notify('${deliveriesChannel}', '')`)
     return [state.conversation_id, newSessionId, messageId, state.conversation_created, true] as const
   })
   const [conversation_id, session_id, message_id, created_conversation, created_session] = result

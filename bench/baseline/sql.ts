@@ -11,6 +11,8 @@ export { organizationOfTokenSql as apiKeyLookupSql } from "../../src/Admin/Repo.
 import { ingestLockStatement, ingestOpenStatement, ingestStepStatement } from "../../src/Ingest/Repo.ts"
 import { insertMessageStatement } from "../../src/Messages/Repo.ts"
 
+/** The delivery workers' channel, notified by a statement of its own when an event fans out (src/Outbox/Outbox.ts). */
+export { deliveriesChannel } from "../../src/Outbox/Outbox.ts"
 export { ingestLockStatement, ingestOpenStatement, ingestStepStatement, insertMessageStatement }
 
 /** The texts Parley prepares, to check against `pg_prepared_statements`. */

@@ -15,7 +15,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { immutableIsoTimestamp, objectJson } from "../Database/Json.ts"
 import { isUuid } from "../Domain/Common.ts"
 import { Erasure, type ErasureCounts, type ErasureKind, erasureKinds } from "../Domain/Erasure.ts"
-import { insertEvents } from "../Outbox/Outbox.ts"
+import { insertEvents, notifyDeliveriesIf, wroteSubscribedSql } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
@@ -83,7 +83,7 @@ const completeText = `WITH e AS (
     from: "e"
   })}
 )
-SELECT 1`
+SELECT ${wroteSubscribedSql(["ev"], "$1::uuid")} AS subscribed`
 
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
@@ -152,7 +152,9 @@ const makeRepo = Effect.gen(function* () {
         RETURNING 1
       )
       SELECT (SELECT count(*) FROM v)::int AS conversations, (SELECT count(*) FROM s)::int AS sessions,
-        (SELECT count(*) FROM c)::int AS contacts, pg_notify(${erasuresChannel}, '') IS NULL AS notified`.pipe(
+        (SELECT count(*) FROM c)::int AS contacts`.pipe(
+      // O11: the NOTIFY a statement of its own, which runs on the coordinator (docs/citus-notes.md (b)).
+      Effect.andThen(sql`SELECT pg_notify(${erasuresChannel}, '')`),
       Effect.as(id)
     )
   }
@@ -303,13 +305,14 @@ const makeRepo = Effect.gen(function* () {
       )
       SELECT count(*)::int AS n FROM d`
     const final = completeCounts(addCounts(counts, { conversations: deleted!.n }))
-    yield* sql.unsafe(completeText, [
+    const [written] = yield* sql.unsafe<{ subscribed: boolean }>(completeText, [
       erasure.organization_id,
       erasure.id,
       JSON.stringify(final),
       newId(),
       yield* currentTraceContext
     ])
+    yield* notifyDeliveriesIf(sql, written?.subscribed === true)
     return final
   })
 

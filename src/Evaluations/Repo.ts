@@ -28,7 +28,7 @@ import {
   type Verdict
 } from "../Domain/Evaluation.ts"
 import { historyText } from "../Messages/Repo.ts"
-import { insertEvents } from "../Outbox/Outbox.ts"
+import { insertEvents, notifyDeliveriesIf, wroteSubscribedFragment } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 import type { AnsweredTurn, SideCost } from "./Compare.ts"
@@ -329,7 +329,7 @@ const makeRepo = Effect.gen(function* () {
    * when the lease is still `workerId`'s and it is running; false otherwise.
    */
   const complete = (evaluation: ClaimedEvaluation, workerId: string, summary: EvaluationSummary) =>
-    sql<{ done: boolean }>`WITH e AS (
+    sql<{ done: boolean; subscribed: boolean }>`WITH e AS (
         UPDATE evaluations SET status = 'completed', summary = ${sql.json(summary)},
           completed_at = statement_timestamp(), leased_by = NULL, lease_until = NULL
         WHERE organization_id = ${evaluation.organization_id} AND id = ${evaluation.id}
@@ -350,7 +350,9 @@ const makeRepo = Effect.gen(function* () {
           })
         )}
       )
-      SELECT EXISTS (SELECT 1 FROM e) AS done`.pipe(Effect.map((rows) => rows[0]?.done === true))
+      SELECT EXISTS (SELECT 1 FROM e) AS done, ${wroteSubscribedFragment(sql, ["ev"], evaluation.organization_id)} AS subscribed`.pipe(
+      Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row?.subscribed === true), row?.done === true))
+    )
 
   /** Ends the evaluation `failed` with `error` when the lease is still `workerId`'s and it is running. */
   const fail = (evaluation: ClaimedEvaluation, workerId: string, error: string) =>

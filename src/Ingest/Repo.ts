@@ -38,6 +38,7 @@ import type { JsonObject } from "../Domain/Common.ts"
 import type { Content } from "../Domain/Content.ts"
 import type { MessageRole } from "../Domain/Message.ts"
 import { insertMessageCtes, type MessageRow, replyTargetSql } from "../Messages/Repo.ts"
+import { notifyDeliveriesIf, wroteSubscribedSql } from "../Outbox/Outbox.ts"
 import { conversationCtes, openSessionCtes, upsertContactSql } from "../Sessions/Repo.ts"
 
 /**
@@ -153,7 +154,8 @@ SELECT c.id AS conversation_id, c.created AS conversation_created,
   d.message_id AS duplicate_message_id, d.session_id AS duplicate_session_id,
   da.id AS default_agent_id, da.type AS default_agent_type,
   coalesce(os.reply_debounce_seconds, 3) AS reply_debounce_seconds,
-  ra.id AS requested_agent_id, ra.type AS requested_agent_type
+  ra.id AS requested_agent_id, ra.type AS requested_agent_type,
+  ${wroteSubscribedSql(["ce", "me"], p.organizationId)} AS subscribed
 FROM c
 LEFT JOIN s ON true
 LEFT JOIN agents sa ON sa.organization_id = ${p.organizationId} AND sa.id = s.agent_id
@@ -248,7 +250,8 @@ export const ingestOpenStatement = fixedStatement(
     traceContext: p.traceContext,
     where: `${p.messageId} IS NOT NULL`
   })}
-SELECT (SELECT id FROM s) AS session_id, (SELECT id FROM j) AS message_id`
+SELECT (SELECT id FROM s) AS session_id, (SELECT id FROM j) AS message_id,
+  ${wroteSubscribedSql(["se", "me"], p.organizationId)} AS subscribed`
 )
 
 /**
@@ -282,7 +285,7 @@ export const ingestMessageStatement = fixedStatement(
     traceContext: p.traceContext,
     where: "true"
   })}
-SELECT (SELECT id FROM j) AS message_id`
+SELECT (SELECT id FROM j) AS message_id, ${wroteSubscribedSql(["me"], p.organizationId)} AS subscribed`
 )
 
 /** The agent kinds (spec "Agent"). */
@@ -311,6 +314,8 @@ export interface IngestState {
   /** The requested agent when it is an agent of the organization (D6), else null. */
   readonly requested_agent_id: string | null
   readonly requested_agent_type: AgentType | null
+  /** Whether the step's events fanned out (`Outbox.ts` `wroteSubscribedSql`): the step then woke the delivery workers. */
+  readonly subscribed: boolean
 }
 
 /** A message an ingest call stores. */
@@ -393,14 +398,14 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         requestedAgentId: input.requestedAgentId,
         traceContext: input.traceContext
       })
-      .pipe(Effect.map((rows) => rows[0]!))
+      .pipe(Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.subscribed), row!)))
   }
 
   /** Runs {@link ingestOpenStatement}; returns the message id when one was inserted. */
   const open = (input: IngestOpen) => {
     const message = input.message
     return ingestOpenStatement
-      .run<{ session_id: string; message_id: string | null }>(sql, {
+      .run<{ session_id: string; message_id: string | null; subscribed: boolean }>(sql, {
         sessionId: input.id,
         organizationId: input.organizationId,
         conversationId: input.conversationId,
@@ -418,7 +423,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         messageEventId: input.newId(),
         traceContext: input.traceContext
       })
-      .pipe(Effect.map((rows) => rows[0]!.message_id))
+      .pipe(Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.subscribed), row!.message_id)))
   }
 
   /**
@@ -433,7 +438,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
     traceContext: string | null
   ) =>
     ingestMessageStatement
-      .run<{ message_id: string | null }>(sql, {
+      .run<{ message_id: string | null; subscribed: boolean }>(sql, {
         sessionId,
         organizationId,
         messageId: message.id,
@@ -444,7 +449,9 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         messageEventId: eventId,
         traceContext
       })
-      .pipe(Effect.map((rows) => rows[0]?.message_id != null))
+      .pipe(
+        Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row?.subscribed === true), row?.message_id != null))
+      )
 
   /** Points the receipt of (conversation, provider id) at the message an edit changed (D10, D24). */
   const retargetReceipt = (

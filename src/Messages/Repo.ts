@@ -39,7 +39,13 @@ import {
   statementOutcome,
   statementStoredParts
 } from "../Idempotency/Repo.ts"
-import { insertEvents, subscribedSql, withObject } from "../Outbox/Outbox.ts"
+import {
+  insertEvents,
+  notifyDeliveriesIf,
+  subscribedSql,
+  withObject,
+  wroteSubscribedFragment
+} from "../Outbox/Outbox.ts"
 import { redactedRunRecords } from "../Runtime/Records.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
@@ -247,8 +253,6 @@ export interface MessageRow {
   /** The row source (`s`, a CTE of the session) and its condition. */
   readonly from: string
   readonly where: string
-  /** Whether the fan-out notifies the delivery workers (boolean; `Outbox.ts` `EventRows.notify`); default: it does. */
-  readonly notify?: string | undefined
 }
 
 /**
@@ -295,8 +299,7 @@ export const insertMessageCtes = (row: MessageRow): string => `m AS (
     at: "j.created_at",
     object: "j.body",
     traceContext: row.traceContext,
-    from: `j CROSS JOIN (SELECT ${row.eventId} AS id) ev`,
-    notify: row.notify
+    from: `j CROSS JOIN (SELECT ${row.eventId} AS id) ev`
   })}
 )`
 
@@ -313,9 +316,7 @@ const insertMessageParameters = {
   runId: "text?",
   metadata: "json",
   eventId: "uuid",
-  traceContext: "jsonb?",
-  /** False: this process wakes its own delivery worker after the statement (`Webhooks/Wakeup.ts`). */
-  notify: "boolean"
+  traceContext: "jsonb?"
 } as const
 
 /**
@@ -352,8 +353,7 @@ const insertMessageText = (
   eventId: p.eventId,
   traceContext: p.traceContext,
   from: "s CROSS JOIN rt",
-  where: `s.status = 'open' AND (${p.replyToMessageId} IS NULL OR rt.id IS NOT NULL)${stored === undefined ? "" : ` AND ${stored.noneStored}`}`,
-  notify: p.notify
+  where: `s.status = 'open' AND (${p.replyToMessageId} IS NULL OR rt.id IS NOT NULL)${stored === undefined ? "" : ` AND ${stored.noneStored}`}`
 })}${
   stored === undefined
     ? `
@@ -440,13 +440,16 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         runId: message.run_id,
         metadata: jsonColumnText(message.metadata ?? {}),
         eventId: newId(),
-        traceContext,
-        notify
+        traceContext
       }
+      /** The wakeup of every process's delivery worker (W5, O11) when the message's event fanned out. */
+      const notified = <E>(self: Effect.Effect<InsertResult, E>) =>
+        Effect.tap(self, (result) => notifyDeliveriesIf(sql, notify && result.subscribed))
       if (idempotency === undefined) {
-        return insertMessageStatement
-          .run<InsertedRow>(sql, input)
-          .pipe(Effect.map(([row]) => (row === undefined ? noSession : insertResultOf(row))))
+        return insertMessageStatement.run<InsertedRow>(sql, input).pipe(
+          Effect.map(([row]) => (row === undefined ? noSession : insertResultOf(row))),
+          notified
+        )
       }
       return insertMessageStoredStatement
         .run<InsertedRow & StatementStoredColumns>(sql, {
@@ -466,7 +469,8 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
               idempotency.outcome = "conflict"
               return noSession
             })
-          )
+          ),
+          notified
         )
     })
   }
@@ -545,7 +549,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
             edited_at = CASE WHEN ${changed} THEN n.at ELSE x.edited_at END,`
     // `before` MATERIALIZED: on Citus a statement with an INSERT CTE (the event's) runs its CTEs as
     // steps in order, and an inlined `before` would read the row after `m` changed it (O11).
-    return yield* sql<{ message: unknown }>`
+    return yield* sql<{ message: unknown; subscribed: boolean }>`
       WITH before AS MATERIALIZED (
         SELECT * FROM messages WHERE organization_id = ${organizationId} AND id = ${messageId}
       ), m AS (
@@ -555,8 +559,14 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       ), ev AS (
         SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${updatedEvents})
-      SELECT ${messageJsonFragment} AS message FROM m`.pipe(Effect.flatMap((rows) => decodeMessage(rows[0]!.message)))
+      SELECT ${messageJsonFragment} AS message, ${updatedSubscribed(organizationId)} AS subscribed FROM m`.pipe(
+      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed)),
+      Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
+    )
   })
+
+  /** Whether the statement's message.updated events `e` fanned out (`Outbox.ts` `wroteSubscribedSql`, O11). */
+  const updatedSubscribed = (organizationId: string) => wroteSubscribedFragment(sql, ["e"], organizationId)
 
   /**
    * The `edits` of the messages row `x` with its current content appended,
@@ -671,7 +681,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
     emoji: string
   ) {
     const traceContext = yield* currentTraceContext
-    yield* sql`WITH n AS (
+    yield* sql<{ subscribed: boolean }>`WITH n AS (
         SELECT x.id, CASE WHEN ${emoji} = '' THEN x.reacted - ${role}::text
           ELSE x.reacted || jsonb_build_object(${role}::text, ${emoji}::text) END AS reacted
         FROM messages x WHERE x.organization_id = ${organizationId} AND x.id = ${targetId}
@@ -682,7 +692,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       ), ev AS (
         SELECT ${newId()}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${reactionEvents})
-      SELECT count(*) AS changed FROM m`
+      SELECT ${updatedSubscribed(organizationId)} AS subscribed`.pipe(
+      Effect.flatMap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed))
+    )
   })
 
   /**
@@ -723,7 +735,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   ) {
     const traceContext = yield* currentTraceContext
     const eventIds = messageIds.map(() => newId())
-    return yield* sql<{ message: unknown }>`
+    return yield* sql<{ message: unknown; subscribed: boolean }>`
       WITH m AS (
         UPDATE messages x SET content = ${contentColumnText(redactedContent)}::json,
           redacted_type = x.content->>'type', edits = '[]', redacted_at = statement_timestamp(),
@@ -752,7 +764,9 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         WHERE u.organization_id = ${organizationId} AND u.id = r.id
         RETURNING u.id
       ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses(organizationId)})
-      SELECT ${messageJsonFragment} AS message FROM m WHERE m.id = ${messageId}`.pipe(
+      SELECT ${messageJsonFragment} AS message, ${updatedSubscribed(organizationId)} AS subscribed
+      FROM m WHERE m.id = ${messageId}`.pipe(
+      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed)),
       Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
     )
   })
@@ -810,9 +824,10 @@ export interface InsertOptions {
   /** D19: claim this Idempotency-Key and store the response in the same statement. */
   readonly idempotency?: IdempotencyRequest["Service"] | undefined
   /**
-   * Whether the fan-out notifies the delivery workers at commit (default
-   * true); false when the caller wakes this process's worker itself once the
-   * statement returned (`Webhooks/Wakeup.ts`).
+   * Whether to wake every process's delivery worker (`Outbox.ts`
+   * `notifyDeliveries`, a statement of its own right after, O11) when the
+   * event fanned out (default true); false when the caller wakes this
+   * process's worker itself once the statement returned (`Webhooks/Wakeup.ts`).
    */
   readonly notify?: boolean | undefined
 }
@@ -829,7 +844,9 @@ export class MessagesRepo extends Context.Service<
     /**
      * Inserts a message (delivery `pending`) into an open session of the
      * organization with its message.created event (W1, W2), in one statement
-     * ({@link insertMessageStatement}).
+     * ({@link insertMessageStatement}), then, when the event fanned out and
+     * `options.notify` (default true), wakes the delivery workers with a
+     * second statement (`Outbox.ts` `notifyDeliveries`, O11).
      */
     readonly insert: (
       organizationId: string,

@@ -11,13 +11,21 @@
  *
  * Side effect named here (STYLE "Ownership"): the `AFTER INSERT` trigger
  * `events_fan_out` (migration `0002_webhooks.ts`; its function `parley_fan_out`
- * as of `0025_app_health.ts`) inserts one delivery per subscribed app (enabled,
- * or disabled for failing: held, W10) but the one the event is about
- * ({@link EventRows} `appId`) in the same transaction and notifies the delivery
- * workers at commit (W2, W5) unless the statement said not to ({@link
- * EventRows} `notify`); the webhooks domain owns deliveries.
+ * as of `0031_citus_triggers.ts`) inserts one delivery per subscribed app
+ * (enabled, or disabled for failing: held, W10) but the one the event is about
+ * ({@link EventRows} `appId`) in the same transaction (W2); the webhooks domain
+ * owns deliveries. The trigger does not wake the delivery workers (on Citus it
+ * runs on a worker node, where a NOTIFY reaches nobody and breaks two-phase
+ * commit: O11, docs/citus-notes.md (b)): the writer of the events does, with
+ * {@link notifyDeliveries} when its statement's {@link subscribedSql} column
+ * says an app subscribes, one rule for every writer.
  */
+import { Effect } from "effect"
+import type { SqlClient, SqlError, Statement } from "effect/sql"
 import { objectJson } from "../Database/Json.ts"
+
+/** The channel the delivery workers LISTEN on (`Webhooks/Repo.ts` `listen`, W5). */
+export const deliveriesChannel = "parley_deliveries"
 
 /**
  * SQL text of the W3 envelope of an event, `timestamp` in Unix seconds of
@@ -69,29 +77,92 @@ export interface EventRows {
   readonly where?: string | undefined
   /** The order events of one statement take (their ids order them for consumers and the fan-out). */
   readonly orderBy?: string | undefined
-  /**
-   * Whether the fan-out notifies the delivery workers at commit: a boolean
-   * SQL expression; without it, it does. False only where the writing process
-   * wakes its own worker once the statement committed (`Webhooks/Wakeup.ts`),
-   * and only in a statement that is its own transaction (the setting lasts
-   * until the transaction ends).
-   */
-  readonly notify?: string | undefined
 }
 
 /**
  * SQL text of a boolean: whether an event of `type` of the organization fans
- * out to at least one app now (the subscription rule of the fan-out,
- * `parley_app_subscribed`, migrations/0014_local_wakeup.ts). Arguments are SQL
- * expressions. What POST message reads to know whether to wake its process's
- * delivery worker (`Webhooks/Wakeup.ts`); an app created while the statement
- * runs may be missed, and its delivery is then found by the workers' poll.
+ * out to at least one app now: the rule of the fan-out trigger (an app
+ * subscribed by `parley_app_subscribed`, migrations/0025_app_health.ts, other
+ * than `appId`, the app the event is about, W10). Arguments are SQL
+ * expressions; `type` may be a text array (`ANY`) when `anyType`. What every
+ * writer of events returns from its statement to know whether to send
+ * {@link notifyDeliveries}, and what POST message reads to wake its process's
+ * delivery worker instead (`Webhooks/Wakeup.ts`). An app created while the
+ * statement runs may be missed: its delivery is then found by the workers'
+ * 1 s poll.
  */
-export const subscribedSql = (organizationId: string, type: string): string =>
-  `EXISTS (SELECT 1 FROM apps a WHERE parley_app_subscribed(a, ${organizationId}, ${type}))`
+export const subscribedSql = (
+  organizationId: string,
+  type: string,
+  options: { readonly appId?: string | undefined; readonly anyType?: boolean } = {}
+): string =>
+  `EXISTS (SELECT 1 FROM apps a WHERE a.organization_id = ${organizationId} AND ${
+    options.anyType === true
+      ? `EXISTS (SELECT 1 FROM unnest(${type}) t WHERE parley_app_subscribed(a, ${organizationId}, t))`
+      : `parley_app_subscribed(a, ${organizationId}, ${type})`
+  }${options.appId === undefined ? "" : ` AND a.id IS DISTINCT FROM ${options.appId}`})`
 
-/** The setting the fan-out trigger reads (`migrations/0014_local_wakeup.ts`): 'off' = do not notify. */
-const FAN_OUT_NOTIFY = "parley.fan_out_notify"
+/**
+ * SQL text of a boolean: whether the events the statement's CTEs `ctes` wrote
+ * (each an {@link insertEvents}, which returns their `organization_id`,
+ * `type` and `app_id`) fan out to at least one app of the organization
+ * `organizationId` ({@link subscribedSql}): the fan-out made a delivery.
+ * `organizationId` is an SQL expression, the organization of every event
+ * (a parameter: on Citus the apps of one organization are one shard's);
+ * events without an `appId`. False when no event was written.
+ */
+export const wroteSubscribedSql = (ctes: ReadonlyArray<string>, organizationId: string): string =>
+  subscribedSql(organizationId, `ARRAY(${ctes.map((cte) => `SELECT type FROM ${cte}`).join(" UNION ALL ")})`, {
+    anyType: true
+  })
+
+/**
+ * {@link wroteSubscribedSql} for one events CTE `cte` whose events may be of
+ * several organizations and about an app (`appId`, W10): each event's own
+ * organization's apps but the one it is about. For rare events (a multi-
+ * organization statement's), where the organization is no parameter.
+ */
+export const wroteSubscribedAnySql = (cte: string): string =>
+  `EXISTS (SELECT 1 FROM ${cte} w JOIN apps a ON a.organization_id = w.organization_id
+    AND parley_app_subscribed(a, w.organization_id, w.type) AND a.id IS DISTINCT FROM w.app_id)`
+
+/** Stands for the organization in {@link wroteSubscribedFragment}'s text. */
+const ORGANIZATION = "\u0000organization\u0000"
+
+/**
+ * {@link wroteSubscribedSql} as a fragment of a `sql` template, with the
+ * organization `organizationId` (uuid) a bound parameter: for statements
+ * built with the template rather than as fixed text.
+ */
+export const wroteSubscribedFragment = (
+  sql: SqlClient.SqlClient,
+  ctes: ReadonlyArray<string>,
+  organizationId: string
+): Statement.Fragment =>
+  wroteSubscribedSql(ctes, ORGANIZATION)
+    .split(ORGANIZATION)
+    .map((part) => sql.literal(part))
+    .reduce((fragment, part) => sql`${fragment}${organizationId}::uuid${part}`)
+
+/**
+ * Wakes every process's delivery worker at commit (W2, W5; O11): `SELECT
+ * pg_notify('parley_deliveries', '')`, a statement of its own that reads no
+ * table, so on Citus it runs on the coordinator, where the workers LISTEN,
+ * and never inside a worker's prepared transaction (docs/citus-notes.md (b)).
+ * Run in the writing transaction, after the statement that wrote the events,
+ * and only when that statement's {@link subscribedSql} was true (PostgreSQL
+ * serializes the commits of notifying transactions). A statement that was its
+ * own transaction is followed by it at once: the listeners then wake after the
+ * rows are committed, as at commit. Fails with `SqlError`.
+ */
+export const notifyDeliveries = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
+  sql`SELECT pg_notify(${deliveriesChannel}, '')`.pipe(Effect.asVoid)
+
+/** {@link notifyDeliveries} when `subscribed` (a writer's {@link subscribedSql} column), else nothing. */
+export const notifyDeliveriesIf = (
+  sql: SqlClient.SqlClient,
+  subscribed: boolean
+): Effect.Effect<void, SqlError.SqlError> => (subscribed ? notifyDeliveries(sql) : Effect.void)
 
 /**
  * The `INSERT INTO events ... SELECT ...` writing the events of `rows` (W2,
@@ -104,10 +175,7 @@ export const insertEvents = (rows: EventRows): string =>
   SELECT ${rows.id}, ${rows.organizationId}, ${rows.type},
     ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at},
     ${rows.conversationId}${rows.appId === undefined ? "" : `, ${rows.appId}`}
-  FROM ${rows.from}${
-    rows.notify === undefined
-      ? ""
-      : ` CROSS JOIN (SELECT set_config('${FAN_OUT_NOTIFY}', CASE WHEN ${rows.notify} THEN 'on' ELSE 'off' END, true)) fan_out`
-  }${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
+  FROM ${rows.from}${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
     rows.orderBy === undefined ? "" : ` ORDER BY ${rows.orderBy}`
-  }`
+  }
+  RETURNING organization_id, type, app_id`

@@ -95,8 +95,14 @@ const makeRepo = Effect.gen(function* () {
           trace_context = coalesce(EXCLUDED.trace_context, reply_jobs.trace_context),
           updated_at = EXCLUDED.created_at`
 
-  /** `pg_notify` when the job is due soon (`job.notify`), else a no-op. */
-  const notifyFragment = (job: NewJob) => (job.notify ? sql`pg_notify(${repliesChannel}, 'job')` : sql`1`)
+  /**
+   * Wakes the reply workers at commit when the job is due soon (`job.notify`)
+   * and the statement wrote it (`queued`): `SELECT pg_notify(...)`, a statement
+   * of its own that reads no table, so on Citus it runs on the coordinator,
+   * where the workers LISTEN (O11, docs/citus-notes.md (b)).
+   */
+  const notifyQueued = (job: NewJob, queued: boolean) =>
+    job.notify && queued ? sql`SELECT pg_notify(${repliesChannel}, 'job')`.pipe(Effect.asVoid) : Effect.void
 
   /**
    * Triggers a reply (R1): creates the session's pending job due at `dueAt`, or
@@ -107,8 +113,8 @@ const makeRepo = Effect.gen(function* () {
    * needed). Joins the caller's transaction.
    */
   const enqueue = (job: NewJob) =>
-    sql`WITH j AS (${upsertJob(job, sql`SELECT ${job.sessionId}::uuid AS id`)} RETURNING 1)
-      SELECT ${notifyFragment(job)} FROM j`.pipe(Effect.asVoid)
+    sql<{ queued: boolean }>`WITH j AS (${upsertJob(job, sql`SELECT ${job.sessionId}::uuid AS id`)} RETURNING 1)
+      SELECT EXISTS (SELECT 1 FROM j) AS queued`.pipe(Effect.flatMap(([row]) => notifyQueued(job, row!.queued)))
 
   /**
    * POST /reply in one statement (R1, D7; measured by `npm run bench --
@@ -120,7 +126,7 @@ const makeRepo = Effect.gen(function* () {
    */
   const reply = (job: NewJob) =>
     isUuid(job.sessionId)
-      ? sql<ReplyState & { readonly body: string }>`
+      ? sql<ReplyState & { readonly body: string; readonly queued: boolean }>`
           WITH s AS (
             SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id FROM sessions s
             LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
@@ -129,14 +135,16 @@ const makeRepo = Effect.gen(function* () {
           ), j AS (
             ${upsertJob(job, sql`SELECT s.id FROM s WHERE ${acceptedFragment}`)}
             RETURNING 1
-          ), n AS (
-            SELECT ${notifyFragment(job)} FROM j
           )
-          SELECT s.status, s.agent_id, s.agent_type, s.thread_id, (SELECT count(*) FROM n) AS notified,
+          SELECT s.status, s.agent_id, s.agent_type, s.thread_id, EXISTS (SELECT 1 FROM j) AS queued,
             ${sessionJsonFragment}::text AS body
           FROM s JOIN sessions s2 ON s2.organization_id = ${job.organizationId} AND s2.id = s.id
           LEFT JOIN agents a2 ON a2.organization_id = s2.organization_id AND a2.id = s2.agent_id`.pipe(
-          Effect.map((rows) => rows[0])
+          Effect.flatMap(([row]) => {
+            if (row === undefined) return Effect.succeed(undefined)
+            const { queued, ...state } = row
+            return Effect.as(notifyQueued(job, queued), state)
+          })
         )
       : Effect.succeed(undefined)
 

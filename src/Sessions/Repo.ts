@@ -19,7 +19,7 @@ import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/EventType.ts"
 import { Session, type SessionStatus } from "../Domain/Session.ts"
-import { insertEvents } from "../Outbox/Outbox.ts"
+import { insertEvents, notifyDeliveriesIf, wroteSubscribedSql } from "../Outbox/Outbox.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { currentTraceContext } from "../Telemetry/Telemetry.ts"
 
@@ -214,7 +214,7 @@ const createStatement = fixedStatement(
     eventId: p.sessionEventId,
     traceContext: p.traceContext
   })}
-SELECT (SELECT id FROM s) AS id`
+SELECT (SELECT id FROM s) AS id, ${wroteSubscribedSql(["ce", "se"], p.organizationId)} AS subscribed`
 )
 
 /** The events of one change of a session (W1), each with the session as it is now in the transaction. */
@@ -227,22 +227,24 @@ const sessionEventsStatement = fixedStatement(
     actions: "text[]",
     traceContext: "jsonb?"
   },
-  (p) =>
-    insertEvents({
-      id: "e.id",
-      type: "e.type",
-      organizationId: "s.organization_id",
-      conversationId: "s.conversation_id",
-      at: "statement_timestamp()",
-      object: `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${sessionJson("s", "a", "e.action")}
+  (p) => `WITH w AS (
+  ${insertEvents({
+    id: "e.id",
+    type: "e.type",
+    organizationId: "s.organization_id",
+    conversationId: "s.conversation_id",
+    at: "statement_timestamp()",
+    object: `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${sessionJson("s", "a", "e.action")}
       ELSE ${SESSION_JSON} END`,
-      traceContext: p.traceContext,
-      from: `sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
+    traceContext: p.traceContext,
+    from: `sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       CROSS JOIN LATERAL (SELECT u.id, u.type, nullif(u.action_text, '') AS action, u.ordinal
         FROM unnest(${p.ids}, ${p.types}, ${p.actions}) WITH ORDINALITY AS u(id, type, action_text, ordinal)) e`,
-      where: `s.organization_id = ${p.organizationId} AND s.id = ${p.sessionId}`,
-      orderBy: "e.ordinal"
-    })
+    where: `s.organization_id = ${p.organizationId} AND s.id = ${p.sessionId}`,
+    orderBy: "e.ordinal"
+  })}
+)
+SELECT ${wroteSubscribedSql(["w"], p.organizationId)} AS subscribed`
 )
 
 const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(Session))
@@ -268,7 +270,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
    */
   const create = (row: NewSession) =>
     Effect.flatMap(currentTraceContext, (traceContext) =>
-      createStatement.run(sql, {
+      createStatement.run<{ subscribed: boolean }>(sql, {
         organizationId: row.organizationId,
         contactId: row.contactId,
         contactName: row.contactName,
@@ -282,7 +284,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
         sessionEventId: newId(),
         traceContext
       })
-    ).pipe(Effect.asVoid)
+    ).pipe(Effect.flatMap(([row]) => notifyDeliveriesIf(sql, row?.subscribed === true)))
 
   /** The session, decoded, if it exists in the organization (D1). */
   const find = (organizationId: string, sessionId: string) =>
@@ -326,7 +328,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
   ) {
     if (events.length === 0) return
     const traceContext = yield* currentTraceContext
-    yield* sessionEventsStatement.run(sql, {
+    const [row] = yield* sessionEventsStatement.run<{ subscribed: boolean }>(sql, {
       organizationId,
       sessionId,
       ids: events.map(() => newId()),
@@ -334,6 +336,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
       actions: events.map((event) => event.action ?? ""),
       traceContext
     })
+    yield* notifyDeliveriesIf(sql, row?.subscribed === true)
   })
 
   /** Sessions matching `search`, newest first (D2), decoded. */

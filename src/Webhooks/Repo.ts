@@ -19,11 +19,11 @@ import { type AppOrdering, AppWithoutSecret } from "../Domain/App.ts"
 import type { JsonText } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
 import type { EventType } from "../Domain/EventType.ts"
-import { insertEvents } from "../Outbox/Outbox.ts"
+import { deliveriesChannel, insertEvents, notifyDeliveriesIf, wroteSubscribedAnySql } from "../Outbox/Outbox.ts"
 import { type App, Delivery, DeliveryAttempt, type DeliveryStatus, type SecretRotation } from "./Api.ts"
 
-/** The channel the fan-out trigger notifies at commit (migrations/0002_webhooks.ts). */
-export const deliveriesChannel = "parley_deliveries"
+/** The channel the delivery workers LISTEN on, which the writers of events notify (`Outbox.ts` `notifyDeliveries`). */
+export { deliveriesChannel }
 
 /**
  * SQL text of a boolean: whether the event `eventId` of the organization
@@ -320,7 +320,7 @@ export const completeStatement = fixedStatement(
     orderBy: "h.id"
   })}
 )
-SELECT count(*)::int AS n FROM done`
+SELECT count(*)::int AS n, ${wroteSubscribedAnySql("health_events")} AS subscribed FROM done`
 )
 
 /**
@@ -596,20 +596,16 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       WHERE id = ${appId} AND organization_id = ${organizationId}
       RETURNING ${appColumns}`
     if (changes.enabled !== true) return update.pipe(Effect.map((rows) => rows[0]))
-    return sql<App & { readonly pg_notify: unknown }>`WITH was AS (
+    return sql<App>`WITH was AS (
         SELECT enabled FROM apps WHERE id = ${appId} AND organization_id = ${organizationId}
       ), a AS (${update}), released AS (
         UPDATE deliveries d SET next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
         FROM was WHERE NOT was.enabled AND d.app_id = ${appId} AND d.organization_id = ${organizationId}
           AND d.status = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at > statement_timestamp())
       )
-      SELECT a.*, pg_notify(${deliveriesChannel}, '') FROM a`.pipe(
-      Effect.map((rows) => {
-        const row = rows[0]
-        if (row === undefined) return undefined
-        const { pg_notify: _, ...app } = row
-        return app
-      })
+      SELECT a.* FROM a`.pipe(
+      // O11: the NOTIFY a statement of its own, which runs on the coordinator (docs/citus-notes.md (b)).
+      Effect.flatMap(([app]) => Effect.as(notifyDeliveriesIf(sql, app !== undefined), app))
     )
   }
 
@@ -655,8 +651,9 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         WHERE ${sql.and(conditions)}
         RETURNING id
       )
-      SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN pg_notify(${deliveriesChannel}, '') END FROM d`.pipe(
-      Effect.map((rows) => rows[0]!.n)
+      SELECT count(*)::int AS n FROM d`.pipe(
+      // O11: the NOTIFY a statement of its own, which runs on the coordinator (docs/citus-notes.md (b)).
+      Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.n > 0), row!.n))
     )
 
   const retryDelivery = (organizationId: string, appId: string, deliveryId: string) =>
@@ -680,7 +677,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
   /** Records attempts ({@link completeStatement}). */
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>, disableAfterMs: number) =>
     completeStatement
-      .run(sql, {
+      .run<{ n: number; subscribed: boolean }>(sql, {
         organizationIds: results.map((r) => r.organizationId),
         ids: results.map((r) => r.id),
         statusCodes: results.map((r) => (r.statusCode === null ? "" : String(r.statusCode))),
@@ -692,7 +689,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         workerId,
         disableAfterMs: String(Math.round(disableAfterMs))
       })
-      .pipe(Effect.asVoid)
+      .pipe(Effect.flatMap(([row]) => notifyDeliveriesIf(sql, row?.subscribed === true)))
 
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 

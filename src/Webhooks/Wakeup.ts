@@ -1,12 +1,13 @@
 /**
  * Waking this process's delivery worker (DECISIONS.md W2, O1; issue 16 item 4).
  *
- * The fan-out trigger notifies every process's worker at commit (`pg_notify`
- * on `parley_deliveries`). PostgreSQL serializes the commits of notifying
- * transactions (each holds the notify queue's lock until its commit is
- * flushed), so on the hot path (POST message) a process whose own delivery
- * worker runs writes its event without the notification (`Outbox.ts`
- * `EventRows.notify`) and wakes that worker here, in memory, after the
+ * The writer of events whose fan-out made a delivery notifies every
+ * process's worker (`pg_notify` on `parley_deliveries`, a statement of its
+ * own: `Outbox.ts` `notifyDeliveries`, O11). PostgreSQL serializes the
+ * commits of notifying transactions (each holds the notify queue's lock until
+ * its commit is flushed), so on the hot path (POST message) a process whose
+ * own delivery worker runs sends no notification (`MessagesRepo.insert`
+ * `notify: false`) and wakes that worker here, in memory, after the
  * statement committed. Other processes find those deliveries by their 1 s
  * poll if this one dies before claiming them; every other write still notifies.
  *

@@ -5,13 +5,17 @@
  * group, the others reference tables, the migrator's table on the
  * coordinator), including for a database that was populated on one server
  * first and is then migrated on the coordinator (Citus moves its rows).
+ * And Parley's triggers and wakeups on the cluster (issue 43 item 4;
+ * migrations/0031_citus_triggers.ts, docs/citus-notes.md (a), (b), (g)).
  */
+import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect, Queue, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { inject } from "vitest"
 import { foreignKeyOrder } from "../../src/Database/Citus.ts"
 import * as Database from "../../src/Database/Database.ts"
+import { deliveriesChannel, insertEvents, notifyDeliveriesIf, wroteSubscribedSql } from "../../src/Outbox/Outbox.ts"
 import { emptyDatabase, insertApp } from "../support/Database.ts"
 import { serversOf } from "../support/Servers.ts"
 
@@ -54,10 +58,15 @@ describe("foreignKeyOrder (O11)", () => {
 })
 
 /** `body` on a new empty database of the run's servers (on a cluster: with Citus and its nodes), dropped afterwards. */
-const onOwnDatabase = <A>(prefix: string, body: Effect.Effect<A, unknown, SqlClient.SqlClient>) =>
+const onOwnDatabase = <A>(
+  prefix: string,
+  body: Effect.Effect<A, unknown, SqlClient.SqlClient | PgClient.PgClient | Scope.Scope>,
+  connections = 1
+) =>
   Effect.acquireUseRelease(
     Effect.promise(() => emptyDatabase(prefix)),
-    (database) => body.pipe(Effect.provide(Database.clientLayer(Redacted.make(database.url), 1)), Effect.scoped),
+    (database) =>
+      body.pipe(Effect.provide(Database.clientLayer(Redacted.make(database.url), connections)), Effect.scoped),
     (database) => Effect.promise(database.drop)
   )
 
@@ -178,6 +187,223 @@ describe.skipIf(!onCluster)("Parley's tables on a Citus cluster (O11)", () => {
           const [one] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM messages
             WHERE organization_id = ${organizationId} AND session_id = ${sessionId}`
           assert.strictEqual(one!.n, 50)
+        })
+      )
+  )
+})
+
+/** A new organization of `name` with an app subscribed to message.created; its id. */
+const organizationWithApp = (name: string, id: string = crypto.randomUUID()) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${id}, ${name}, now())`
+    yield* insertApp(id, `${name} app`)
+    return id
+  })
+
+/** The port of the worker that holds the organization's shard of `events` (O11: every table's shard of it is there). */
+const workerOf = (organizationId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ port: number }>`SELECT n.nodeport AS port FROM pg_dist_placement p
+      JOIN pg_dist_node n ON n.groupid = p.groupid
+      WHERE p.shardid = get_shard_id_for_distribution_column('events', ${organizationId}::uuid)`
+    return row!.port
+  })
+
+/**
+ * The events of `organizationIds` (one message.created each) in one statement
+ * (the outbox's `insertEvents`) and, when they fanned out, the wakeup as a
+ * statement of its own (`notifyDeliveriesIf`), as every writer of events does;
+ * whether they fanned out.
+ */
+const writeEvents = (organizationIds: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql.unsafe<{ subscribed: boolean }>(
+      `WITH w AS (${insertEvents({
+        id: "ev.id",
+        type: "'message.created'",
+        organizationId: "ev.organization_id",
+        conversationId: "NULL::uuid",
+        at: "statement_timestamp()",
+        object: "'{}'::json",
+        traceContext: "NULL::jsonb",
+        from: "unnest($1::uuid[], $2::uuid[]) AS ev(organization_id, id)"
+      })})
+      SELECT ${wroteSubscribedSql(["w"], "($1::uuid[])[1]")} AS subscribed`,
+      [organizationIds, organizationIds.map(() => crypto.randomUUID())]
+    )
+    yield* notifyDeliveriesIf(sql, row!.subscribed)
+    return row!.subscribed
+  })
+
+/** How many deliveries each organization has. */
+const deliveriesOf = (organizationIds: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ organization_id: string; n: number }>`SELECT organization_id::text, count(*)::int AS n
+      FROM deliveries WHERE organization_id = ANY (${organizationIds}::uuid[]) GROUP BY organization_id`
+    return organizationIds.map((id) => rows.find((row) => row.organization_id === id)?.n ?? 0)
+  })
+
+describe.skipIf(!onCluster)("Parley's triggers and wakeups on a Citus cluster (O11, W2; issue 43 item 4)", () => {
+  it.live(
+    "the fan-out writes deliveries on the shard and a listener on the coordinator gets the wakeup; a transaction writing two workers commits",
+    () =>
+      onOwnDatabase(
+        "citus_fan_out",
+        Effect.gen(function* () {
+          yield* Database.migrate
+          const sql = yield* SqlClient.SqlClient
+          const pg = yield* PgClient.PgClient
+          const notifications = yield* pg.listen(deliveriesChannel)
+          const first = yield* organizationWithApp("first")
+          const firstWorker = yield* workerOf(first)
+          // Another organization whose shards are on the other worker.
+          let second = crypto.randomUUID()
+          while ((yield* workerOf(second)) === firstWorker) second = crypto.randomUUID()
+          yield* organizationWithApp("second", second)
+
+          // One organization, its own transaction (W2): one delivery, one wakeup on the coordinator.
+          assert.isTrue(yield* sql.withTransaction(writeEvents([first])))
+          assert.deepStrictEqual(yield* deliveriesOf([first]), [1])
+          yield* Queue.take(notifications).pipe(Effect.timeout("10 seconds"))
+
+          // Both organizations in one transaction: Citus commits the two workers with two-phase commit,
+          // which a NOTIFY on a worker (the fan-out's, before 0031) made PostgreSQL refuse.
+          assert.isTrue(
+            yield* sql.withTransaction(
+              Effect.gen(function* () {
+                yield* writeEvents([first])
+                return yield* writeEvents([second])
+              })
+            )
+          )
+          assert.deepStrictEqual(yield* deliveriesOf([first, second]), [2, 1])
+          // One statement writing both workers.
+          yield* sql.withTransaction(writeEvents([first, second]))
+          assert.deepStrictEqual(yield* deliveriesOf([first, second]), [3, 2])
+          yield* Queue.take(notifications).pipe(Effect.timeout("10 seconds"))
+          yield* Queue.take(notifications).pipe(Effect.timeout("10 seconds"))
+          const [prepared] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_xacts`
+          assert.strictEqual(prepared!.n, 0)
+
+          // No subscribed app: no wakeup (the cost-avoidance of W5 kept).
+          const quiet = crypto.randomUUID()
+          yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${quiet}, 'quiet', now())`
+          assert.isFalse(yield* sql.withTransaction(writeEvents([quiet])))
+          assert.deepStrictEqual(yield* deliveriesOf([quiet]), [0])
+        }),
+        4
+      )
+  )
+
+  it.live(
+    "closing a session cancels its pending schedules and drops its pending reply job; deleting an app deletes its deliveries (D15, R1, W2)",
+    () =>
+      onOwnDatabase(
+        "citus_closed",
+        Effect.gen(function* () {
+          yield* Database.migrate
+          const sql = yield* SqlClient.SqlClient
+          const organizationId = yield* organizationWithApp("closing")
+          const conversationId = crypto.randomUUID()
+          const sessionId = crypto.randomUUID()
+          yield* sql`INSERT INTO conversations (id, organization_id, contact_id, created_at)
+            VALUES (${conversationId}, ${organizationId}, '+1555', now())`
+          yield* sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at)
+            VALUES (${sessionId}, ${organizationId}, ${conversationId}, '+1555', 'open', now())`
+          yield* sql`INSERT INTO session_schedules (id, organization_id, session_id, scheduled_for, config, status, created_at)
+            SELECT gen_random_uuid(), ${organizationId}, ${sessionId}, now() + interval '1 hour', '{}', 'pending', now()
+            FROM generate_series(1, 2)`
+          yield* sql`INSERT INTO reply_jobs (id, organization_id, session_id, status, due_at, created_at)
+            VALUES (gen_random_uuid(), ${organizationId}, ${sessionId}, 'pending', now(), now())`
+
+          yield* sql`UPDATE sessions SET status = 'closed' WHERE organization_id = ${organizationId} AND id = ${sessionId}`
+          const schedules = yield* sql<{ status: string; error: string | null }>`SELECT status, error
+            FROM session_schedules WHERE organization_id = ${organizationId} AND session_id = ${sessionId}`
+          assert.deepStrictEqual(schedules, [
+            { status: "canceled", error: "Session closed" },
+            { status: "canceled", error: "Session closed" }
+          ])
+          const [jobs] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM reply_jobs
+            WHERE organization_id = ${organizationId} AND session_id = ${sessionId}`
+          assert.strictEqual(jobs!.n, 0)
+
+          yield* sql.withTransaction(writeEvents([organizationId]))
+          assert.deepStrictEqual(yield* deliveriesOf([organizationId]), [1])
+          yield* sql`DELETE FROM apps WHERE organization_id = ${organizationId}`
+          assert.deepStrictEqual(yield* deliveriesOf([organizationId]), [0])
+        })
+      )
+  )
+
+  it.live(
+    "run roll-ups match the runs after single, multi-organization and multi-shard inserts and deletes (A14)",
+    () =>
+      onOwnDatabase(
+        "citus_rollups",
+        Effect.gen(function* () {
+          yield* Database.migrate
+          const sql = yield* SqlClient.SqlClient
+          const first = yield* organizationWithApp("first")
+          const firstWorker = yield* workerOf(first)
+          let second = crypto.randomUUID()
+          while ((yield* workerOf(second)) === firstWorker) second = crypto.randomUUID()
+          yield* organizationWithApp("second", second)
+          const sessions = new Map<string, string>()
+          for (const organizationId of [first, second]) {
+            const conversationId = crypto.randomUUID()
+            const sessionId = crypto.randomUUID()
+            sessions.set(organizationId, sessionId)
+            yield* sql`INSERT INTO conversations (id, organization_id, contact_id, created_at)
+              VALUES (${conversationId}, ${organizationId}, '+1555', now())`
+            yield* sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at)
+              VALUES (${sessionId}, ${organizationId}, ${conversationId}, '+1555', 'open', now())`
+          }
+          const run = (organizationId: string, n: number) =>
+            sql`(gen_random_uuid(), ${organizationId}::uuid, ${sessions.get(organizationId)!}::uuid, 'reply', 'bot',
+              'c1', ${n % 3 === 0 ? "failed" : "succeeded"}, ${10 * n}, ${n},
+              TIMESTAMPTZ '2026-01-01 10:00:00+00' + ${n} * interval '20 minutes',
+              TIMESTAMPTZ '2026-01-01 10:00:00+00' + ${n} * interval '20 minutes', ${n % 2 === 0 ? 100 : 200})`
+          const insertRuns = (rows: ReadonlyArray<[string, number]>) =>
+            sql`INSERT INTO runs (id, organization_id, session_id, trigger, assistant_id, commit_id, status,
+                input_tokens, output_tokens, started_at, finished_at, duration_ms)
+              VALUES ${sql.csv(rows.map(([organizationId, n]) => run(organizationId, n)))}`
+          const mismatches = sql<{ n: number }>`SELECT count(*)::int AS n FROM (
+              SELECT organization_id, assistant_id, parley_run_hour(started_at) AS hour, commit_id,
+                coalesce(branch_name, '') AS branch_name, duration_ms, count(*)::int AS runs,
+                (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
+                coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens
+              FROM runs GROUP BY 1, 2, 3, 4, 5, 6
+            ) r FULL JOIN (SELECT * FROM run_rollups WHERE runs <> 0) u
+              ON (u.organization_id, u.assistant_id, u.hour, u.commit_id, u.branch_name, u.duration_ms)
+                = (r.organization_id, r.assistant_id, r.hour, r.commit_id, r.branch_name, r.duration_ms)
+            WHERE (u.runs, u.succeeded, u.input_tokens, u.output_tokens)
+              IS DISTINCT FROM (r.runs, r.succeeded, r.input_tokens, r.output_tokens)`
+          const total = sql<{ runs: number }>`SELECT coalesce(sum(runs), 0)::int AS runs FROM run_rollups`
+
+          yield* insertRuns([[first, 1]])
+          yield* insertRuns([
+            [first, 2],
+            [second, 3],
+            [second, 4],
+            [first, 5]
+          ])
+          yield* sql.withTransaction(insertRuns([[second, 6]]).pipe(Effect.andThen(insertRuns([[first, 7]]))))
+          // Multi-shard INSERT ... SELECT and DELETE.
+          yield* sql`INSERT INTO runs (id, organization_id, session_id, trigger, assistant_id, commit_id, status,
+              input_tokens, output_tokens, started_at, finished_at, duration_ms)
+            SELECT gen_random_uuid(), organization_id, session_id, trigger, assistant_id, commit_id, status,
+              input_tokens, output_tokens, started_at, finished_at, duration_ms FROM runs`
+          assert.strictEqual((yield* total)[0]!.runs, 14)
+          assert.strictEqual((yield* mismatches)[0]!.n, 0)
+          yield* sql`DELETE FROM runs WHERE duration_ms = 100`
+          yield* sql`DELETE FROM runs WHERE organization_id = ${first} AND input_tokens = 10`
+          const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM runs`
+          assert.strictEqual((yield* total)[0]!.runs, left!.n)
+          assert.strictEqual((yield* mismatches)[0]!.n, 0)
         })
       )
   )

@@ -21,7 +21,7 @@ import { applicationName, DatabaseLocation } from "../../src/Database/Database.t
 import { DatabaseHealth } from "../../src/Database/Health.ts"
 import type { AppOrdering } from "../../src/Domain/App.ts"
 import type { EventType } from "../../src/Domain/EventType.ts"
-import { insertEvents } from "../../src/Outbox/Outbox.ts"
+import { deliveriesChannel, insertEvents, notifyDeliveriesIf, wroteSubscribedSql } from "../../src/Outbox/Outbox.ts"
 import { Ids, makeIdGenerator } from "../../src/Shared/Ids.ts"
 import type { DeliveryStatus } from "../../src/Webhooks/Api.ts"
 import { generateSecret } from "../../src/Webhooks/Signing.ts"
@@ -78,8 +78,9 @@ export const webhookApp = (
  * The outbox's insert of one event (`Outbox.ts` `insertEvents`, W2, W3) with
  * positional parameters: $1 id, $2 type, $3 organization, $4 conversation, $5
  * trace context (jsonb); `data.object` is `{}`, the moment the statement's.
+ * Returns whether it fanned out (`subscribed`, `Outbox.ts` `wroteSubscribedSql`).
  */
-const EVENT_INSERT = insertEvents({
+const EVENT_INSERT = `WITH w AS (${insertEvents({
   id: "$1::uuid",
   type: "$2::text",
   organizationId: "$3::uuid",
@@ -88,7 +89,11 @@ const EVENT_INSERT = insertEvents({
   object: "'{}'::json",
   traceContext: "$5::jsonb",
   from: "(SELECT 1) AS one"
-})
+})})
+SELECT ${wroteSubscribedSql(["w"], "$3::uuid")} AS subscribed`
+
+/** The outbox's wakeup of the delivery workers (`Outbox.ts` `notifyDeliveries`, O11). */
+const NOTIFY = `SELECT pg_notify('${deliveriesChannel}', '')`
 
 /** The deliveries of event $1, oldest first. */
 const DELIVERIES_OF_EVENT =
@@ -120,8 +125,8 @@ export interface EventFixture {
 /**
  * Writes an event of the organization as the outbox does, in a transaction of
  * its own, so the fan-out trigger makes one pending delivery, due now, per
- * enabled app subscribed to its type and notifies the workers at commit (W2,
- * W7). Returns the deliveries made (`SqlClient` required).
+ * enabled app subscribed to its type, and notifies the workers at commit by a
+ * statement of its own when it did (W2, W7, O11). Returns the deliveries made (`SqlClient` required).
  */
 export const publishEvent = (organizationId: string, event: EventFixture = {}) =>
   Effect.gen(function* () {
@@ -135,15 +140,25 @@ export const publishEvent = (organizationId: string, event: EventFixture = {}) =
       JSON.stringify({ traceparent: EVENT_TRACEPARENT })
     ]
     if (event.meanwhile === undefined) {
-      yield* sql.unsafe(EVENT_INSERT, params)
-      return yield* sql.unsafe<MadeDelivery>(DELIVERIES_OF_EVENT, [id])
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const [written] = yield* sql.unsafe<{ subscribed: boolean }>(EVENT_INSERT, params)
+          yield* notifyDeliveriesIf(sql, written!.subscribed)
+          return yield* sql.unsafe<MadeDelivery>(DELIVERIES_OF_EVENT, [id])
+        })
+      )
     }
     const meanwhile = event.meanwhile
     return yield* Effect.scoped(
       Effect.gen(function* () {
         const connection: Connection = yield* sql.reserve
         yield* connection.execute("BEGIN", [], undefined)
-        yield* connection.execute(EVENT_INSERT, params, undefined)
+        const [written]: ReadonlyArray<{ subscribed: boolean }> = yield* connection.execute(
+          EVENT_INSERT,
+          params,
+          undefined
+        )
+        if (written!.subscribed) yield* connection.execute(NOTIFY, [], undefined)
         const made: ReadonlyArray<MadeDelivery> = yield* connection.execute(DELIVERIES_OF_EVENT, [id], undefined)
         yield* meanwhile
         yield* connection.execute("COMMIT", [], undefined)

@@ -10,8 +10,14 @@
  *   NOTIFY, which broke every transaction that wrote two workers. The code
  *   that writes events sends the wakeup instead, as a statement of its own
  *   (`src/Outbox/Outbox.ts` `notifyDeliveries`), where it runs on the
- *   coordinator. Its apps are now filtered by `organization_id` in the
- *   statement's own text too (it was through `parley_app_subscribed` alone).
+ *   coordinator. Its apps are filtered by `organization_id` in the
+ *   statement's own text, and the subscription rule (W10's, as
+ *   `parley_app_subscribed` of 0025 had it) is `parley_app_subscribes` over
+ *   the app's columns: Citus sends a statement to a worker as text over the
+ *   shard's table (`apps_102059 a`), where a function of the whole row `a`
+ *   of type `apps` does not resolve, so the outbox's own check
+ *   (`Outbox.ts` `subscribedSql`, the same rule) failed on a worker. The
+ *   function of the row goes.
  * - `parley_session_closed` and `parley_app_deleted` filter every statement by
  *   the row's organization already (`0027_organization_keys.ts`), so they run
  *   on the local shard: unchanged.
@@ -32,6 +38,10 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 const statements = [
+  `CREATE FUNCTION parley_app_subscribes(enabled boolean, disabled_reason text, events text[], event_type text)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT ($1 OR $2 = 'failing') AND $4 = ANY ($3)
+$$`,
   // 0025's function without the NOTIFY, the apps of the event's organization named in the statement.
   `CREATE OR REPLACE FUNCTION parley_fan_out() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -43,11 +53,12 @@ BEGIN
   FROM apps a CROSS JOIN LATERAL (
     SELECT CASE WHEN a.ordering = 'conversation' THEN NEW.conversation_id END AS ordering_key
   ) o
-  WHERE a.organization_id = NEW.organization_id AND parley_app_subscribed(a, NEW.organization_id, NEW.type)
+  WHERE a.organization_id = NEW.organization_id AND parley_app_subscribes(a.enabled, a.disabled_reason, a.events, NEW.type)
     AND a.id IS DISTINCT FROM NEW.app_id;
   RETURN NULL;
 END
 $$`,
+  `DROP FUNCTION parley_app_subscribed(apps, uuid, text)`,
   `CREATE FUNCTION parley_roll_up_run() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN

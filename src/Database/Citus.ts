@@ -151,7 +151,7 @@ const distributeTables = (tables: ReadonlyArray<TableRow>) =>
  * Makes every function of the `public` schema that is not yet a Citus object
  * exist on every node (`create_distributed_function`): the triggers run on
  * the nodes of the shards and call Parley's functions there
- * (`parley_app_subscribed` from the fan-out). Citus propagates a function
+ * (`parley_app_subscribes` from the fan-out). Citus propagates a function
  * created on the coordinator by itself only when what it depends on is
  * distributed already; those created before the tables were are taken here.
  * Functions of extensions are left to their extension.

@@ -79,10 +79,13 @@ export interface EventRows {
   readonly orderBy?: string | undefined
 }
 
+/** SQL text of the subscription rule (W10) of the apps row `a` for the event type `type` (an SQL expression). */
+const subscribes = (type: string) => `parley_app_subscribes(a.enabled, a.disabled_reason, a.events, ${type})`
+
 /**
  * SQL text of a boolean: whether an event of `type` of the organization fans
  * out to at least one app now: the rule of the fan-out trigger (an app
- * subscribed by `parley_app_subscribed`, migrations/0025_app_health.ts, other
+ * subscribed by `parley_app_subscribes`, migrations/0031_citus_triggers.ts, other
  * than `appId`, the app the event is about, W10). Arguments are SQL
  * expressions; `type` may be a text array (`ANY`) when `anyType`. What every
  * writer of events returns from its statement to know whether to send
@@ -98,8 +101,8 @@ export const subscribedSql = (
 ): string =>
   `EXISTS (SELECT 1 FROM apps a WHERE a.organization_id = ${organizationId} AND ${
     options.anyType === true
-      ? `EXISTS (SELECT 1 FROM unnest(${type}) t WHERE parley_app_subscribed(a, ${organizationId}, t))`
-      : `parley_app_subscribed(a, ${organizationId}, ${type})`
+      ? `EXISTS (SELECT 1 FROM unnest(${type}) t WHERE ${subscribes("t")})`
+      : subscribes(type)
   }${options.appId === undefined ? "" : ` AND a.id IS DISTINCT FROM ${options.appId}`})`
 
 /**
@@ -124,7 +127,7 @@ export const wroteSubscribedSql = (ctes: ReadonlyArray<string>, organizationId: 
  */
 export const wroteSubscribedAnySql = (cte: string): string =>
   `EXISTS (SELECT 1 FROM ${cte} w JOIN apps a ON a.organization_id = w.organization_id
-    AND parley_app_subscribed(a, w.organization_id, w.type) AND a.id IS DISTINCT FROM w.app_id)`
+    AND ${subscribes("w.type")} AND a.id IS DISTINCT FROM w.app_id)`
 
 /** Stands for the organization in {@link wroteSubscribedFragment}'s text. */
 const ORGANIZATION = "\u0000organization\u0000"

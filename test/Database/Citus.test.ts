@@ -66,7 +66,12 @@ const onOwnDatabase = <A>(
   Effect.acquireUseRelease(
     Effect.promise(() => emptyDatabase(prefix)),
     (database) =>
-      body.pipe(Effect.provide(Database.clientLayer(Redacted.make(database.url), connections)), Effect.scoped),
+      // The body's scope (a listener's connection) closes before the pool does.
+      body.pipe(
+        Effect.scoped,
+        Effect.provide(Database.clientLayer(Redacted.make(database.url), connections)),
+        Effect.scoped
+      ),
     (database) => Effect.promise(database.drop)
   )
 
@@ -111,7 +116,7 @@ describe.skipIf(!onCluster)("Parley's tables on a Citus cluster (O11)", () => {
           assert.deepStrictEqual(yield* placement, tables)
 
           // The triggers came back and run on the shards' nodes with what they call there
-          // (parley_app_subscribed, the sequence of ordered deliveries: migrations/0028).
+          // (parley_app_subscribes, the sequence of ordered deliveries: migrations/0028).
           const sql = yield* SqlClient.SqlClient
           // The database's new sessions run without JIT (src/Database/Citus.ts withoutJit).
           const [settings] = yield* sql<{ setconfig: ReadonlyArray<string> }>`SELECT setconfig FROM pg_db_role_setting

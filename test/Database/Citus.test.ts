@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { inject } from "vitest"
-import { foreignKeyOrder } from "../../src/Database/Citus.ts"
+import { distribute, foreignKeyOrder } from "../../src/Database/Citus.ts"
 import * as Database from "../../src/Database/Database.ts"
 import { deliveriesChannel, insertEvents, notifyDeliveriesIf, wroteSubscribedSql } from "../../src/Outbox/Outbox.ts"
 import { emptyDatabase, insertApp } from "../support/Database.ts"
@@ -252,6 +252,95 @@ const deliveriesOf = (organizationIds: ReadonlyArray<string>) =>
     return organizationIds.map((id) => rows.find((row) => row.organization_id === id)?.n ?? 0)
   })
 
+/**
+ * How many roll-ups (A14) differ from the sums of the runs they count (rows at
+ * 0 runs, which the statistics skip, aside); 0 when they match.
+ */
+const rollUpMismatches = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM (
+      SELECT organization_id, assistant_id, parley_run_hour(started_at) AS hour, commit_id,
+        coalesce(branch_name, '') AS branch_name, duration_ms, count(*)::int AS runs,
+        (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
+        coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens
+      FROM runs GROUP BY 1, 2, 3, 4, 5, 6
+    ) r FULL JOIN (SELECT * FROM run_rollups WHERE runs <> 0) u
+      ON (u.organization_id, u.assistant_id, u.hour, u.commit_id, u.branch_name, u.duration_ms)
+        = (r.organization_id, r.assistant_id, r.hour, r.commit_id, r.branch_name, r.duration_ms)
+    WHERE (u.runs, u.succeeded, u.input_tokens, u.output_tokens)
+      IS DISTINCT FROM (r.runs, r.succeeded, r.input_tokens, r.output_tokens)`
+  return row!.n
+})
+
+/** A conversation and an open session of the organization; the session's id. */
+const openSession = (organizationId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const conversationId = crypto.randomUUID()
+    const sessionId = crypto.randomUUID()
+    yield* sql`INSERT INTO conversations (id, organization_id, contact_id, created_at)
+      VALUES (${conversationId}, ${organizationId}, '+1555', now())`
+    yield* sql`INSERT INTO sessions (id, organization_id, conversation_id, contact_id, status, created_at)
+      VALUES (${sessionId}, ${organizationId}, ${conversationId}, '+1555', 'open', now())`
+    return sessionId
+  })
+
+/** Inserts `n` runs of the session in one statement, of two durations, one in three failed. */
+const insertRuns = (organizationId: string, sessionId: string, n: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO runs (id, organization_id, session_id, trigger, assistant_id, commit_id, status,
+        input_tokens, output_tokens, started_at, finished_at, duration_ms)
+      SELECT gen_random_uuid(), ${organizationId}, ${sessionId}, 'reply', 'bot', 'c1',
+        CASE WHEN g % 3 = 0 THEN 'failed' ELSE 'succeeded' END, 10 * g, g,
+        TIMESTAMPTZ '2026-01-01 10:00:00+00' + g * interval '20 minutes',
+        TIMESTAMPTZ '2026-01-01 10:00:00+00' + g * interval '20 minutes', CASE WHEN g % 2 = 0 THEN 100 ELSE 200 END
+      FROM generate_series(1, ${n}) g`
+  })
+
+describe("migration 0031 on a database populated through 0030 (any server: one, or a cluster; O11, A14, W2)", () => {
+  it.live(
+    "keeps the roll-ups, which the row trigger then keeps; the fan-out still makes deliveries; on a cluster, distributed first",
+    () =>
+      onOwnDatabase(
+        "triggers_upgrade",
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* Database.migrateThrough(30)
+          const organizationId = yield* organizationWithApp("upgraded")
+          const sessionId = yield* openSession(organizationId)
+          yield* insertRuns(organizationId, sessionId, 7)
+          yield* sql`INSERT INTO events (id, organization_id, type, body, created_at)
+          VALUES (gen_random_uuid(), ${organizationId}, 'message.created', '{}', now())`
+          assert.strictEqual(yield* rollUpMismatches, 0)
+          const rollUps = sql`SELECT assistant_id, hour, duration_ms, runs, succeeded, input_tokens::int, output_tokens::int
+          FROM run_rollups ORDER BY hour, duration_ms`
+          const before = yield* rollUps
+
+          // On a cluster, the tables distributed as 0030 left them (Parley started on the coordinator before 0031),
+          // then 0031 replaces triggers of distributed tables. On one server: 0031 alone.
+          yield* distribute
+          assert.deepStrictEqual(
+            (yield* Database.migrate).map(([id]) => id),
+            [31]
+          )
+          assert.deepStrictEqual(yield* rollUps, before)
+          const triggers = yield* sql<{ name: string }>`SELECT tgname AS name FROM pg_trigger
+          WHERE tgrelid = 'runs'::regclass AND NOT tgisinternal ORDER BY 1`
+          assert.deepStrictEqual(
+            triggers.map((t) => t.name),
+            ["runs_roll_up"]
+          )
+          yield* insertRuns(organizationId, sessionId, 5)
+          yield* sql`DELETE FROM runs WHERE organization_id = ${organizationId} AND input_tokens IN (10, 40, 70)`
+          assert.strictEqual(yield* rollUpMismatches, 0)
+          yield* sql.withTransaction(writeEvents([organizationId]))
+          assert.deepStrictEqual(yield* deliveriesOf([organizationId]), [2])
+        })
+      )
+  )
+})
+
 describe.skipIf(!onCluster)("Parley's triggers and wakeups on a Citus cluster (O11, W2; issue 43 item 4)", () => {
   it.live(
     "the fan-out writes deliveries on the shard and a listener on the coordinator gets the wakeup; a transaction writing two workers commits",
@@ -376,17 +465,6 @@ describe.skipIf(!onCluster)("Parley's triggers and wakeups on a Citus cluster (O
             sql`INSERT INTO runs (id, organization_id, session_id, trigger, assistant_id, commit_id, status,
                 input_tokens, output_tokens, started_at, finished_at, duration_ms)
               VALUES ${sql.csv(rows.map(([organizationId, n]) => run(organizationId, n)))}`
-          const mismatches = sql<{ n: number }>`SELECT count(*)::int AS n FROM (
-              SELECT organization_id, assistant_id, parley_run_hour(started_at) AS hour, commit_id,
-                coalesce(branch_name, '') AS branch_name, duration_ms, count(*)::int AS runs,
-                (count(*) FILTER (WHERE status = 'succeeded'))::int AS succeeded,
-                coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens
-              FROM runs GROUP BY 1, 2, 3, 4, 5, 6
-            ) r FULL JOIN (SELECT * FROM run_rollups WHERE runs <> 0) u
-              ON (u.organization_id, u.assistant_id, u.hour, u.commit_id, u.branch_name, u.duration_ms)
-                = (r.organization_id, r.assistant_id, r.hour, r.commit_id, r.branch_name, r.duration_ms)
-            WHERE (u.runs, u.succeeded, u.input_tokens, u.output_tokens)
-              IS DISTINCT FROM (r.runs, r.succeeded, r.input_tokens, r.output_tokens)`
           const total = sql<{ runs: number }>`SELECT coalesce(sum(runs), 0)::int AS runs FROM run_rollups`
 
           yield* insertRuns([[first, 1]])
@@ -403,12 +481,12 @@ describe.skipIf(!onCluster)("Parley's triggers and wakeups on a Citus cluster (O
             SELECT gen_random_uuid(), organization_id, session_id, trigger, assistant_id, commit_id, status,
               input_tokens, output_tokens, started_at, finished_at, duration_ms FROM runs`
           assert.strictEqual((yield* total)[0]!.runs, 14)
-          assert.strictEqual((yield* mismatches)[0]!.n, 0)
+          assert.strictEqual(yield* rollUpMismatches, 0)
           yield* sql`DELETE FROM runs WHERE duration_ms = 100`
           yield* sql`DELETE FROM runs WHERE organization_id = ${first} AND input_tokens = 10`
           const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM runs`
           assert.strictEqual((yield* total)[0]!.runs, left!.n)
-          assert.strictEqual((yield* mismatches)[0]!.n, 0)
+          assert.strictEqual(yield* rollUpMismatches, 0)
         })
       )
   )

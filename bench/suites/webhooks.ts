@@ -17,8 +17,9 @@
  *    number of events received before an earlier one of their conversation
  *    (must be 0). Goal >= 1,500/s.
  *
- * In 1-3 events are inserted with SQL, as a service's outbox insert does, so
- * the Parley process does only the delivery work.
+ * In 1-3 events are inserted with SQL, as a service's outbox insert does (the
+ * insert, then the wakeup as a statement of its own: `Outbox.ts`
+ * `notifyDeliveries`, O11), so the Parley process does only the delivery work.
  *
  * 4. End to end (issue 16 item 4): POST message over BENCH_E2E_CONNECTIONS (50)
  *    keep-alive connections, each posting to its own session as fast as it gets
@@ -45,6 +46,7 @@ import * as path from "node:path"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/Database/Database.ts"
+import { notifyDeliveries } from "../../src/Outbox/Outbox.ts"
 import { makeCleanup } from "../lib/cleanup.ts"
 import { startDatabase } from "../lib/database.ts"
 import { envInt } from "../lib/env.ts"
@@ -151,12 +153,19 @@ export const run = async (_args: ReadonlyArray<string>) => {
     cleanup.add("sql", () => runtime.dispose())
     const sqlRun = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
       runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f))
-    const insertOne = (id: string) =>
+    // As a writer of events does (Outbox.ts, O11): the statement, its own transaction, then the
+    // wakeup as a statement of its own (the trigger does not notify); `committed` runs in between.
+    const insertOne = (id: string, committed: () => void) =>
       sqlRun((sql) =>
-        sql.unsafe(
-          "INSERT INTO events (id, organization_id, type, body, created_at) VALUES ($1, $2, 'message.created', $3, now())",
-          [id, organization.id, envelope(id, organization.id)]
-        )
+        sql
+          .unsafe(
+            "INSERT INTO events (id, organization_id, type, body, created_at) VALUES ($1, $2, 'message.created', $3, now())",
+            [id, organization.id, envelope(id, organization.id)]
+          )
+          .pipe(
+            Effect.tap(() => Effect.sync(committed)),
+            Effect.andThen(notifyDeliveries(sql))
+          )
       )
     const waitAll = async (ids: ReadonlyArray<string>, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs
@@ -169,7 +178,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
 
     // Warmup: 500 events.
     const warm = Array.from({ length: 500 }, () => randomUUID())
-    for (const id of warm) await insertOne(id)
+    for (const id of warm) await insertOne(id, () => undefined)
     await waitAll(warm, 30_000)
 
     /**
@@ -185,13 +194,15 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const cpuBefore = cpuSeconds(parley.pid) ?? 0
       const bodies = burst.map((id) => envelope(id, eventsOrganizationId))
       await sqlRun((sql) =>
-        sql.unsafe(
-          `INSERT INTO events (id, organization_id, type, body, created_at, conversation_id)
+        sql
+          .unsafe(
+            `INSERT INTO events (id, organization_id, type, body, created_at, conversation_id)
            SELECT u.id, $2, 'message.created', u.body, now(), nullif(u.conversation_id, '')::uuid
            FROM unnest($1::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS u(id, body, conversation_id, n)
            ORDER BY u.n`,
-          [burst, eventsOrganizationId, bodies, burst.map((_, i) => conversationOf(i) ?? "")]
-        )
+            [burst, eventsOrganizationId, bodies, burst.map((_, i) => conversationOf(i) ?? "")]
+          )
+          .pipe(Effect.andThen(notifyDeliveries(sql)))
       )
       const committed = performance.now()
       await waitAll(burst, 120_000)
@@ -220,7 +231,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
       const wait = due - performance.now()
       if (wait > 1) await sleep(wait)
       for (const id of steady.slice(i, i + perTick)) {
-        inserts.push(insertOne(id).then(() => commitAt.set(id, performance.now())))
+        inserts.push(insertOne(id, () => commitAt.set(id, performance.now())))
       }
     }
     await Promise.all(inserts)

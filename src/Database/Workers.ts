@@ -129,3 +129,68 @@ export const steppedJobWorker = <J>(options: {
       })
     )
   })
+
+/** The least organization id (all zeros): a rotation's cursor before its first round. */
+export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
+
+/**
+ * The claims of one worker across organizations (DECISIONS.md O11; used by the
+ * webhook, reply, schedule, erasure and evaluation workers), in rounds:
+ *
+ * 1. `discover(after)`: a read without row locks of the organizations that
+ *    have due work, at most a bounded number, in the order of their ids
+ *    starting after the cursor `after` and wrapping around (so on Citus one
+ *    multi-shard SELECT, which may take no row locks there);
+ * 2. `claimOne(organizationId, limit)`: the worker's claim of that
+ *    organization's rows, `FOR UPDATE SKIP LOCKED` under a lease (on Citus a
+ *    router statement on the organization's shard, where row locks work), for
+ *    each discovered organization in that order, each allowed an even share
+ *    of what the round may still take (`ceil(left / organizations left)`:
+ *    what an organization leaves goes to the next ones), until `limit`
+ *    rows were taken (`limit` 1: until one organization yields one);
+ * 3. the cursor moves to the last organization the round reached, so the
+ *    next round starts with the following one.
+ *
+ * Why it is correct: every guarantee of a claim (a row leased to one worker
+ * at a time, SKIP LOCKED, leases that expire, W7's queue heads, R1's one run
+ * per job and session) concerns rows of one organization, and each claim is
+ * the single-server statement restricted to that organization, so it keeps
+ * them; discovery takes no lock and may be stale: an organization it missed
+ * is found by the next round (the workers poll), and one whose work was
+ * taken meanwhile costs an empty claim. Fairness: an organization with due
+ * work is discovered in every round while the discovery's bound is not
+ * reached, and otherwise within a few rounds as the cursor walks the ids;
+ * each discovered organization gets a share of the round and the first
+ * share (the largest) rotates, so one organization's backlog cannot starve
+ * another. The same code runs on one server (one organization: a discovery
+ * and one claim per round).
+ */
+export const makeOrganizationRotation = () => {
+  let cursor = FIRST_ORGANIZATION
+  return {
+    /**
+     * One round (see above): the rows claimed, at most `limit`, in the order
+     * of the organizations claimed. Fails with what `discover` or
+     * `claimOne` fail with.
+     */
+    claim: <A, E, R>(
+      limit: number,
+      discover: (after: string) => Effect.Effect<ReadonlyArray<string>, E, R>,
+      claimOne: (organizationId: string, limit: number) => Effect.Effect<ReadonlyArray<A>, E, R>
+    ): Effect.Effect<ReadonlyArray<A>, E, R> =>
+      Effect.gen(function* () {
+        if (limit <= 0) return []
+        const organizations = yield* discover(cursor)
+        const claimed: Array<A> = []
+        for (let i = 0; i < organizations.length; i++) {
+          const left = limit - claimed.length
+          if (left <= 0) break
+          const organizationId = organizations[i]!
+          cursor = organizationId
+          const rows = yield* claimOne(organizationId, Math.ceil(left / (organizations.length - i)))
+          for (const row of rows) claimed.push(row)
+        }
+        return claimed
+      })
+  }
+}

@@ -109,7 +109,53 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
 }
 
 /**
- * The claim (W5, W7, O1): leases up to `limit` due pending deliveries of
+ * The discovery of the delivery worker's claims (O11; `Database/Workers.ts`
+ * `makeOrganizationRotation`): up to `organizations` ids of organizations
+ * with deliveries the claim may take, those after `after` first in id order,
+ * then the others (a rotation over the ids). A plain read without row locks,
+ * so on Citus one multi-shard SELECT (refused with `FOR UPDATE`); on one server
+ * two index scans. It finds:
+ *
+ * - the organizations of the `limit` unordered deliveries due first (due,
+ *   lease free, app enabled and not `saturated`): `deliveries_due_idx`, the
+ *   rows the claim over all organizations took first, so an organization is
+ *   discovered, at the latest, when its oldest due delivery is among the
+ *   `limit` oldest of all (first come, first found: no organization waits
+ *   for another's newer backlog);
+ * - the organizations of the enabled apps not `saturated` with a due pending
+ *   delivery of an ordered queue (W7) whose lease is free: one probe of
+ *   `deliveries_queue_idx` per enabled app. It may be a delivery waiting
+ *   behind its queue's head (in flight or waiting for a retry): the
+ *   organization is then discovered and its claim takes nothing, which costs
+ *   one empty claim per round, never a delivery out of order.
+ *
+ * May be stale by the time its organizations are claimed: a claim finds
+ * what is due then. Returns organization ids (text).
+ */
+export const discoverStatement = fixedStatement(
+  { after: "uuid", limit: "int4", saturated: "uuid[]", organizations: "int4" },
+  (p) => `SELECT w.organization_id::text AS organization_id FROM (
+  (SELECT d.organization_id FROM deliveries d
+    JOIN apps a ON a.organization_id = d.organization_id AND a.id = d.app_id
+    WHERE d.status = 'pending' AND d.ordering_key IS NULL AND d.next_attempt_at <= now()
+      AND (d.lease_until IS NULL OR d.lease_until < now())
+      AND a.enabled AND NOT (d.app_id = ANY (${p.saturated}))
+    ORDER BY d.next_attempt_at
+    LIMIT ${p.limit})
+  UNION
+  SELECT a.organization_id FROM apps a
+  WHERE a.enabled AND NOT (a.id = ANY (${p.saturated})) AND EXISTS (
+    SELECT 1 FROM deliveries q WHERE q.organization_id = a.organization_id AND q.app_id = a.id
+      AND q.status = 'pending' AND q.ordering_key IS NOT NULL AND q.next_attempt_at <= now()
+      AND (q.lease_until IS NULL OR q.lease_until < now()))
+) w
+ORDER BY w.organization_id <= ${p.after}, w.organization_id
+LIMIT ${p.organizations}`
+)
+
+/**
+ * The claim of one organization's deliveries (W5, W7, O1, O11): leases up to
+ * `limit` due pending deliveries of the organization `organizationId` of
  * enabled apps to `workerId` for `leaseMs` (both parts join `apps`: a delivery
  * of an app deleted while its event fanned out is never claimed, which the
  * sweep relies on; migrations/0017), oldest due first, skipping rows
@@ -118,26 +164,27 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
  * app ids and their in-flight counts in this process). It looks at two kinds:
  *
  * - `unordered`: deliveries without an ordering key (`ordering: none`), up to
- *   `4 x limit` by due time (`deliveries_due_idx`);
+ *   `4 x limit` by due time (`deliveries_organization_due_idx`, migrations/0031);
  * - `ordered` (W7): per queue (app, ordering key = conversation) only its
  *   head: the lowest-numbered delivery already started (leased or attempted:
  *   a retry is never overtaken, even by an event whose transaction overlapped
- *   and committed later), else the lowest-numbered one; the queues are walked
- *   one index probe each (`queues`, a loose index scan of
- *   `deliveries_queue_idx`), so a queue waiting behind a retry costs one probe,
- *   not one per delivery behind it. A head in flight or waiting for its retry
- *   holds its queue; when it ends `succeeded` or `failed` the next one heads it.
+ *   and committed later), else the lowest-numbered one; the queues of each
+ *   app of the organization are walked one index probe each (`queues`, a
+ *   loose index scan of `deliveries_queue_idx` from each app), so a queue
+ *   waiting behind a retry costs one probe, not one per delivery behind it. A
+ *   head in flight or waiting for its retry holds its queue; when it ends
+ *   `succeeded` or `failed` the next one heads it.
  *   The `limit x 4` due heads of enabled apps that are due first are locked
  *   (`SKIP LOCKED`: heads other workers hold are skipped, not replaced). Each
  *   head is read in a LATERAL subquery (the started one, else the first: a
- *   probe of a queue index each, with the row's organization, O11) and locked
- *   in another by its primary key (organization_id, id), whatever the table's
- *   size; joined to `deliveries` instead, it was
- *   planned as a hash join over a sequential scan of the whole table from a
- *   few thousand rows up, on every claim (test/Webhooks/Plans.test.ts). Speed
- *   tactic measured by `npm run bench -- webhooks` (ordered burst, 1,947 ->
- *   4,004 deliveries/s; bench/README.md "webhooks: delivery"; measured in "The
- *   ordered claim's heads" of `git show 73e3eb4:bench/README.md`).
+ *   probe of a queue index each) and locked in another by its primary key
+ *   (organization_id, id), whatever the table's size; joined to `deliveries`
+ *   instead, it was planned as a hash join over a sequential scan of the whole
+ *   table from a few thousand rows up, on every claim
+ *   (test/Webhooks/Plans.test.ts). Speed tactic measured by `npm run bench --
+ *   webhooks` (ordered burst, 1,947 -> 4,004 deliveries/s; bench/README.md
+ *   "webhooks: delivery"; measured in "The ordered claim's heads" of
+ *   `git show 73e3eb4:bench/README.md`).
  *
  * A delivery of an event of a conversation being erased (D22) is never
  * leased, so never sent from the erasure's 202 on: one probe of
@@ -145,9 +192,19 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
  * conversations being erased, per delivery leased. The erasure's job deletes
  * such deliveries first (`src/Erasures/Erasures.ts`); until then they may be
  * picked and left again.
+ *
+ * One organization per statement (O11): every table reference is filtered by
+ * `organizationId`, so on Citus it is a router statement on that
+ * organization's shard, where `FOR UPDATE SKIP LOCKED` and the recursive walk
+ * work as on one server (Citus refuses both across shards). Every rule above
+ * (one worker per delivery, leases, W7's heads) concerns one organization's
+ * rows, so claiming organization by organization keeps them; which
+ * organizations are claimed, and how the batch is shared between them, is
+ * {@link discoverStatement} and `Database/Workers.ts` `makeOrganizationRotation`.
  */
 export const claimStatement = fixedStatement(
   {
+    organizationId: "uuid",
     workerId: "uuid",
     leaseMs: "int4",
     limit: "int4",
@@ -161,30 +218,38 @@ export const claimStatement = fixedStatement(
 ), unordered AS (
   SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM deliveries d
   JOIN apps a ON a.organization_id = d.organization_id AND a.id = d.app_id
-  WHERE d.status = 'pending' AND d.ordering_key IS NULL AND d.next_attempt_at <= now()
+  WHERE d.organization_id = ${p.organizationId} AND a.organization_id = ${p.organizationId}
+    AND d.status = 'pending' AND d.ordering_key IS NULL AND d.next_attempt_at <= now()
     AND (d.lease_until IS NULL OR d.lease_until < now())
     AND a.enabled AND NOT (d.app_id = ANY (${p.saturated}))
   ORDER BY d.next_attempt_at
   LIMIT ${p.limit} * 4
   FOR UPDATE OF d SKIP LOCKED
 ), queues AS (
-  (SELECT q.app_id, q.ordering_key FROM deliveries q WHERE q.status = 'pending' AND q.ordering_key IS NOT NULL
-    ORDER BY q.app_id, q.ordering_key LIMIT 1)
+  SELECT f.app_id, f.ordering_key FROM apps a CROSS JOIN LATERAL (
+    SELECT q.app_id, q.ordering_key FROM deliveries q
+    WHERE q.organization_id = ${p.organizationId} AND q.app_id = a.id AND q.status = 'pending'
+      AND q.ordering_key IS NOT NULL
+    ORDER BY q.ordering_key LIMIT 1
+  ) f
+  WHERE a.organization_id = ${p.organizationId}
   UNION ALL
   SELECT n.app_id, n.ordering_key FROM queues u CROSS JOIN LATERAL (
     SELECT q.app_id, q.ordering_key FROM deliveries q
-    WHERE q.status = 'pending' AND q.ordering_key IS NOT NULL AND (q.app_id, q.ordering_key) > (u.app_id, u.ordering_key)
-    ORDER BY q.app_id, q.ordering_key LIMIT 1
+    WHERE q.organization_id = ${p.organizationId} AND q.app_id = u.app_id AND q.status = 'pending'
+      AND q.ordering_key IS NOT NULL AND q.ordering_key > u.ordering_key
+    ORDER BY q.ordering_key LIMIT 1
   ) n
 ), heads AS (
   SELECT h.organization_id, h.id, h.app_id, h.next_attempt_at FROM queues u CROSS JOIN LATERAL (
     (SELECT s.organization_id, s.id, s.app_id, s.next_attempt_at, s.lease_until FROM deliveries s
-      WHERE s.app_id = u.app_id AND s.ordering_key = u.ordering_key AND s.status = 'pending'
-        AND (s.attempts > 0 OR s.lease_until IS NOT NULL)
+      WHERE s.organization_id = ${p.organizationId} AND s.app_id = u.app_id AND s.ordering_key = u.ordering_key
+        AND s.status = 'pending' AND (s.attempts > 0 OR s.lease_until IS NOT NULL)
       ORDER BY s.sequence_number LIMIT 1)
     UNION ALL
     (SELECT f.organization_id, f.id, f.app_id, f.next_attempt_at, f.lease_until FROM deliveries f
-      WHERE f.app_id = u.app_id AND f.ordering_key = u.ordering_key AND f.status = 'pending'
+      WHERE f.organization_id = ${p.organizationId} AND f.app_id = u.app_id AND f.ordering_key = u.ordering_key
+        AND f.status = 'pending'
       ORDER BY f.sequence_number LIMIT 1)
     LIMIT 1
   ) h
@@ -193,12 +258,13 @@ export const claimStatement = fixedStatement(
 ), ordered AS (
   SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM (
     SELECT h.organization_id, h.id FROM heads h
-    JOIN apps a ON a.organization_id = h.organization_id AND a.id = h.app_id WHERE a.enabled
+    JOIN apps a ON a.organization_id = h.organization_id AND a.id = h.app_id
+    WHERE a.organization_id = ${p.organizationId} AND a.enabled
     ORDER BY h.next_attempt_at LIMIT ${p.limit} * 4
   ) c CROSS JOIN LATERAL (
     SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM deliveries d
-    WHERE d.organization_id = c.organization_id AND d.id = c.id AND d.status = 'pending' AND d.next_attempt_at <= now()
-      AND (d.lease_until IS NULL OR d.lease_until < now())
+    WHERE d.organization_id = ${p.organizationId} AND d.id = c.id AND d.status = 'pending'
+      AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
     FOR UPDATE SKIP LOCKED
   ) d
 ), picked AS (
@@ -213,10 +279,10 @@ export const claimStatement = fixedStatement(
 )
 UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
 FROM picked p, apps a, events e, async_commit
-WHERE d.organization_id = p.organization_id AND d.id = p.id
-  AND a.organization_id = d.organization_id AND a.id = d.app_id
-  AND e.organization_id = d.organization_id AND e.id = d.event_id
-  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.organization_id = e.organization_id
+WHERE d.organization_id = ${p.organizationId} AND d.id = p.id
+  AND a.organization_id = ${p.organizationId} AND a.id = d.app_id
+  AND e.organization_id = ${p.organizationId} AND e.id = d.event_id
+  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.organization_id = ${p.organizationId}
     AND c.id = e.conversation_id AND c.erasure_id IS NOT NULL)
 RETURNING d.organization_id::text, d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
   CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
@@ -392,6 +458,19 @@ export interface DeliveryFilter {
 }
 
 /**
+ * What a worker discovers with (O11; {@link discoverStatement}): the rotation's
+ * cursor `after` (an organization id), how many unordered due deliveries to
+ * look at (`limit`), the apps this process has `saturated`, and how many
+ * organizations at most.
+ */
+export interface DiscoverOptions {
+  readonly after: string
+  readonly limit: number
+  readonly saturated: ReadonlyArray<string>
+  readonly organizations: number
+}
+
+/**
  * What a worker claims with (W5, O1; {@link claimStatement}): its id, the
  * lease in ms, at most `limit` deliveries and `perApp` per app counting the
  * `busyCounts` of `busyApps` already in flight in this process, none of the
@@ -482,8 +561,17 @@ export class WebhooksRepo extends Context.Service<
       since: string,
       until: string | null
     ) => Effect.Effect<number, SqlError.SqlError>
-    /** Leases due deliveries to a worker ({@link claimStatement}). */
-    readonly claim: (options: ClaimOptions) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, SqlError.SqlError>
+    /**
+     * Up to `organizations` ids of organizations with deliveries a claim may
+     * take, those after `after` first (O11; {@link discoverStatement}): no row
+     * locks, `limit` unordered due deliveries looked at, none of `saturated`'s.
+     */
+    readonly discover: (options: DiscoverOptions) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
+    /** Leases due deliveries of one organization to a worker ({@link claimStatement}). */
+    readonly claim: (
+      organizationId: string,
+      options: ClaimOptions
+    ) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, SqlError.SqlError>
     /**
      * Records attempts of deliveries still leased to `workerId`, and the
      * health of their apps with `disableAfterMs` as `APP_DISABLE_AFTER` in ms
@@ -672,7 +760,13 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       sql`(${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)`
     ])
 
-  const claim = (options: ClaimOptions) => claimStatement.run<ClaimedDelivery>(sql, options)
+  const discover = (options: DiscoverOptions) =>
+    discoverStatement
+      .run<{ organization_id: string }>(sql, options)
+      .pipe(Effect.map((rows) => rows.map((row) => row.organization_id)))
+
+  const claim = (organizationId: string, options: ClaimOptions) =>
+    claimStatement.run<ClaimedDelivery>(sql, { organizationId, ...options })
 
   /** Records attempts ({@link completeStatement}). */
   const complete = (workerId: string, results: ReadonlyArray<AttemptResult>, disableAfterMs: number) =>
@@ -710,6 +804,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
     listDeliveries,
     retryDelivery,
     recover,
+    discover,
     claim,
     complete,
     release,

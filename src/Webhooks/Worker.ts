@@ -4,7 +4,9 @@
  *
  * - Claim: due pending deliveries are leased with `FOR UPDATE SKIP LOCKED`
  *   (`Repo.ts` `claimStatement`), so processes sharing a database never take the same
- *   delivery; a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
+ *   delivery, organization by organization (O11: the organizations with due
+ *   work found by `Repo.ts` `discoverStatement`, each claimed in a statement of
+ *   its own, in rotation: `Database/Workers.ts` `makeOrganizationRotation`); a lease (`WEBHOOK_TIMEOUT_MS` + 10 s) makes a crashed process's
  *   claims due again. The worker's statements and its `LISTEN` run on a pool
  *   of its own ({@link workerClientLayer}).
  * - Wakeup: `LISTEN parley_deliveries` (the fan-out trigger and the admin retry
@@ -58,7 +60,7 @@ import type { Dispatcher } from "undici"
 import { AppConfig } from "../Config.ts"
 import { clientLayer, DatabaseLocation, type DatabaseTimeouts, timeoutsOf } from "../Database/Database.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { stopWorker } from "../Database/Workers.ts"
+import { makeOrganizationRotation, stopWorker } from "../Database/Workers.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { describeOutboundFailure, guardedDispatcher, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
@@ -72,8 +74,14 @@ import { DeliveryWakeup } from "./Wakeup.ts"
 export const MAX_IN_FLIGHT = 256
 /** Attempts in flight per app and process (W5: a slow app leaves the other slots to other apps). */
 export const MAX_IN_FLIGHT_PER_APP = 128
-/** Deliveries claimed per statement. */
+/** Deliveries claimed per round of claims (one statement per organization, O11). */
 const CLAIM_BATCH = 128
+/**
+ * Organizations a round of claims visits at most (O11; `Repo.ts`
+ * `discoverStatement`): one claim statement each. More wait for a later
+ * round, which starts after the last one visited.
+ */
+const DISCOVERED_ORGANIZATIONS = 16
 /** Fallback poll interval, in ms. */
 const POLL_MS = 1_000
 /** Lease margin over the attempt timeout, in ms. */
@@ -369,6 +377,8 @@ const makeWorker = (batchWindowMs: number) =>
     const allowPrivate = config.allowPrivateNetworkTargets
     const disableAfterMs = Duration.toMillis(config.appDisableAfter)
 
+    /** Which organizations this worker's claims visit, round after round (O11). */
+    const rotation = makeOrganizationRotation()
     let inFlight = 0
     const perApp = new Map<string, number>()
     /** Whether the last claim may have left due work behind (full batch or saturated apps). */
@@ -447,16 +457,21 @@ const makeWorker = (batchWindowMs: number) =>
         const busyCounts = busyApps.map((app) => perApp.get(app)!)
         const saturated = busyApps.filter((app) => perApp.get(app)! >= MAX_IN_FLIGHT_PER_APP)
         const limit = Math.min(free, CLAIM_BATCH)
-        const claimed = yield* repo
-          .claim({
-            workerId,
-            leaseMs,
+        const claimed = yield* rotation
+          .claim(
             limit,
-            perApp: MAX_IN_FLIGHT_PER_APP,
-            busyApps,
-            busyCounts,
-            saturated
-          })
+            (after) => repo.discover({ after, limit, saturated, organizations: DISCOVERED_ORGANIZATIONS }),
+            (organizationId, share) =>
+              repo.claim(organizationId, {
+                workerId,
+                leaseMs,
+                limit: share,
+                perApp: MAX_IN_FLIGHT_PER_APP,
+                busyApps,
+                busyCounts,
+                saturated
+              })
+          )
           .pipe(
             Effect.catchCause((cause) =>
               logUnlessOutage("Could not claim webhook deliveries", cause).pipe(

@@ -44,20 +44,22 @@ const runJob = (workerId: string) =>
     }
   })
 
-/** Leases due deliveries as a worker would (W5); returns the event ids leased. */
-const claimDeliveries = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* claimStatement.run<{ event_id: string }>(sql, {
-    workerId: "0193a000-0000-7000-8000-000000000001",
-    leaseMs: 60_000,
-    limit: 1000,
-    perApp: 1000,
-    busyApps: [],
-    busyCounts: [],
-    saturated: []
+/** Leases the organization's due deliveries as a worker would (W5, O11); returns the event ids leased. */
+const claimDeliveries = (organizationId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* claimStatement.run<{ event_id: string }>(sql, {
+      organizationId,
+      workerId: "0193a000-0000-7000-8000-000000000001",
+      leaseMs: 60_000,
+      limit: 1000,
+      perApp: 1000,
+      busyApps: [],
+      busyCounts: [],
+      saturated: []
+    })
+    return new Set(rows.map((row) => row.event_id))
   })
-  return new Set(rows.map((row) => row.event_id))
-})
 
 withApp({ allowPrivateNetworkTargets: true })("erasure of a contact (D22)", (it) => {
   it.effect("deletes every kind of row of the contact and nothing else; reads stop at the 202", () =>
@@ -167,7 +169,7 @@ withApp({ allowPrivateNetworkTargets: true })("erasure of a contact (D22)", (it)
       for (const id of messageIds) assert.notInclude(exportedMessages, id)
 
       // From the 202 on no delivery of the contact's events is leased (so none is sent); others' still are.
-      const leased = yield* claimDeliveries
+      const leased = yield* claimDeliveries(org.id)
       const contactEvents = yield* sql<{ id: string }>`SELECT id::text FROM events
         WHERE conversation_id = ANY (${conversationIds}::uuid[])`
       for (const event of contactEvents) assert.isFalse(leased.has(event.id), `delivery of ${event.id} leased`)

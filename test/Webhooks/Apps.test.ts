@@ -358,7 +358,7 @@ withWorkers({
         // others as they were.
         yield* sql`UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_until = NULL,
           next_attempt_at = now() WHERE app_id = ${gone}`
-        const claimed = yield* repo.claim({
+        const claimed = yield* repo.claim(org.id, {
           workerId: uuidv7(),
           leaseMs: 1,
           limit: 1000,

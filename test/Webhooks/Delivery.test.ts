@@ -8,7 +8,7 @@ import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Webhook } from "standardwebhooks"
 import { applicationName, parleyConnection } from "../../src/Database/Database.ts"
-import { claimStatement, completeStatement, deliveriesChannel } from "../../src/Webhooks/Repo.ts"
+import { claimStatement, completeStatement, deliveriesChannel, discoverStatement } from "../../src/Webhooks/Repo.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, type TestOrganization, withWorkers } from "../support/TestApp.ts"
 import { createApp, listDeliveries } from "../support/Webhooks.ts"
@@ -86,7 +86,11 @@ withWorkers({
       yield* eventually(() => hook.received.length >= 1, 10_000, "1 delivery")
       // pg_stat_activity shows each connection's last statement, cut at 1 kB: compare the openings.
       const opening = (text: string) => text.slice(0, 120)
-      const workerStatements = [opening(claimStatement.text), opening(completeStatement.text)]
+      const workerStatements = [
+        opening(discoverStatement.text),
+        opening(claimStatement.text),
+        opening(completeStatement.text)
+      ]
       const connections = yield* sql<{ application_name: string; query: string; counted: boolean }>`SELECT
         application_name, query, ${sql.literal(parleyConnection)} AS counted
         FROM pg_stat_activity WHERE datname = current_database()`
@@ -98,11 +102,11 @@ withWorkers({
       )
       assert.isTrue(
         worker.some((query) => workerStatements.includes(opening(query))),
-        "a claim or completion on it"
+        "a discovery, claim or completion on it"
       )
       assert.isFalse(
         ofPool(applicationName()).some((query) => workerStatements.includes(opening(query))),
-        "no claim or completion on the API's pool"
+        "no discovery, claim or completion on the API's pool"
       )
       // parley.db.connections counts both pools' connections (Telemetry/Metrics.ts).
       for (const c of connections) {

@@ -4,6 +4,7 @@
  * no HTTP.
  */
 import { Effect } from "effect"
+import { makeOrganizationRotation } from "../../src/Database/Workers.ts"
 import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { attemptVerdict } from "../../src/Webhooks/Worker.ts"
 
@@ -12,7 +13,9 @@ const testWorkerId = "01a21bbc-b215-734e-a34c-edfb1bf5ba73"
 
 /**
  * What one turn of the delivery worker does, with the repository alone
- * (`WebhooksRepo` required): claims what is due (up to 32, 32 per app) and
+ * (`WebhooksRepo` required): claims what is due (up to 32, 32 per app), as the
+ * worker does: the organizations with due work discovered, then each claimed
+ * (O11, `Database/Workers.ts` `makeOrganizationRotation`), and
  * records for each the response `statusCode` (W5 verdict), `durationMs` and
  * `startedAt`. Returns the claimed deliveries.
  */
@@ -21,15 +24,20 @@ export const deliverDue = (
 ) =>
   Effect.gen(function* () {
     const repo = yield* WebhooksRepo
-    const claimed = yield* repo.claim({
-      workerId: testWorkerId,
-      leaseMs: 30_000,
-      limit: 32,
-      perApp: 32,
-      busyApps: [],
-      busyCounts: [],
-      saturated: []
-    })
+    const claimed = yield* makeOrganizationRotation().claim(
+      32,
+      (after) => repo.discover({ after, limit: 32, saturated: [], organizations: 16 }),
+      (organizationId, limit) =>
+        repo.claim(organizationId, {
+          workerId: testWorkerId,
+          leaseMs: 30_000,
+          limit,
+          perApp: 32,
+          busyApps: [],
+          busyCounts: [],
+          saturated: []
+        })
+    )
     if (claimed.length > 0) {
       yield* repo.complete(
         testWorkerId,

@@ -149,11 +149,44 @@ const makeRepo = Effect.gen(function* () {
       : Effect.succeed(undefined)
 
   /**
-   * Claims up to `limit` due pending jobs (R1) under a lease until `now +
-   * leaseMs`, skipping rows other workers hold and sessions whose previous
-   * job still runs (turns of one session never overlap).
+   * Up to `organizations` ids of organizations with reply jobs to claim (R1,
+   * O11), those after `after` first in id order, then the others (a
+   * rotation, `Database/Workers.ts` `makeOrganizationRotation`): the
+   * organizations of the `limit` pending jobs due first at `now` whose
+   * session has no running job (the jobs {@link claimJobs} takes), so an
+   * organization is found at the latest when its oldest due job is among the
+   * `limit` oldest of all. No row locks: on Citus one multi-shard SELECT.
+   */
+  const discoverJobs = (options: {
+    readonly after: string
+    readonly now: Date
+    readonly limit: number
+    readonly organizations: number
+  }) =>
+    sql<{ organization_id: string }>`SELECT w.organization_id::text AS organization_id FROM (
+        SELECT j.organization_id FROM reply_jobs j
+        WHERE j.status = 'pending' AND j.due_at <= ${options.now}
+          AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.organization_id = j.organization_id
+            AND r.session_id = j.session_id AND r.status = 'running')
+        ORDER BY j.due_at
+        LIMIT ${options.limit}
+      ) w
+      GROUP BY w.organization_id
+      ORDER BY w.organization_id <= ${options.after}::uuid, w.organization_id
+      LIMIT ${options.organizations}`.pipe(Effect.map((rows) => rows.map((row) => row.organization_id)))
+
+  /**
+   * Claims up to `limit` due pending jobs (R1) of the organization
+   * `organizationId` under a lease until `now + leaseMs`, oldest due first,
+   * skipping rows other workers hold (`FOR UPDATE SKIP LOCKED`) and sessions
+   * whose previous job still runs (turns of one session never overlap). One
+   * organization per statement (O11): on Citus a router statement, where
+   * row locks work; a job and its session's jobs are rows of one
+   * organization, so R1's once-only run holds as on one server. The
+   * organizations come from {@link discoverJobs}.
    */
   const claimJobs = (options: {
+    readonly organizationId: string
     readonly workerId: string
     readonly now: Date
     readonly leaseMs: number
@@ -162,8 +195,8 @@ const makeRepo = Effect.gen(function* () {
     sql<ClaimedJob>`
       WITH due AS (
         SELECT j.organization_id, j.id FROM reply_jobs j
-        WHERE j.status = 'pending' AND j.due_at <= ${options.now}
-          AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.organization_id = j.organization_id
+        WHERE j.organization_id = ${options.organizationId} AND j.status = 'pending' AND j.due_at <= ${options.now}
+          AND NOT EXISTS (SELECT 1 FROM reply_jobs r WHERE r.organization_id = ${options.organizationId}
             AND r.session_id = j.session_id AND r.status = 'running')
         ORDER BY j.due_at
         LIMIT ${options.limit}
@@ -171,29 +204,46 @@ const makeRepo = Effect.gen(function* () {
       )
       UPDATE reply_jobs j SET status = 'running', leased_by = ${options.workerId},
         lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
-      FROM due WHERE j.organization_id = due.organization_id AND j.id = due.id
+      FROM due WHERE j.organization_id = ${options.organizationId} AND j.id = due.id
       RETURNING j.id, j.organization_id, j.session_id, j.starting_node_id, j.metadata, j.triggers,
         j.trace_context->>'traceparent' AS traceparent, j.due_at, j.attempts`
 
   /**
+   * The distinct organizations of the reply jobs `held` selects (a condition
+   * over `reply_jobs`), without row locks: on Citus one multi-shard SELECT,
+   * before the per-organization statements that lock (O11).
+   */
+  const organizationsOfJobs = (held: Statement.Fragment) =>
+    sql<{ organization_id: string }>`SELECT DISTINCT organization_id::text AS organization_id FROM reply_jobs
+      WHERE ${held}`.pipe(Effect.map((rows) => rows.map((row) => row.organization_id)))
+
+  /**
    * Makes running jobs whose lease expired (a crashed or stuck process) due
    * again: back to pending, or dropped when the session already has a pending
-   * job (which will answer the same history).
+   * job (which will answer the same history). Organization by organization
+   * (O11): the organizations with expired jobs are read without locks, then
+   * each one's jobs are locked (`FOR UPDATE SKIP LOCKED`, a router statement
+   * on Citus) and given back; all of them, as expired leases are few.
    */
   const recoverJobs = (now: Date) =>
-    sql`WITH expired AS (
+    Effect.flatMap(organizationsOfJobs(sql`status = 'running' AND lease_until < ${now}`), (organizations) =>
+      Effect.forEach(
+        organizations,
+        (organizationId) =>
+          sql`WITH expired AS (
           SELECT j.organization_id, j.id, j.session_id FROM reply_jobs j
-          WHERE j.status = 'running' AND j.lease_until < ${now}
+          WHERE j.organization_id = ${organizationId} AND j.status = 'running' AND j.lease_until < ${now}
           FOR UPDATE SKIP LOCKED
         ), dropped AS (
           DELETE FROM reply_jobs j USING expired e
-          WHERE j.organization_id = e.organization_id AND j.id = e.id AND EXISTS (SELECT 1 FROM reply_jobs p
-            WHERE p.organization_id = e.organization_id AND p.session_id = e.session_id AND p.status = 'pending')
+          WHERE j.organization_id = ${organizationId} AND j.id = e.id AND EXISTS (SELECT 1 FROM reply_jobs p
+            WHERE p.organization_id = ${organizationId} AND p.session_id = e.session_id AND p.status = 'pending')
           RETURNING j.id
         )
         UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${now}
-        FROM expired e WHERE j.organization_id = e.organization_id AND j.id = e.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(
-      Effect.asVoid
+        FROM expired e WHERE j.organization_id = ${organizationId} AND j.id = e.id AND j.id NOT IN (SELECT id FROM dropped)`,
+        { discard: true }
+      )
     )
 
   /**
@@ -241,21 +291,27 @@ const makeRepo = Effect.gen(function* () {
 
   /**
    * O5: gives back this worker's running jobs, due now (or dropped when a newer
-   * pending job exists for the session).
+   * pending job exists for the session). Organization by organization (O11),
+   * as {@link recoverJobs}.
    */
   const releaseJobs = (workerId: string, now: Date) =>
-    sql`WITH mine AS (
+    Effect.flatMap(organizationsOfJobs(sql`leased_by = ${workerId} AND status = 'running'`), (organizations) =>
+      Effect.forEach(
+        organizations,
+        (organizationId) =>
+          sql`WITH mine AS (
           SELECT organization_id, id, session_id FROM reply_jobs
-          WHERE leased_by = ${workerId} AND status = 'running' FOR UPDATE
+          WHERE organization_id = ${organizationId} AND leased_by = ${workerId} AND status = 'running' FOR UPDATE
         ), dropped AS (
           DELETE FROM reply_jobs j USING mine m
-          WHERE j.organization_id = m.organization_id AND j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p
-            WHERE p.organization_id = m.organization_id AND p.session_id = m.session_id AND p.status = 'pending')
+          WHERE j.organization_id = ${organizationId} AND j.id = m.id AND EXISTS (SELECT 1 FROM reply_jobs p
+            WHERE p.organization_id = ${organizationId} AND p.session_id = m.session_id AND p.status = 'pending')
           RETURNING j.id
         )
         UPDATE reply_jobs j SET status = 'pending', leased_by = NULL, lease_until = NULL, due_at = ${now}
-        FROM mine m WHERE j.organization_id = m.organization_id AND j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)`.pipe(
-      Effect.asVoid
+        FROM mine m WHERE j.organization_id = ${organizationId} AND j.id = m.id AND j.id NOT IN (SELECT id FROM dropped)`,
+        { discard: true }
+      )
     )
 
   /** The earliest due time of pending jobs and schedules (in scope), if any. */
@@ -307,8 +363,34 @@ const makeRepo = Effect.gen(function* () {
       Effect.map((rows) => rows.length > 0)
     )
 
-  /** Claims up to `limit` due pending schedules under a lease (D15), like {@link claimJobs}. */
+  /**
+   * Up to `organizations` ids of organizations with schedules due at `now`
+   * (D15, O11), like {@link discoverJobs}: the organizations of the `limit`
+   * pending schedules due first, those after `after` first. No row locks.
+   */
+  const discoverSchedules = (options: {
+    readonly after: string
+    readonly now: Date
+    readonly limit: number
+    readonly organizations: number
+  }) =>
+    sql<{ organization_id: string }>`SELECT w.organization_id::text AS organization_id FROM (
+        SELECT organization_id FROM session_schedules
+        WHERE status = 'pending' AND coalesce(retry_at, scheduled_for) <= ${options.now}
+        ORDER BY coalesce(retry_at, scheduled_for)
+        LIMIT ${options.limit}
+      ) w
+      GROUP BY w.organization_id
+      ORDER BY w.organization_id <= ${options.after}::uuid, w.organization_id
+      LIMIT ${options.organizations}`.pipe(Effect.map((rows) => rows.map((row) => row.organization_id)))
+
+  /**
+   * Claims up to `limit` due pending schedules of the organization under a
+   * lease (D15), like {@link claimJobs}: one organization per statement
+   * (O11), organizations from {@link discoverSchedules}.
+   */
   const claimSchedules = (options: {
+    readonly organizationId: string
     readonly workerId: string
     readonly now: Date
     readonly leaseMs: number
@@ -317,14 +399,15 @@ const makeRepo = Effect.gen(function* () {
     sql<ClaimedSchedule>`
       WITH due AS (
         SELECT organization_id, id FROM session_schedules
-        WHERE status = 'pending' AND coalesce(retry_at, scheduled_for) <= ${options.now}
+        WHERE organization_id = ${options.organizationId} AND status = 'pending'
+          AND coalesce(retry_at, scheduled_for) <= ${options.now}
         ORDER BY coalesce(retry_at, scheduled_for)
         LIMIT ${options.limit}
         FOR UPDATE SKIP LOCKED
       )
       UPDATE session_schedules ss SET status = 'running', leased_by = ${options.workerId},
         lease_until = ${new Date(options.now.getTime() + options.leaseMs)}
-      FROM due WHERE ss.organization_id = due.organization_id AND ss.id = due.id
+      FROM due WHERE ss.organization_id = ${options.organizationId} AND ss.id = due.id
       RETURNING ss.id, ss.organization_id, ss.session_id, ss.config, ss.trace_context->>'traceparent' AS traceparent,
         ss.scheduled_for, ss.attempts`
 
@@ -391,6 +474,7 @@ const makeRepo = Effect.gen(function* () {
     sessionState,
     enqueue,
     reply,
+    discoverJobs,
     claimJobs,
     recoverJobs,
     completeJob,
@@ -401,6 +485,7 @@ const makeRepo = Effect.gen(function* () {
     listSchedules,
     scheduleStatus,
     cancelSchedule,
+    discoverSchedules,
     claimSchedules,
     finishSchedule,
     retrySchedule,

@@ -3,7 +3,8 @@
  * every process with `PARLEY_ROLE` `all` or `worker`:
  *
  * - Reply jobs: due jobs are claimed with `FOR UPDATE SKIP LOCKED` under a
- *   lease ({@link LEASE_MS}) and run through the AI runtime; the transaction
+ *   lease ({@link LEASE_MS}), organization by organization in rotation
+ *   (O11, `Database/Workers.ts` `makeOrganizationRotation`), and run through the AI runtime; the transaction
  *   that writes the reply deletes the job only if this worker still holds it,
  *   so each job's reply is written once even with several processes (R1).
  *   Expired leases (a crashed process) make jobs due again.
@@ -21,7 +22,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Effect, FiberSet, Layer, Queue } from "effect"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { listenForever, stopWorker } from "../Database/Workers.ts"
+import { listenForever, makeOrganizationRotation, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import * as RunFailure from "../Runtime/Errors.ts"
@@ -44,6 +45,13 @@ const RUN_TIMEOUT_MS = 150_000
 const MAX_RUN_ATTEMPTS = 3
 /** Delays before the 2nd and 3rd attempt of work whose run died, in ms. */
 const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
+/**
+ * Organizations a round of claims of jobs (or of schedules) visits at most
+ * (O11; `Database/Workers.ts` `makeOrganizationRotation`): one claim
+ * statement each. More wait for a later round, which starts after the last
+ * one visited.
+ */
+const DISCOVERED_ORGANIZATIONS = 16
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
 
@@ -69,6 +77,9 @@ const makeWorker = Effect.gen(function* () {
   const live = yield* LiveRuns
   const workerId = (yield* Ids).newId()
 
+  /** Which organizations the claims of jobs and of schedules visit, round after round (O11). */
+  const jobRotation = makeOrganizationRotation()
+  const scheduleRotation = makeOrganizationRotation()
   let inFlight = 0
   let stopping = false
   /** Wakeups of the claim loop (coalesced: one pending at most). */
@@ -252,12 +263,13 @@ const makeWorker = Effect.gen(function* () {
       let full = false
       const free = MAX_CONCURRENT_RUNS - inFlight
       if (free > 0) {
-        const jobs = yield* repo.claimJobs({
-          workerId,
-          now: new Date(now),
-          leaseMs: LEASE_MS,
-          limit: free
-        })
+        const jobs = yield* jobRotation.claim(
+          free,
+          (after) =>
+            repo.discoverJobs({ after, now: new Date(now), limit: free, organizations: DISCOVERED_ORGANIZATIONS }),
+          (organizationId, limit) =>
+            repo.claimJobs({ organizationId, workerId, now: new Date(now), leaseMs: LEASE_MS, limit })
+        )
         if (stopping) return
         for (const job of jobs) {
           inFlight++
@@ -266,12 +278,18 @@ const makeWorker = Effect.gen(function* () {
         const room = MAX_CONCURRENT_RUNS - inFlight
         const schedules =
           room > 0
-            ? yield* repo.claimSchedules({
-                workerId,
-                now: new Date(now),
-                leaseMs: LEASE_MS,
-                limit: room
-              })
+            ? yield* scheduleRotation.claim(
+                room,
+                (after) =>
+                  repo.discoverSchedules({
+                    after,
+                    now: new Date(now),
+                    limit: room,
+                    organizations: DISCOVERED_ORGANIZATIONS
+                  }),
+                (organizationId, limit) =>
+                  repo.claimSchedules({ organizationId, workerId, now: new Date(now), leaseMs: LEASE_MS, limit })
+              )
             : []
         if (stopping) return
         for (const schedule of schedules) {

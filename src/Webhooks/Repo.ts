@@ -71,18 +71,25 @@ export interface AttemptResult {
 }
 
 /**
- * A CTE `async_commit` that makes the statement's transaction commit without
- * waiting for its WAL flush (`synchronous_commit = off` for that transaction
- * only), joined by the worker's claim and completion. Safe for at least once
- * (W2): a database crash (not a process crash) can lose the last such commits,
- * so leases vanish and attempts are forgotten, and those deliveries are
- * attempted again; events and deliveries themselves are written by
- * synchronous commits. In WAL order, a lost completion takes every later one
- * with it, so W7's order holds. Speed tactic measured by `npm run bench --
- * webhooks` (end to end, one app; bench/README.md "webhooks: delivery";
- * measured in "Webhooks past Svix" of `git show 73e3eb4:bench/README.md`).
+ * The commit setting of the delivery worker's connections (its own pool,
+ * `Worker.ts` `workerClientLayer`): every transaction of theirs (the
+ * discovery, the claims, the completions, the release and the sweep) commits
+ * without waiting for its WAL flush (`synchronous_commit = off`). Safe for
+ * at least once (W2): a database crash (not a process crash) can lose the
+ * last such commits, so leases vanish and attempts are forgotten, and those
+ * deliveries are attempted again; events and deliveries themselves are
+ * written by the API's synchronous commits. In WAL order, a lost completion
+ * takes every later one with it, so W7's order holds. Speed tactic measured
+ * by `npm run bench -- webhooks` (end to end, one app; bench/README.md
+ * "webhooks: delivery"; measured in "Webhooks past Svix" of
+ * `git show 73e3eb4:bench/README.md`). Set for the connection rather than
+ * by a `set_config` in the claim (as it was): Citus plans no modification
+ * that calls a volatile function as a router statement, and the claim's
+ * walk of the W7 queues (`WITH RECURSIVE`) runs only as one (O11). On Citus
+ * the setting holds for the coordinator's transactions; the workers commit
+ * their part synchronously.
  */
-const ASYNC_COMMIT_CTE = `async_commit AS (SELECT set_config('synchronous_commit', 'off', true))`
+const WORKER_COMMIT_SETTINGS: Readonly<Record<string, string>> = { synchronous_commit: "off" }
 
 /**
  * The planner settings of the delivery worker's connections (its own pool,
@@ -106,6 +113,15 @@ export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
   enable_seqscan: "off",
   enable_hashjoin: "off",
   enable_mergejoin: "off"
+}
+
+/**
+ * The settings the delivery worker's connections start with:
+ * {@link WORKER_PLANNER_SETTINGS} and {@link WORKER_COMMIT_SETTINGS}.
+ */
+export const WORKER_SESSION_SETTINGS: Readonly<Record<string, string>> = {
+  ...WORKER_PLANNER_SETTINGS,
+  ...WORKER_COMMIT_SETTINGS
 }
 
 /**
@@ -193,6 +209,21 @@ LIMIT ${p.organizations}`
  * such deliveries first (`src/Erasures/Erasures.ts`); until then they may be
  * picked and left again.
  *
+ * The previous secret is returned while it still signs (W8): its expiry is
+ * after the statement's moment, written `expires - lease_until > -leaseMs`
+ * (`lease_until` is that moment plus `leaseMs`): Citus refuses a function
+ * that is not IMMUTABLE in the RETURNING list (`now()`), and plans a
+ * modification with one as a multi-shard statement, which the recursive walk
+ * cannot be; the difference of two moments and the comparison of intervals
+ * are IMMUTABLE.
+ *
+ * The rows to lease are found by their ids (`d.id = ANY (ARRAY(...))`, an
+ * index probe each): with `d.organization_id` bound to the parameter rather
+ * than joined to the picked rows' (as on one server it was), a generic plan
+ * made while the table was small drove the update from every delivery of the
+ * organization, rescanning the picked rows for each (auto_explain in `npm run
+ * bench -- webhooks`: 80 ms per claim over 3,500 rows).
+ *
  * One organization per statement (O11): every table reference is filtered by
  * `organizationId`, so on Citus it is a router statement on that
  * organization's shard, where `FOR UPDATE SKIP LOCKED` and the recursive walk
@@ -213,10 +244,10 @@ export const claimStatement = fixedStatement(
     busyCounts: "int4[]",
     saturated: "uuid[]"
   },
-  (p) => `WITH RECURSIVE ${ASYNC_COMMIT_CTE}, busy AS (
+  (p) => `WITH RECURSIVE busy AS (
   SELECT * FROM unnest(${p.busyApps}, ${p.busyCounts}) AS b(app_id, n)
 ), unordered AS (
-  SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM deliveries d
+  SELECT d.organization_id, d.id, d.app_id, d.event_id, d.next_attempt_at FROM deliveries d
   JOIN apps a ON a.organization_id = d.organization_id AND a.id = d.app_id
   WHERE d.organization_id = ${p.organizationId} AND a.organization_id = ${p.organizationId}
     AND d.status = 'pending' AND d.ordering_key IS NULL AND d.next_attempt_at <= now()
@@ -256,20 +287,20 @@ export const claimStatement = fixedStatement(
   WHERE NOT (u.app_id = ANY (${p.saturated})) AND h.next_attempt_at <= now()
     AND (h.lease_until IS NULL OR h.lease_until < now())
 ), ordered AS (
-  SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM (
+  SELECT d.organization_id, d.id, d.app_id, d.event_id, d.next_attempt_at FROM (
     SELECT h.organization_id, h.id FROM heads h
     JOIN apps a ON a.organization_id = h.organization_id AND a.id = h.app_id
     WHERE a.organization_id = ${p.organizationId} AND a.enabled
     ORDER BY h.next_attempt_at LIMIT ${p.limit} * 4
   ) c CROSS JOIN LATERAL (
-    SELECT d.organization_id, d.id, d.app_id, d.next_attempt_at FROM deliveries d
+    SELECT d.organization_id, d.id, d.app_id, d.event_id, d.next_attempt_at FROM deliveries d
     WHERE d.organization_id = ${p.organizationId} AND d.id = c.id AND d.status = 'pending'
       AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
     FOR UPDATE SKIP LOCKED
   ) d
 ), picked AS (
-  SELECT r.organization_id, r.id FROM (
-    SELECT s.organization_id, s.id, s.app_id, s.next_attempt_at,
+  SELECT r.organization_id, r.id, r.app_id, r.event_id FROM (
+    SELECT s.organization_id, s.id, s.app_id, s.event_id, s.next_attempt_at,
       row_number() OVER (PARTITION BY s.app_id ORDER BY s.next_attempt_at, s.id) AS rn
     FROM (SELECT * FROM unordered UNION ALL SELECT * FROM ordered) s
   ) r LEFT JOIN busy b ON b.app_id = r.app_id
@@ -278,14 +309,19 @@ export const claimStatement = fixedStatement(
   LIMIT ${p.limit}
 )
 UPDATE deliveries d SET leased_by = ${p.workerId}, lease_until = now() + ${p.leaseMs} * interval '1 millisecond'
-FROM picked p, apps a, events e, async_commit
-WHERE d.organization_id = ${p.organizationId} AND d.id = p.id
-  AND a.organization_id = ${p.organizationId} AND a.id = d.app_id
-  AND e.organization_id = ${p.organizationId} AND e.id = d.event_id
-  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.organization_id = ${p.organizationId}
-    AND c.id = e.conversation_id AND c.erasure_id IS NOT NULL)
+FROM picked p CROSS JOIN LATERAL (
+  SELECT a.webhook_url, a.signing_secret, a.previous_signing_secret, a.previous_secret_expires_at FROM apps a
+  WHERE a.organization_id = ${p.organizationId} AND a.id = p.app_id
+) a CROSS JOIN LATERAL (
+  SELECT e.body, e.trace_context FROM events e
+  WHERE e.organization_id = ${p.organizationId} AND e.id = p.event_id
+    AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.organization_id = ${p.organizationId}
+      AND c.id = e.conversation_id AND c.erasure_id IS NOT NULL)
+) e
+WHERE d.organization_id = ${p.organizationId} AND d.id = ANY (ARRAY(SELECT k.id FROM picked k)) AND d.id = p.id
 RETURNING d.organization_id::text, d.id::text, d.app_id::text, d.event_id::text, d.attempts, a.webhook_url, a.signing_secret,
-  CASE WHEN a.previous_secret_expires_at > now() THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
+  CASE WHEN a.previous_secret_expires_at - d.lease_until > ${p.leaseMs} * interval '-1 millisecond'
+    THEN a.previous_signing_secret END AS previous_signing_secret, e.body,
   e.trace_context->>'traceparent' AS traceparent`
 )
 
@@ -317,7 +353,7 @@ const APP_WITHOUT_SECRET_JSON = objectJson(membersOf(AppWithoutSecret, "h"))
  * apps (`events.app_id`, the outbox's `appId`). An app's row is written only
  * when one of these changes happens, so a healthy or steadily failing app
  * costs an index probe per batch and no write. The events commit with the
- * statement's asynchronous commit: a database crash may lose the change and
+ * statement's asynchronous commit (the worker's connections, {@link WORKER_COMMIT_SETTINGS}): a database crash may lose the change and
  * its event together, never one of them (W2). Returns how many deliveries it
  * recorded.
  */
@@ -334,7 +370,7 @@ export const completeStatement = fixedStatement(
     workerId: "uuid",
     disableAfterMs: "text"
   },
-  (p) => `WITH ${ASYNC_COMMIT_CTE}, r AS (
+  (p) => `WITH r AS (
   SELECT u.organization_id, u.id, nullif(u.status_code, '')::int AS status_code, nullif(u.error, '') AS error,
     u.duration_ms, u.started_at::timestamptz AS started_at, u.status, u.delay_ms
   FROM unnest(${p.organizationIds}, ${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt},
@@ -345,7 +381,7 @@ export const completeStatement = fixedStatement(
     last_status_code = r.status_code, last_error = r.error,
     attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
     leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
-  FROM r, async_commit WHERE d.organization_id = r.organization_id AND d.id = r.id AND d.leased_by = ${p.workerId}
+  FROM r WHERE d.organization_id = r.organization_id AND d.id = r.id AND d.leased_by = ${p.workerId}
   RETURNING d.organization_id, d.app_id, r.status
 ), outcome AS (
   SELECT o.organization_id, o.app_id, bool_or(o.status = 'succeeded') AS ok,

@@ -66,7 +66,7 @@ import { describeOutboundFailure, guardedDispatcher, guardedTarget } from "../Sh
 import * as Metrics from "../Telemetry/Metrics.ts"
 import { currentTraceparent, spanOfTraceparent } from "../Telemetry/Telemetry.ts"
 import type { DeliveryStatus } from "./Api.ts"
-import { type AttemptResult, type ClaimedDelivery, WebhooksRepo, WORKER_PLANNER_SETTINGS } from "./Repo.ts"
+import { type AttemptResult, type ClaimedDelivery, WebhooksRepo, WORKER_SESSION_SETTINGS } from "./Repo.ts"
 import { signatureHeaders } from "./Signing.ts"
 import { DeliveryWakeup } from "./Wakeup.ts"
 
@@ -561,7 +561,8 @@ const WORKER_POOL_SIZE = 3
 /**
  * The delivery worker's pool on `url` (O1): at most `poolSize` connections
  * (default {@link WORKER_POOL_SIZE}), shown as `parley/webhooks` in
- * `pg_stat_activity`, each started with `Repo.ts` `WORKER_PLANNER_SETTINGS`.
+ * `pg_stat_activity`, each started with `Repo.ts` `WORKER_SESSION_SETTINGS`
+ * (the planner's and asynchronous commit).
  * Its connections wait on PostgreSQL as long as `timeouts` allow (the API's
  * bounds in the server, issue 38 item 1). Provides `PgClient` and `SqlClient`;
  * builds without connecting (connections open on first use), and its
@@ -574,7 +575,7 @@ export const workerClientLayer = (
 ) =>
   clientLayer(url, poolSize, {
     part: "webhooks",
-    startupParameters: WORKER_PLANNER_SETTINGS,
+    startupParameters: WORKER_SESSION_SETTINGS,
     ...(timeouts === undefined ? {} : { timeouts })
   })
 

@@ -130,6 +130,13 @@ export const steppedJobWorker = <J>(options: {
     )
   })
 
+/**
+ * Organizations a round of claims visits at most (O11; see
+ * {@link makeOrganizationRotation}): one claim statement each. More wait for
+ * a later round, which starts after the last one visited.
+ */
+export const DISCOVERED_ORGANIZATIONS = 16
+
 /** The least organization id (all zeros): a rotation's cursor before its first round. */
 export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
 

@@ -21,6 +21,7 @@
  * `contact.erased` event (W1).
  */
 import { Context, Effect, Layer, References } from "effect"
+import { DISCOVERED_ORGANIZATIONS, makeOrganizationRotation } from "../Database/Workers.ts"
 import type { Erasure, ErasureCounts } from "../Domain/Erasure.ts"
 import { ContactNotFound, ErasureNotFound } from "./Errors.ts"
 import { addCounts, type ClaimedErasure, ErasuresRepo, type PartialCounts } from "./Repo.ts"
@@ -59,7 +60,12 @@ export class Erasures extends Context.Service<
     erase(organizationId: string, contactId: string): Effect.Effect<Erasure, ContactNotFound>
     /** GET /erasures/{id} (D22). Fails with ErasureNotFound (404): unknown, or another organization's. */
     get(organizationId: string, erasureId: string): Effect.Effect<Erasure, ErasureNotFound>
-    /** Leases the erasure pending longest (free or expired lease) to `workerId` for `leaseMs`; undefined when none. */
+    /**
+     * Leases an erasure pending (free or expired lease) to `workerId` for
+     * `leaseMs`, the one pending longest of an organization, the organizations
+     * in rotation (O11, `Database/Workers.ts` `makeOrganizationRotation`);
+     * undefined when none.
+     */
     claim(workerId: string, leaseMs: number): Effect.Effect<ClaimedErasure | undefined>
     /** Gives back the leases `workerId` holds (O5). */
     release(workerId: string): Effect.Effect<void>
@@ -101,7 +107,19 @@ export class Erasures extends Context.Service<
         return erasure
       })
 
-      const claim = (workerId: string, leaseMs: number) => repo.claim(workerId, leaseMs).pipe(Effect.orDie)
+      /** Which organizations the claims visit, claim after claim (O11). */
+      const rotation = makeOrganizationRotation()
+      const claim = (workerId: string, leaseMs: number) =>
+        rotation
+          .claim(
+            1,
+            (after) => repo.discover(workerId, after, DISCOVERED_ORGANIZATIONS),
+            (organizationId) => repo.claim(organizationId, workerId, leaseMs)
+          )
+          .pipe(
+            Effect.map((claimed) => claimed[0]),
+            Effect.orDie
+          )
 
       /** One batch (see the module's docstring for the order); in the caller's transaction. */
       const batch = Effect.fnUntraced(function* (erasure: ClaimedErasure, counts: PartialCounts) {

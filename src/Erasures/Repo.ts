@@ -160,22 +160,41 @@ const makeRepo = Effect.gen(function* () {
   }
 
   /**
-   * Leases the erasure pending longest whose lease is free, expired (a
-   * crashed worker's) or already `workerId`'s (after a failed batch) to
-   * `workerId` for `leaseMs`; undefined when none.
+   * Up to `organizations` ids of organizations with an erasure
+   * {@link claim} may take for `workerId` (pending, its lease free, expired or
+   * `workerId`'s), those after `after` first in id order, then the others
+   * (O11; `Database/Workers.ts` `makeOrganizationRotation`). No row locks:
+   * on Citus one multi-shard SELECT.
    */
-  const claim = (workerId: string, leaseMs: number) =>
+  const discover = (workerId: string, after: string, organizations: number) =>
+    sql<{ organization_id: string }>`SELECT organization_id::text AS organization_id FROM erasures
+      WHERE status = 'pending'
+        AND (lease_until IS NULL OR lease_until < statement_timestamp() OR leased_by = ${workerId})
+      GROUP BY organization_id
+      ORDER BY organization_id <= ${after}::uuid, organization_id
+      LIMIT ${organizations}`.pipe(Effect.map((rows) => rows.map((row) => row.organization_id)))
+
+  /**
+   * Leases the erasure of the organization `organizationId` pending longest
+   * whose lease is free, expired (a crashed worker's) or already
+   * `workerId`'s (after a failed batch) to `workerId` for `leaseMs`; none
+   * when there is none. One organization per statement (O11): on Citus a
+   * router statement, where `FOR UPDATE SKIP LOCKED` works; an erasure's
+   * lease concerns its own row only, so claiming organization by
+   * organization keeps it. Returns at most one erasure.
+   */
+  const claim = (organizationId: string, workerId: string, leaseMs: number) =>
     sql<ClaimedErasure>`UPDATE erasures e SET leased_by = ${workerId}, attempts = e.attempts + 1,
         lease_until = statement_timestamp() + ${leaseMs} * interval '1 millisecond'
       FROM (
         SELECT organization_id, id FROM erasures
-        WHERE status = 'pending'
+        WHERE organization_id = ${organizationId} AND status = 'pending'
           AND (lease_until IS NULL OR lease_until < statement_timestamp() OR leased_by = ${workerId})
         ORDER BY requested_at LIMIT 1
         FOR UPDATE SKIP LOCKED
       ) p
-      WHERE e.organization_id = p.organization_id AND e.id = p.id
-      RETURNING e.organization_id::text, e.id::text, e.contact_id, e.request_id`.pipe(Effect.map((rows) => rows[0]))
+      WHERE e.organization_id = ${organizationId} AND e.id = p.id
+      RETURNING e.organization_id::text, e.id::text, e.contact_id, e.request_id`
 
   /**
    * Inside a batch's transaction: renews the lease if `workerId` still holds
@@ -321,6 +340,7 @@ const makeRepo = Effect.gen(function* () {
     pendingOf,
     lockContact,
     start,
+    discover,
     claim,
     release,
     hold,

@@ -22,6 +22,7 @@ import type { AssistantAccessError, BranchAccessError } from "../Assistants/Acce
 import { Assistants } from "../Assistants/Assistants.ts"
 import type { BranchNotPublished, CommitNotFound } from "../Assistants/Errors.ts"
 import { isUnavailable } from "../Database/Health.ts"
+import { DISCOVERED_ORGANIZATIONS, makeOrganizationRotation } from "../Database/Workers.ts"
 import { DEFAULT_PAGE_LIMIT, type PageQuery } from "../Domain/Common.ts"
 import { ValidationFailed } from "../Domain/Errors.ts"
 import {
@@ -122,7 +123,12 @@ export class Evaluations extends Context.Service<
       assistantId: string,
       evaluationId: string
     ) => Effect.Effect<string, AssistantAccessError | EvaluationNotFound>
-    /** Leases the evaluation waiting longest to `workerId` for `leaseMs`; undefined when none. */
+    /**
+     * Leases an evaluation waiting (queued, or running with an expired lease)
+     * to `workerId` for `leaseMs`, the one waiting longest of an organization,
+     * the organizations in rotation (O11, `Database/Workers.ts`
+     * `makeOrganizationRotation`); undefined when none.
+     */
     readonly claim: (workerId: string, leaseMs: number) => Effect.Effect<ClaimedEvaluation | undefined>
     /** Gives back the leases `workerId` holds (O5). */
     readonly release: (workerId: string) => Effect.Effect<void>
@@ -249,7 +255,19 @@ export class Evaluations extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      const claim = (workerId: string, leaseMs: number) => repo.claim(workerId, leaseMs).pipe(Effect.orDie)
+      /** Which organizations the claims visit, claim after claim (O11). */
+      const rotation = makeOrganizationRotation()
+      const claim = (workerId: string, leaseMs: number) =>
+        rotation
+          .claim(
+            1,
+            (after) => repo.discover(after, DISCOVERED_ORGANIZATIONS),
+            (organizationId) => repo.claim(organizationId, workerId, leaseMs)
+          )
+          .pipe(
+            Effect.map((claimed) => claimed[0]),
+            Effect.orDie
+          )
       const release = (workerId: string) => repo.release(workerId).pipe(Effect.orDie)
 
       /** Both sides' answers to one turn, compared and (when asked and changed) judged; written once. */

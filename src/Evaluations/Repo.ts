@@ -239,18 +239,37 @@ const makeRepo = Effect.gen(function* () {
       Effect.map((rows) => rows.map((row) => JSON.parse(row.json) as EvaluationTurn))
     )
 
-  /** Leases the queued or running evaluation made first (free or expired lease) to `workerId`; undefined when none. */
-  const claim = (workerId: string, leaseMs: number) =>
+  /**
+   * Up to `organizations` ids of organizations with a queued or running
+   * evaluation whose lease is free or expired, those after `after` first in
+   * id order, then the others (O11; `Database/Workers.ts`
+   * `makeOrganizationRotation`). No row locks: on Citus one multi-shard SELECT.
+   */
+  const discover = (after: string, organizations: number) =>
+    sql<{ organization_id: string }>`SELECT organization_id::text AS organization_id FROM evaluations
+      WHERE status IN ('queued', 'running') AND (lease_until IS NULL OR lease_until < statement_timestamp())
+      GROUP BY organization_id
+      ORDER BY organization_id <= ${after}::uuid, organization_id
+      LIMIT ${organizations}`.pipe(Effect.map((rows) => rows.map((row) => row.organization_id)))
+
+  /**
+   * Leases the queued or running evaluation of the organization made first
+   * (free or expired lease) to `workerId`; none when there is none. One
+   * organization per statement (O11): on Citus a router statement, where
+   * `FOR UPDATE SKIP LOCKED` works; the lease concerns the evaluation's own
+   * row, so claiming organization by organization keeps it. Returns at most
+   * one evaluation.
+   */
+  const claim = (organizationId: string, workerId: string, leaseMs: number) =>
     sql<ClaimedEvaluation>`UPDATE evaluations e SET status = 'running', leased_by = ${workerId},
         lease_until = statement_timestamp() + ${leaseMs} * interval '1 millisecond'
       FROM (SELECT organization_id, id FROM evaluations
-        WHERE status IN ('queued', 'running') AND (lease_until IS NULL OR lease_until < statement_timestamp())
+        WHERE organization_id = ${organizationId} AND status IN ('queued', 'running')
+          AND (lease_until IS NULL OR lease_until < statement_timestamp())
         ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) c
-      WHERE e.organization_id = c.organization_id AND e.id = c.id
+      WHERE e.organization_id = ${organizationId} AND e.id = c.id
       RETURNING e.organization_id::text AS organization_id, e.id::text AS id, e.repeats, e.judge,
-        e.baseline_snapshot, e.candidate_snapshot, e.trace_context::text AS trace_context`.pipe(
-      Effect.map((rows) => rows[0])
-    )
+        e.baseline_snapshot, e.candidate_snapshot, e.trace_context::text AS trace_context`
 
   /** Up to `limit` unanswered turns of the evaluation, by position. */
   const pendingTurns = (evaluation: ClaimedEvaluation, limit: number) =>
@@ -373,6 +392,7 @@ const makeRepo = Effect.gen(function* () {
     list,
     cancel,
     turns,
+    discover,
     claim,
     pendingTurns,
     answer,

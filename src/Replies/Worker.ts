@@ -22,7 +22,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Effect, FiberSet, Layer, Queue } from "effect"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { listenForever, makeOrganizationRotation, stopWorker } from "../Database/Workers.ts"
+import { DISCOVERED_ORGANIZATIONS, listenForever, makeOrganizationRotation, stopWorker } from "../Database/Workers.ts"
 import type { Content } from "../Domain/Content.ts"
 import { Messages } from "../Messages/Messages.ts"
 import * as RunFailure from "../Runtime/Errors.ts"
@@ -45,13 +45,6 @@ const RUN_TIMEOUT_MS = 150_000
 const MAX_RUN_ATTEMPTS = 3
 /** Delays before the 2nd and 3rd attempt of work whose run died, in ms. */
 const DEFECT_RETRY_DELAYS_MS = [5_000, 30_000] as const
-/**
- * Organizations a round of claims of jobs (or of schedules) visits at most
- * (O11; `Database/Workers.ts` `makeOrganizationRotation`): one claim
- * statement each. More wait for a later round, which starts after the last
- * one visited.
- */
-const DISCOVERED_ORGANIZATIONS = 16
 /** How often expired leases are recovered, in ms. */
 const RECOVER_EVERY_MS = 5_000
 

@@ -60,7 +60,7 @@ import type { Dispatcher } from "undici"
 import { AppConfig } from "../Config.ts"
 import { clientLayer, DatabaseLocation, type DatabaseTimeouts, timeoutsOf } from "../Database/Database.ts"
 import { logUnlessOutage } from "../Database/Health.ts"
-import { makeOrganizationRotation, stopWorker } from "../Database/Workers.ts"
+import { DISCOVERED_ORGANIZATIONS, makeOrganizationRotation, stopWorker } from "../Database/Workers.ts"
 import { Ids } from "../Shared/Ids.ts"
 import { describeOutboundFailure, guardedDispatcher, guardedTarget } from "../Shared/Ssrf.ts"
 import * as Metrics from "../Telemetry/Metrics.ts"
@@ -76,12 +76,6 @@ export const MAX_IN_FLIGHT = 256
 export const MAX_IN_FLIGHT_PER_APP = 128
 /** Deliveries claimed per round of claims (one statement per organization, O11). */
 const CLAIM_BATCH = 128
-/**
- * Organizations a round of claims visits at most (O11; `Repo.ts`
- * `discoverStatement`): one claim statement each. More wait for a later
- * round, which starts after the last one visited.
- */
-const DISCOVERED_ORGANIZATIONS = 16
 /** Fallback poll interval, in ms. */
 const POLL_MS = 1_000
 /** Lease margin over the attempt timeout, in ms. */

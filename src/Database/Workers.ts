@@ -146,39 +146,55 @@ export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
  *
  * 1. `discover(after)`: a read without row locks of the organizations that
  *    have due work, at most a bounded number, in the order of their ids
- *    starting after the cursor `after` and wrapping around (so on Citus one
+ *    starting after the cursor `after` and wrapping around (on Citus one
  *    multi-shard SELECT, which may take no row locks there);
  * 2. `claimOne(organizationId, limit)`: the worker's claim of that
  *    organization's rows, `FOR UPDATE SKIP LOCKED` under a lease (on Citus a
- *    router statement on the organization's shard, where row locks work), for
- *    each discovered organization in that order, each allowed an even share
- *    of what the round may still take (`ceil(left / organizations left)`:
- *    what an organization leaves goes to the next ones), until `limit`
- *    rows were taken (`limit` 1: until one organization yields one);
- * 3. the cursor moves to the last organization the round reached, so the
- *    next round starts with the following one.
+ *    router statement on the organization's shard, where row locks work).
+ *    The organizations the previous round's discovery found are claimed at
+ *    once, at the same time as this round's discovery (one round trip on
+ *    one server with one organization, as the single statement it replaces),
+ *    each a share of `limit` (an even split; the extra rows of an uneven one
+ *    go to those first after the share cursor); then the organizations this
+ *    round's discovery found that were not claimed yet, one after the other,
+ *    each `ceil(left / organizations left)` of what is left (what one leaves
+ *    goes to the next), until `limit` rows were taken (`limit` 1: until one
+ *    organization yields one);
+ * 3. the share cursor moves to the first organization the round claimed, so
+ *    the next round starts with the following one, and the discovery's
+ *    cursor to the last organization it found, so that more organizations
+ *    than its bound are found in turn.
  *
  * Why it is correct: every guarantee of a claim (a row leased to one worker
  * at a time, SKIP LOCKED, leases that expire, W7's queue heads, R1's one run
  * per job and session) concerns rows of one organization, and each claim is
  * the single-server statement restricted to that organization, so it keeps
- * them; discovery takes no lock and may be stale: an organization it missed
- * is found by the next round (the workers poll), and one whose work was
- * taken meanwhile costs an empty claim. Fairness: an organization with due
- * work is discovered in every round while the discovery's bound is not
- * reached, and otherwise within a few rounds as the cursor walks the ids;
- * each discovered organization gets a share of the round and the first
- * share (the largest) rotates, so one organization's backlog cannot starve
- * another. The same code runs on one server (one organization: a discovery
- * and one claim per round).
+ * them; which organizations are claimed only decides where a worker looks.
+ * A discovery takes no lock and may be stale: an organization whose work was
+ * taken meanwhile costs an empty claim, one it missed is found by the next
+ * round (the workers poll), and one it finds is claimed in the same round.
+ * Fairness: an organization with due work is discovered in every round while
+ * the discovery's bound is not reached, otherwise within a few rounds as the
+ * cursor walks the ids; each discovered organization gets a share of the
+ * next round and the larger shares rotate, so one organization's backlog
+ * cannot starve another. The same code runs on one server.
  */
 export const makeOrganizationRotation = () => {
-  let cursor = FIRST_ORGANIZATION
+  /** Where the next discovery starts: after the last organization the previous one found. */
+  let discoveryCursor = FIRST_ORGANIZATION
+  /** Where the next round's order starts: after the first organization the previous round claimed. */
+  let shareCursor = FIRST_ORGANIZATION
+  /** What the last discovery found. */
+  let known: ReadonlyArray<string> = []
+  /** `ids` from the share cursor on: those after it first, then the others, each in id order. */
+  const fromCursor = (ids: ReadonlyArray<string>) => [
+    ...ids.filter((id) => id > shareCursor).sort(),
+    ...ids.filter((id) => id <= shareCursor).sort()
+  ]
   return {
     /**
-     * One round (see above): the rows claimed, at most `limit`, in the order
-     * of the organizations claimed. Fails with what `discover` or
-     * `claimOne` fail with.
+     * One round (see above): the rows claimed, at most `limit`. Fails with
+     * what `discover` or `claimOne` fail with.
      */
     claim: <A, E, R>(
       limit: number,
@@ -187,16 +203,30 @@ export const makeOrganizationRotation = () => {
     ): Effect.Effect<ReadonlyArray<A>, E, R> =>
       Effect.gen(function* () {
         if (limit <= 0) return []
-        const organizations = yield* discover(cursor)
-        const claimed: Array<A> = []
-        for (let i = 0; i < organizations.length; i++) {
+        const early = fromCursor(known).slice(0, limit)
+        const share = (i: number) => Math.floor(limit / early.length) + (i < limit % early.length ? 1 : 0)
+        const [organizations, earlyRows] = yield* Effect.all(
+          [
+            discover(discoveryCursor),
+            Effect.forEach(early, (id, i) => claimOne(id, share(i)), { concurrency: "unbounded" })
+          ],
+          { concurrency: "unbounded" }
+        )
+        const claimed: Array<A> = earlyRows.flat()
+        const asked = new Set(early)
+        const later = fromCursor(organizations.filter((id) => !asked.has(id)))
+        let first = early[0]
+        for (let i = 0; i < later.length; i++) {
           const left = limit - claimed.length
           if (left <= 0) break
-          const organizationId = organizations[i]!
-          cursor = organizationId
-          const rows = yield* claimOne(organizationId, Math.ceil(left / (organizations.length - i)))
+          const organizationId = later[i]!
+          first ??= organizationId
+          const rows = yield* claimOne(organizationId, Math.ceil(left / (later.length - i)))
           for (const row of rows) claimed.push(row)
         }
+        if (first !== undefined) shareCursor = first
+        discoveryCursor = organizations.at(-1) ?? FIRST_ORGANIZATION
+        known = organizations
         return claimed
       })
   }

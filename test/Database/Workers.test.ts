@@ -1,8 +1,9 @@
 /**
  * The claims of a worker across organizations (DECISIONS.md O11, W5, R1;
  * `src/Database/Workers.ts` `makeOrganizationRotation`): each round shares
- * its batch between the organizations discovered, and the next round starts
- * after the last one it reached, so no organization's backlog starves another.
+ * its batch between the organizations discovered, those found by the previous
+ * discovery claimed at the same time as the next discovery, and the shares
+ * rotate, so no organization's backlog starves another.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -37,7 +38,7 @@ const fakeDatabase = (backlog: Record<string, number>) => {
       backlog[organizationId]! -= n
       return Array.from({ length: n }, () => organizationId)
     })
-  return { cursors, asked, discover, claimOne }
+  return { backlog, cursors, asked, discover, claimOne }
 }
 
 describe("makeOrganizationRotation (O11)", () => {
@@ -56,20 +57,45 @@ describe("makeOrganizationRotation (O11)", () => {
     })
   )
 
-  it.effect("rounds start after the last organization reached, so the largest share rotates", () =>
+  it.effect("the organizations found before are claimed with the discovery; the larger shares rotate", () =>
     Effect.gen(function* () {
       const db = fakeDatabase({ [a]: 1_000, [b]: 1_000, [c]: 1_000 })
       const rotation = makeOrganizationRotation()
-      // Two organizations a round at most: a round of 2 reaches a and b, the next starts at c.
-      const firstOf = (limit: number) =>
-        Effect.map(
-          rotation.claim(limit, (after) => Effect.map(db.discover(after), (ids) => ids.slice(0, 2)), db.claimOne),
-          (rows) => rows[0]
-        )
-      assert.strictEqual(yield* firstOf(2), a)
-      assert.strictEqual(yield* firstOf(2), c)
-      assert.strictEqual(yield* firstOf(2), b)
-      assert.deepStrictEqual(db.cursors, [FIRST_ORGANIZATION, b, a])
+      // Nothing found before: the discovery, then each organization in turn.
+      yield* rotation.claim(3, db.discover, db.claimOne)
+      assert.deepStrictEqual(db.asked.splice(0), [
+        [a, 1],
+        [b, 1],
+        [c, 1]
+      ])
+      // Then the three are claimed at once with the next discovery, the extra row to the one after a.
+      yield* rotation.claim(4, db.discover, db.claimOne)
+      assert.deepStrictEqual(db.asked.splice(0), [
+        [b, 2],
+        [c, 1],
+        [a, 1]
+      ])
+      yield* rotation.claim(4, db.discover, db.claimOne)
+      assert.deepStrictEqual(db.asked.splice(0), [
+        [c, 2],
+        [a, 1],
+        [b, 1]
+      ])
+      // Each discovery starts after the last organization the previous one found.
+      assert.deepStrictEqual(db.cursors, [FIRST_ORGANIZATION, c, c])
+    })
+  )
+
+  it.effect("an organization found beside a backlog that took the batch is claimed in the next round", () =>
+    Effect.gen(function* () {
+      const db = fakeDatabase({ [a]: 1_000, [b]: 0 })
+      const rotation = makeOrganizationRotation()
+      yield* rotation.claim(10, db.discover, db.claimOne)
+      // b's work comes due: found while a (found before) takes the whole batch, then shares the next.
+      db.backlog[b] = 5
+      assert.deepStrictEqual(yield* rotation.claim(10, db.discover, db.claimOne), Array(10).fill(a))
+      const next = yield* rotation.claim(10, db.discover, db.claimOne)
+      assert.strictEqual(next.filter((id) => id === b).length, 5)
     })
   )
 
@@ -80,12 +106,16 @@ describe("makeOrganizationRotation (O11)", () => {
       const discover = (after: string) => Effect.map(db.discover(after), (ids) => [a, ...ids])
       const rotation = makeOrganizationRotation()
       assert.deepStrictEqual(yield* rotation.claim(1, discover, db.claimOne), [b])
-      assert.deepStrictEqual(db.asked, [
+      assert.deepStrictEqual(db.asked.splice(0), [
         [a, 1],
         [b, 1]
       ])
-      // The next starts after b.
+      // The next asks b (found before, the one after a) with the discovery, then c, which yields.
       assert.deepStrictEqual(yield* rotation.claim(1, db.discover, db.claimOne), [c])
+      assert.deepStrictEqual(db.asked.splice(0), [
+        [b, 1],
+        [c, 1]
+      ])
     })
   )
 })

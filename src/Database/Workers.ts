@@ -4,7 +4,7 @@
  */
 
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Fiber, FiberSet, Queue } from "effect"
+import { Effect, Exit, Fiber, FiberSet, Queue } from "effect"
 import { logUnlessOutage } from "./Health.ts"
 
 /**
@@ -205,14 +205,23 @@ export const makeOrganizationRotation = () => {
         if (limit <= 0) return []
         const early = fromCursor(known).slice(0, limit)
         const share = (i: number) => Math.floor(limit / early.length) + (i < limit % early.length ? 1 : 0)
-        const [organizations, earlyRows] = yield* Effect.all(
+        // Each runs to its end (none is interrupted by another's failure: a claim committed in the database would
+        // then be lost to this worker until its lease expired); a failure fails the round only when nothing was
+        // claimed, else the next round meets it again.
+        const [found, earlyExits] = yield* Effect.all(
           [
-            discover(discoveryCursor),
-            Effect.forEach(early, (id, i) => claimOne(id, share(i)), { concurrency: "unbounded" })
+            Effect.exit(discover(discoveryCursor)),
+            Effect.forEach(early, (id, i) => Effect.exit(claimOne(id, share(i))), { concurrency: "unbounded" })
           ],
           { concurrency: "unbounded" }
         )
-        const claimed: Array<A> = earlyRows.flat()
+        const claimed: Array<A> = []
+        for (const exit of earlyExits) if (Exit.isSuccess(exit)) claimed.push(...exit.value)
+        if (Exit.isFailure(found)) return claimed.length > 0 ? claimed : yield* Effect.failCause(found.cause)
+        const failed = earlyExits.find(Exit.isFailure)
+        if (failed !== undefined && Exit.isFailure(failed) && claimed.length === 0)
+          return yield* Effect.failCause(failed.cause)
+        const organizations = found.value
         const asked = new Set(early)
         const later = fromCursor(organizations.filter((id) => !asked.has(id)))
         let first = early[0]

@@ -118,4 +118,19 @@ describe("makeOrganizationRotation (O11)", () => {
       ])
     })
   )
+
+  it.effect("a failed claim leaves the others' rows to the round; with none claimed the round fails", () =>
+    Effect.gen(function* () {
+      const db = fakeDatabase({ [a]: 1_000, [b]: 1_000 })
+      const rotation = makeOrganizationRotation()
+      yield* rotation.claim(2, db.discover, db.claimOne)
+      let failing = [a]
+      const claimOne = (organizationId: string, limit: number) =>
+        failing.includes(organizationId) ? Effect.fail("database gone") : db.claimOne(organizationId, limit)
+      // a's claim fails while b's, made at the same time, commits: its rows are the round's, not lost.
+      assert.deepStrictEqual(yield* rotation.claim(2, db.discover, claimOne), [b])
+      failing = [a, b]
+      assert.strictEqual(yield* Effect.flip(rotation.claim(2, db.discover, claimOne)), "database gone")
+    })
+  )
 })

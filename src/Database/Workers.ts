@@ -151,8 +151,11 @@ export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
  * 2. `claimOne(organizationId, limit)`: the worker's claim of that
  *    organization's rows, `FOR UPDATE SKIP LOCKED` under a lease (on Citus a
  *    router statement on the organization's shard, where row locks work).
- *    The organizations the previous round's discovery found are claimed at
- *    once, at the same time as this round's discovery (one round trip on
+ *    The organizations the previous round's discovery found, and those the
+ *    caller has work of in flight (`inFlight`: a discovery that skips what
+ *    the worker cannot take now may miss them, and they are the likeliest
+ *    to have more), are claimed at once, at the same time as this round's
+ *    discovery (one round trip on
  *    one server with one organization, as the single statement it replaces),
  *    each a share of `limit` (an even split; the extra rows of an uneven one
  *    go to those first after the share cursor); then the organizations this
@@ -193,17 +196,19 @@ export const makeOrganizationRotation = () => {
   ]
   return {
     /**
-     * One round (see above): the rows claimed, at most `limit`. Fails with
-     * what `discover` or `claimOne` fail with.
+     * One round (see above): the rows claimed, at most `limit`; `inFlight`
+     * the organizations the caller has work of in flight. Fails with what
+     * `discover` or `claimOne` fail with, when nothing was claimed.
      */
     claim: <A, E, R>(
       limit: number,
       discover: (after: string) => Effect.Effect<ReadonlyArray<string>, E, R>,
-      claimOne: (organizationId: string, limit: number) => Effect.Effect<ReadonlyArray<A>, E, R>
+      claimOne: (organizationId: string, limit: number) => Effect.Effect<ReadonlyArray<A>, E, R>,
+      inFlight: ReadonlyArray<string> = []
     ): Effect.Effect<ReadonlyArray<A>, E, R> =>
       Effect.gen(function* () {
         if (limit <= 0) return []
-        const early = fromCursor(known).slice(0, limit)
+        const early = fromCursor([...new Set([...known, ...inFlight])]).slice(0, limit)
         const share = (i: number) => Math.floor(limit / early.length) + (i < limit % early.length ? 1 : 0)
         // Each runs to its end (none is interrupted by another's failure: a claim committed in the database would
         // then be lost to this worker until its lease expired); a failure fails the round only when nothing was

@@ -375,6 +375,8 @@ const makeWorker = (batchWindowMs: number) =>
     const rotation = makeOrganizationRotation()
     let inFlight = 0
     const perApp = new Map<string, number>()
+    /** The organization of each app in `perApp` (O11: its claims are that organization's). */
+    const organizationOf = new Map<string, string>()
     /** Whether the last claim may have left due work behind (full batch or saturated apps). */
     let moreDue = false
     /** Due times (epoch ms) of retries this process scheduled within the next poll. */
@@ -427,8 +429,10 @@ const makeWorker = (batchWindowMs: number) =>
           appOf.delete(result.id)
           if (appId !== undefined) {
             const n = (perApp.get(appId) ?? 1) - 1
-            if (n <= 0) perApp.delete(appId)
-            else perApp.set(appId, n)
+            if (n <= 0) {
+              perApp.delete(appId)
+              organizationOf.delete(appId)
+            } else perApp.set(appId, n)
           }
         }
         if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) wake()
@@ -464,7 +468,8 @@ const makeWorker = (batchWindowMs: number) =>
                 busyApps,
                 busyCounts,
                 saturated
-              })
+              }),
+            [...new Set(busyApps.map((app) => organizationOf.get(app)!))]
           )
           .pipe(
             Effect.catchCause((cause) =>
@@ -479,6 +484,7 @@ const makeWorker = (batchWindowMs: number) =>
         for (const delivery of claimed) {
           inFlight++
           perApp.set(delivery.app_id, (perApp.get(delivery.app_id) ?? 0) + 1)
+          organizationOf.set(delivery.app_id, delivery.organization_id)
           appOf.set(delivery.id, delivery.app_id)
           yield* FiberSet.run(attempts, attempt(delivery))
         }

@@ -100,9 +100,7 @@ export const subscribedSql = (
   options: { readonly appId?: string | undefined; readonly anyType?: boolean } = {}
 ): string =>
   `EXISTS (SELECT 1 FROM apps a WHERE a.organization_id = ${organizationId} AND ${
-    options.anyType === true
-      ? `EXISTS (SELECT 1 FROM unnest(${type}) t WHERE ${subscribes("t")})`
-      : subscribes(type)
+    options.anyType === true ? `EXISTS (SELECT 1 FROM unnest(${type}) t WHERE ${subscribes("t")})` : subscribes(type)
   }${options.appId === undefined ? "" : ` AND a.id IS DISTINCT FROM ${options.appId}`})`
 
 /**

@@ -355,7 +355,9 @@ const APP_WITHOUT_SECRET_JSON = objectJson(membersOf(AppWithoutSecret, "h"))
  * costs an index probe per batch and no write. The events commit with the
  * statement's asynchronous commit (the worker's connections, {@link WORKER_COMMIT_SETTINGS}): a database crash may lose the change and
  * its event together, never one of them (W2). Returns how many deliveries it
- * recorded.
+ * recorded. The statement's moment is selected once (`r.at`) and carried as
+ * a column: Citus refuses STABLE functions over columns and any in a CASE
+ * of an UPDATE's SET (O11).
  */
 export const completeStatement = fixedStatement(
   {
@@ -372,41 +374,43 @@ export const completeStatement = fixedStatement(
   },
   (p) => `WITH r AS (
   SELECT u.organization_id, u.id, nullif(u.status_code, '')::int AS status_code, nullif(u.error, '') AS error,
-    u.duration_ms, u.started_at::timestamptz AS started_at, u.status, u.delay_ms
+    u.duration_ms, u.started_at::timestamptz AS started_at, u.status,
+    CASE WHEN u.status = 'pending' THEN statement_timestamp() + u.delay_ms * interval '1 millisecond' END
+      AS next_attempt_at,
+    statement_timestamp() AS at
   FROM unnest(${p.organizationIds}, ${p.ids}, ${p.statusCodes}, ${p.errors}, ${p.durationsMs}, ${p.startedAt},
     ${p.statuses}, ${p.delaysMs}) AS u(organization_id, id, status_code, error, duration_ms, started_at, status, delay_ms)
 ), done AS (
-  UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status,
-    next_attempt_at = CASE WHEN r.status = 'pending' THEN statement_timestamp() + r.delay_ms * interval '1 millisecond' END,
+  UPDATE deliveries d SET attempts = d.attempts + 1, status = r.status, next_attempt_at = r.next_attempt_at,
     last_status_code = r.status_code, last_error = r.error,
     attempt_log = d.attempt_log || ROW(d.attempts + 1, r.status_code, r.error, r.duration_ms, r.started_at)::delivery_attempt,
-    leased_by = NULL, lease_until = NULL, updated_at = statement_timestamp()
+    leased_by = NULL, lease_until = NULL, updated_at = r.at
   FROM r WHERE d.organization_id = r.organization_id AND d.id = r.id AND d.leased_by = ${p.workerId}
-  RETURNING d.organization_id, d.app_id, r.status
+  RETURNING d.organization_id, d.app_id, r.status, r.at
 ), outcome AS (
-  SELECT o.organization_id, o.app_id, bool_or(o.status = 'succeeded') AS ok,
+  SELECT o.organization_id, o.app_id, bool_or(o.status = 'succeeded') AS ok, min(o.at) AS at,
     ${p.disableAfterMs}::bigint * interval '1 millisecond' AS disable_after
   FROM done o GROUP BY o.organization_id, o.app_id
 ), health AS (
   UPDATE apps a SET
-    failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(a.failing_since, statement_timestamp()) END,
+    failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(a.failing_since, o.at) END,
     failing_warned_at = CASE
       WHEN o.ok THEN NULL
-      WHEN statement_timestamp() - a.failing_since >= o.disable_after / 5 AND a.failing_warned_at IS NULL
-        AND statement_timestamp() - a.failing_since < o.disable_after THEN statement_timestamp()
+      WHEN o.at - a.failing_since >= o.disable_after / 5 AND a.failing_warned_at IS NULL
+        AND o.at - a.failing_since < o.disable_after THEN o.at
       ELSE a.failing_warned_at END,
-    enabled = o.ok OR a.failing_since IS NULL OR statement_timestamp() - a.failing_since < o.disable_after,
-    disabled_reason = CASE WHEN NOT o.ok AND statement_timestamp() - a.failing_since >= o.disable_after
+    enabled = o.ok OR a.failing_since IS NULL OR o.at - a.failing_since < o.disable_after,
+    disabled_reason = CASE WHEN NOT o.ok AND o.at - a.failing_since >= o.disable_after
       THEN 'failing' END,
-    disabled_at = CASE WHEN NOT o.ok AND statement_timestamp() - a.failing_since >= o.disable_after
-      THEN statement_timestamp() END,
-    updated_at = statement_timestamp()
+    disabled_at = CASE WHEN NOT o.ok AND o.at - a.failing_since >= o.disable_after
+      THEN o.at END,
+    updated_at = o.at
   FROM outcome o
   WHERE a.organization_id = o.organization_id AND a.id = o.app_id AND a.enabled AND CASE
     WHEN o.ok THEN a.failing_since IS NOT NULL
-    ELSE a.failing_since IS NULL OR statement_timestamp() - a.failing_since >= o.disable_after
-      OR (a.failing_warned_at IS NULL AND statement_timestamp() - a.failing_since >= o.disable_after / 5) END
-  RETURNING a.*, parley_uuid_v7() AS event_id
+    ELSE a.failing_since IS NULL OR o.at - a.failing_since >= o.disable_after
+      OR (a.failing_warned_at IS NULL AND o.at - a.failing_since >= o.disable_after / 5) END
+  RETURNING a.*, o.at AS at
 ), health_events AS (
   ${insertEvents({
     id: "h.event_id",
@@ -414,11 +418,12 @@ export const completeStatement = fixedStatement(
     organizationId: "h.organization_id",
     conversationId: "NULL::uuid",
     appId: "h.id",
-    at: "statement_timestamp()",
+    at: "h.at",
     object: APP_WITHOUT_SECRET_JSON,
     traceContext: "NULL::jsonb",
-    from: "health h",
-    where: "NOT h.enabled OR h.failing_warned_at = statement_timestamp()",
+    // The event's id made beside the row, not in health's RETURNING (Citus allows only IMMUTABLE functions there).
+    from: "(SELECT health.*, parley_uuid_v7() AS event_id FROM health) h",
+    where: "NOT h.enabled OR h.failing_warned_at = h.at",
     orderBy: "h.id"
   })}
 )

@@ -67,6 +67,18 @@ export interface NewJob {
   readonly notify: boolean
 }
 
+/**
+ * What a discovery of organizations with due work reads (O11): organizations
+ * after `after` (a uuid, the rotation's cursor) first, due at `now`, among the
+ * `limit` oldest due rows, at most `organizations` ids.
+ */
+interface Discovery {
+  readonly after: string
+  readonly now: Date
+  readonly limit: number
+  readonly organizations: number
+}
+
 const makeRepo = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const { newId } = yield* Ids
@@ -157,12 +169,7 @@ const makeRepo = Effect.gen(function* () {
    * organization is found at the latest when its oldest due job is among the
    * `limit` oldest of all. No row locks: on Citus one multi-shard SELECT.
    */
-  const discoverJobs = (options: {
-    readonly after: string
-    readonly now: Date
-    readonly limit: number
-    readonly organizations: number
-  }) =>
+  const discoverJobs = (options: Discovery) =>
     sql<{ organization_id: string }>`SELECT w.organization_id::text AS organization_id FROM (
         SELECT j.organization_id FROM reply_jobs j
         WHERE j.status = 'pending' AND j.due_at <= ${options.now}
@@ -368,12 +375,7 @@ const makeRepo = Effect.gen(function* () {
    * (D15, O11), like {@link discoverJobs}: the organizations of the `limit`
    * pending schedules due first, those after `after` first. No row locks.
    */
-  const discoverSchedules = (options: {
-    readonly after: string
-    readonly now: Date
-    readonly limit: number
-    readonly organizations: number
-  }) =>
+  const discoverSchedules = (options: Discovery) =>
     sql<{ organization_id: string }>`SELECT w.organization_id::text AS organization_id FROM (
         SELECT organization_id FROM session_schedules
         WHERE status = 'pending' AND coalesce(retry_at, scheduled_for) <= ${options.now}

@@ -63,38 +63,30 @@ const recording = Layer.succeed(Statement.CurrentTransformer, (statement) =>
   })
 )
 
-/** The task counts of a Citus plan (EXPLAIN's JSON): one per distributed query in it. */
-const taskCounts = (plan: unknown): ReadonlyArray<number> => {
+/**
+ * What a Citus plan (EXPLAIN's JSON) distributes: the task count of each
+ * distributed query in it, and the workers (`port=...`) its tasks run on,
+ * every node's but the coordinator's.
+ */
+const planTasks = (
+  plan: unknown
+): { readonly counts: ReadonlyArray<number>; readonly workers: ReadonlySet<string> } => {
   const counts: Array<number> = []
+  const workers = new Set<string>()
   const walk = (node: unknown) => {
     if (Array.isArray(node)) node.forEach(walk)
     else if (node !== null && typeof node === "object") {
       for (const [key, value] of Object.entries(node)) {
         if (key === "Task Count" && typeof value === "number") counts.push(value)
-        else walk(value)
-      }
-    }
-  }
-  walk(plan)
-  return counts
-}
-
-/** The workers (`port=...`) the tasks of a Citus plan run on: every node's but the coordinator's. */
-const taskWorkers = (plan: unknown): ReadonlySet<string> => {
-  const nodes = new Set<string>()
-  const walk = (node: unknown) => {
-    if (Array.isArray(node)) node.forEach(walk)
-    else if (node !== null && typeof node === "object") {
-      for (const [key, value] of Object.entries(node)) {
-        const port = key === "Node" && typeof value === "string" ? /port=(\d+)/.exec(value)?.[1] : undefined
-        if (port !== undefined) {
-          if (Number(port) !== servers.nodes?.[0]?.port) nodes.add(`port=${port}`)
+        else if (key === "Node" && typeof value === "string") {
+          const port = /port=(\d+)/.exec(value)?.[1]
+          if (port !== undefined && Number(port) !== servers.nodes?.[0]?.port) workers.add(`port=${port}`)
         } else walk(value)
       }
     }
   }
   walk(plan)
-  return nodes
+  return { counts, workers }
 }
 
 /** A parameter's value as an SQL literal (the statement's own casts give it its type). */
@@ -133,8 +125,7 @@ const multiTask = (statements: ReadonlyArray<Sent>) =>
       const rows = yield* sql.unsafe<{ "QUERY PLAN": unknown }>(
         `EXPLAIN (FORMAT JSON) ${withLiterals(statement.sql, statement.params)}`
       )
-      const counts = taskCounts(rows[0]?.["QUERY PLAN"])
-      const nodes = taskWorkers(rows[0]?.["QUERY PLAN"])
+      const { counts, workers: nodes } = planTasks(rows[0]?.["QUERY PLAN"])
       if (counts.some((count) => count !== 1) || nodes.size > 1) {
         multi.push(
           `${statement.operation}: tasks ${counts.join(",")} on ${[...nodes].join(", ")}: ${statement.sql.slice(0, 300)}`

@@ -164,7 +164,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
           )
           .pipe(
             Effect.tap(() => Effect.sync(committed)),
-            Effect.andThen(notifyDeliveries(sql))
+            Effect.andThen(notifyDeliveries(sql, organization.id))
           )
       )
     const waitAll = async (ids: ReadonlyArray<string>, timeoutMs: number) => {
@@ -202,7 +202,7 @@ export const run = async (_args: ReadonlyArray<string>) => {
            ORDER BY u.n`,
             [burst, eventsOrganizationId, bodies, burst.map((_, i) => conversationOf(i) ?? "")]
           )
-          .pipe(Effect.andThen(notifyDeliveries(sql)))
+          .pipe(Effect.andThen(notifyDeliveries(sql, eventsOrganizationId)))
       )
       const committed = performance.now()
       await waitAll(burst, 120_000)

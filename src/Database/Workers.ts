@@ -4,24 +4,23 @@
  */
 
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Exit, Fiber, FiberSet, Queue } from "effect"
+import { Clock, Effect, Exit, Fiber, FiberSet, Queue } from "effect"
 import { logUnlessOutage } from "./Health.ts"
 
 /**
- * Calls `onNotification` for every NOTIFY on `channel` (and once when
- * listening starts, so a worker re-checks after a reconnect); after a lost
- * connection, logs `Listener lost: <channel>` and listens again after
- * `retryMs`. Runs until interrupted. Requires `PgClient`.
+ * Calls `onNotification` with the payload of every NOTIFY on `channel` (and
+ * once with `undefined` when listening starts, so a worker re-checks after a
+ * reconnect); after a lost connection, logs `Listener lost: <channel>` and
+ * listens again after `retryMs`. Runs until interrupted. Requires `PgClient`.
  */
-export const listenForever = (channel: string, onNotification: () => void, retryMs: number) =>
+export const listenForever = (channel: string, onNotification: (payload?: string) => void, retryMs: number) =>
   Effect.flatMap(PgClient.PgClient, (pg) =>
     Effect.scoped(
       Effect.gen(function* () {
         const notifications = yield* pg.listen(channel)
-        onNotification()
+        onNotification(undefined)
         for (;;) {
-          yield* Queue.take(notifications)
-          onNotification()
+          onNotification((yield* Queue.take(notifications)).payload)
         }
       })
     ).pipe(
@@ -137,6 +136,16 @@ export const steppedJobWorker = <J>(options: {
  */
 export const DISCOVERED_ORGANIZATIONS = 16
 
+/**
+ * How often, in ms, a rotation whose rounds are told where to look (`hinted`,
+ * `everywhere: false`: the webhook worker) still discovers while it claims: at
+ * most this long after its last discovery (O11). The webhook worker's claims
+ * otherwise look only where its wakeups point; this bounds how long work no
+ * wakeup named (another process's retries, a lost notification) waits while
+ * the worker is busy. An idle worker discovers at its poll.
+ */
+export const DISCOVERY_INTERVAL_MS = 100
+
 /** The least organization id (all zeros): a rotation's cursor before its first round. */
 export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
 
@@ -147,15 +156,21 @@ export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
  * 1. `discover(after)`: a read without row locks of the organizations that
  *    have due work, at most a bounded number, in the order of their ids
  *    starting after the cursor `after` and wrapping around (on Citus one
- *    multi-shard SELECT, which may take no row locks there);
+ *    multi-shard SELECT, which may take no row locks there). A round runs it
+ *    unless told where to look (`everywhere: false`, with the organizations
+ *    its wakeups named as `hinted`): then only when it knows of no
+ *    organization to claim or its last discovery is
+ *    {@link DISCOVERY_INTERVAL_MS} old (a wakeup naming the organization of a
+ *    write then costs one claim statement, as on one server before O11);
  * 2. `claimOne(organizationId, limit)`: the worker's claim of that
  *    organization's rows, `FOR UPDATE SKIP LOCKED` under a lease (on Citus a
  *    router statement on the organization's shard, where row locks work).
- *    The organizations the previous round's discovery found, and those the
+ *    The organizations known to have work (found by a discovery or `hinted`,
+ *    and not yet claimed short of their share since), and those the
  *    caller has work of in flight (`inFlight`: a discovery that skips what
  *    the worker cannot take now may miss them, and they are the likeliest
- *    to have more), are claimed at once, at the same time as this round's
- *    discovery (one round trip on
+ *    to have more), are claimed at once, at most `limit` of them, at the
+ *    same time as this round's discovery (one round trip on
  *    one server with one organization, as the single statement it replaces),
  *    each a share of `limit` (an even split; the extra rows of an uneven one
  *    go to those first after the share cursor); then the organizations this
@@ -166,7 +181,8 @@ export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
  * 3. the share cursor moves to the first organization the round claimed, so
  *    the next round starts with the following one, and the discovery's
  *    cursor to the last organization it found, so that more organizations
- *    than its bound are found in turn.
+ *    than its bound are found in turn; an organization whose claim took less
+ *    than asked is known no more (until found or hinted again).
  *
  * Why it is correct: every guarantee of a claim (a row leased to one worker
  * at a time, SKIP LOCKED, leases that expire, W7's queue heads, R1's one run
@@ -175,7 +191,10 @@ export const FIRST_ORGANIZATION = "00000000-0000-0000-0000-000000000000"
  * them; which organizations are claimed only decides where a worker looks.
  * A discovery takes no lock and may be stale: an organization whose work was
  * taken meanwhile costs an empty claim, one it missed is found by the next
- * round (the workers poll), and one it finds is claimed in the same round.
+ * round (the workers poll), and one it finds is claimed in the same round. A
+ * hint only adds where to look: a wrong one costs an empty claim, and work no
+ * hint names is found by a discovery within {@link DISCOVERY_INTERVAL_MS} of
+ * a busy worker's rounds or at an idle one's poll.
  * Fairness: an organization with due work is discovered in every round while
  * the discovery's bound is not reached, otherwise within a few rounds as the
  * cursor walks the ids; each discovered organization gets a share of the
@@ -187,8 +206,10 @@ export const makeOrganizationRotation = () => {
   let discoveryCursor = FIRST_ORGANIZATION
   /** Where the next round's order starts: after the first organization the previous round claimed. */
   let shareCursor = FIRST_ORGANIZATION
-  /** What the last discovery found. */
-  let known: ReadonlyArray<string> = []
+  /** Organizations known to have work: found or hinted, and not claimed short of their share since. */
+  const known = new Set<string>()
+  /** When the last discovery started (epoch ms of the effect clock). */
+  let discoveredAt = Number.NEGATIVE_INFINITY
   /** `ids` from the share cursor on: those after it first, then the others, each in id order. */
   const fromCursor = (ids: ReadonlyArray<string>) => [
     ...ids.filter((id) => id > shareCursor).sort(),
@@ -196,51 +217,72 @@ export const makeOrganizationRotation = () => {
   ]
   return {
     /**
-     * One round (see above): the rows claimed, at most `limit`; `inFlight`
-     * the organizations the caller has work of in flight. Fails with what
-     * `discover` or `claimOne` fail with, when nothing was claimed.
+     * One round (see above): the rows claimed, at most `limit`. Options:
+     * `inFlight`, the organizations the caller has work of in flight;
+     * `hinted`, organizations its wakeups named; `everywhere` (default
+     * true), whether the round must discover. Fails with what `discover` or
+     * `claimOne` fail with, when nothing was claimed.
      */
     claim: <A, E, R>(
       limit: number,
       discover: (after: string) => Effect.Effect<ReadonlyArray<string>, E, R>,
       claimOne: (organizationId: string, limit: number) => Effect.Effect<ReadonlyArray<A>, E, R>,
-      inFlight: ReadonlyArray<string> = []
+      options: {
+        readonly inFlight?: ReadonlyArray<string>
+        readonly hinted?: ReadonlyArray<string>
+        readonly everywhere?: boolean
+      } = {}
     ): Effect.Effect<ReadonlyArray<A>, E, R> =>
       Effect.gen(function* () {
         if (limit <= 0) return []
-        const early = fromCursor([...new Set([...known, ...inFlight])]).slice(0, limit)
+        for (const id of options.hinted ?? []) known.add(id)
+        const early = fromCursor([...new Set([...known, ...(options.inFlight ?? [])])]).slice(0, limit)
         const share = (i: number) => Math.floor(limit / early.length) + (i < limit % early.length ? 1 : 0)
+        const now = yield* Clock.currentTimeMillis
+        const discovering =
+          options.everywhere !== false || early.length === 0 || now - discoveredAt >= DISCOVERY_INTERVAL_MS
+        if (discovering) discoveredAt = now
         // Each runs to its end (none is interrupted by another's failure: a claim committed in the database would
         // then be lost to this worker until its lease expired); a failure fails the round only when nothing was
         // claimed, else the next round meets it again.
         const [found, earlyExits] = yield* Effect.all(
           [
-            Effect.exit(discover(discoveryCursor)),
+            discovering ? Effect.exit(discover(discoveryCursor)) : Effect.succeed(undefined),
             Effect.forEach(early, (id, i) => Effect.exit(claimOne(id, share(i))), { concurrency: "unbounded" })
           ],
           { concurrency: "unbounded" }
         )
         const claimed: Array<A> = []
-        for (const exit of earlyExits) if (Exit.isSuccess(exit)) claimed.push(...exit.value)
-        if (Exit.isFailure(found)) return claimed.length > 0 ? claimed : yield* Effect.failCause(found.cause)
+        earlyExits.forEach((exit, i) => {
+          if (Exit.isSuccess(exit)) {
+            claimed.push(...exit.value)
+            if (exit.value.length < share(i)) known.delete(early[i]!)
+          }
+        })
+        if (found !== undefined && Exit.isFailure(found))
+          return claimed.length > 0 ? claimed : yield* Effect.failCause(found.cause)
         const failed = earlyExits.find(Exit.isFailure)
         if (failed !== undefined && Exit.isFailure(failed) && claimed.length === 0)
           return yield* Effect.failCause(failed.cause)
-        const organizations = found.value
+        const organizations = found?.value ?? []
         const asked = new Set(early)
         const later = fromCursor(organizations.filter((id) => !asked.has(id)))
         let first = early[0]
         for (let i = 0; i < later.length; i++) {
           const left = limit - claimed.length
-          if (left <= 0) break
           const organizationId = later[i]!
+          if (left <= 0) {
+            known.add(organizationId)
+            continue
+          }
           first ??= organizationId
-          const rows = yield* claimOne(organizationId, Math.ceil(left / (later.length - i)))
+          const asking = Math.ceil(left / (later.length - i))
+          const rows = yield* claimOne(organizationId, asking)
           for (const row of rows) claimed.push(row)
+          if (rows.length === asking) known.add(organizationId)
         }
         if (first !== undefined) shareCursor = first
-        discoveryCursor = organizations.at(-1) ?? FIRST_ORGANIZATION
-        known = organizations
+        if (found !== undefined) discoveryCursor = organizations.at(-1) ?? FIRST_ORGANIZATION
         return claimed
       })
   }

@@ -331,7 +331,7 @@ const makeRepo = Effect.gen(function* () {
       newId(),
       yield* currentTraceContext
     ])
-    yield* notifyDeliveriesIf(sql, written?.subscribed === true)
+    yield* notifyDeliveriesIf(sql, written?.subscribed === true, erasure.organization_id)
     return final
   })
 

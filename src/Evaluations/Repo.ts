@@ -370,7 +370,9 @@ const makeRepo = Effect.gen(function* () {
         )}
       )
       SELECT EXISTS (SELECT 1 FROM e) AS done, ${wroteSubscribedFragment(sql, ["ev"], evaluation.organization_id)} AS subscribed`.pipe(
-      Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row?.subscribed === true), row?.done === true))
+      Effect.flatMap(([row]) =>
+        Effect.as(notifyDeliveriesIf(sql, row?.subscribed === true, evaluation.organization_id), row?.done === true)
+      )
     )
 
   /** Ends the evaluation `failed` with `error` when the lease is still `workerId`'s and it is running. */

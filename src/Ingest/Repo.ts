@@ -398,7 +398,7 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         requestedAgentId: input.requestedAgentId,
         traceContext: input.traceContext
       })
-      .pipe(Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.subscribed), row!)))
+      .pipe(Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.subscribed, input.organizationId), row!)))
   }
 
   /** Runs {@link ingestOpenStatement}; returns the message id when one was inserted. */
@@ -423,7 +423,11 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         messageEventId: input.newId(),
         traceContext: input.traceContext
       })
-      .pipe(Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.subscribed), row!.message_id)))
+      .pipe(
+        Effect.flatMap(([row]) =>
+          Effect.as(notifyDeliveriesIf(sql, row!.subscribed, input.organizationId), row!.message_id)
+        )
+      )
   }
 
   /**
@@ -450,7 +454,9 @@ const makeRepo: Effect.Effect<IngestRepo["Service"], never, PgClient.PgClient> =
         traceContext
       })
       .pipe(
-        Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row?.subscribed === true), row?.message_id != null))
+        Effect.flatMap(([row]) =>
+          Effect.as(notifyDeliveriesIf(sql, row?.subscribed === true, organizationId), row?.message_id != null)
+        )
       )
 
   /** Points the receipt of (conversation, provider id) at the message an edit changed (D10, D24). */

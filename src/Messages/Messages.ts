@@ -269,7 +269,7 @@ export class Messages extends Context.Service<
           )
           const body = yield* insertedBody(result)
           // The statement is its own transaction: committed now, with a delivery when an app subscribes.
-          if (wakeLocally && result.subscribed) wakeup.wake()
+          if (wakeLocally && result.subscribed) wakeup.wake(organizationId)
           return body
         },
         Effect.catchTag("SqlError", Effect.die)

@@ -444,7 +444,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       }
       /** The wakeup of every process's delivery worker (W5, O11) when the message's event fanned out. */
       const notified = <E>(self: Effect.Effect<InsertResult, E>) =>
-        Effect.tap(self, (result) => notifyDeliveriesIf(sql, notify && result.subscribed))
+        Effect.tap(self, (result) => notifyDeliveriesIf(sql, notify && result.subscribed, organizationId))
       if (idempotency === undefined) {
         return insertMessageStatement.run<InsertedRow>(sql, input).pipe(
           Effect.map(([row]) => (row === undefined ? noSession : insertResultOf(row))),
@@ -560,7 +560,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         SELECT ${eventId}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${updatedEvents})
       SELECT ${messageJsonFragment} AS message, ${updatedSubscribed(organizationId)} AS subscribed FROM m`.pipe(
-      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed)),
+      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed, organizationId)),
       Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
     )
   })
@@ -693,7 +693,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
         SELECT ${newId()}::uuid AS id, ${traceContext}::jsonb AS trace_context
       ), e AS (${reactionEvents})
       SELECT ${updatedSubscribed(organizationId)} AS subscribed`.pipe(
-      Effect.flatMap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed))
+      Effect.flatMap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed, organizationId))
     )
   })
 
@@ -766,7 +766,7 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses(organizationId)})
       SELECT ${messageJsonFragment} AS message, ${updatedSubscribed(organizationId)} AS subscribed
       FROM m WHERE m.id = ${messageId}`.pipe(
-      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed)),
+      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed, organizationId)),
       Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
     )
   })

@@ -147,23 +147,32 @@ export const wroteSubscribedFragment = (
 
 /**
  * Wakes every process's delivery worker at commit (W2, W5; O11): `SELECT
- * pg_notify('parley_deliveries', '')`, a statement of its own that reads no
- * table, so on Citus it runs on the coordinator, where the workers LISTEN,
- * and never inside a worker's prepared transaction (docs/citus-notes.md (b)).
- * Run in the writing transaction, after the statement that wrote the events,
- * and only when that statement's {@link subscribedSql} was true (PostgreSQL
- * serializes the commits of notifying transactions). A statement that was its
- * own transaction is followed by it at once: the listeners then wake after the
- * rows are committed, as at commit. Fails with `SqlError`.
+ * pg_notify('parley_deliveries', organizationId)`, a statement of its own that
+ * reads no table, so on Citus it runs on the coordinator, where the workers
+ * LISTEN, and never inside a worker's prepared transaction
+ * (docs/citus-notes.md (b)). The payload names the organization whose
+ * deliveries were written, so a worker claims that organization at once
+ * (`Database/Workers.ts` `makeOrganizationRotation`); `undefined` (events of
+ * several organizations) sends an empty payload, which makes the workers look
+ * for due work in every organization. Run in the writing transaction, after
+ * the statement that wrote the events, and only when that statement's
+ * {@link subscribedSql} was true (PostgreSQL serializes the commits of
+ * notifying transactions). A statement that was its own transaction is
+ * followed by it at once: the listeners then wake after the rows are
+ * committed, as at commit. Fails with `SqlError`.
  */
-export const notifyDeliveries = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
-  sql`SELECT pg_notify(${deliveriesChannel}, '')`.pipe(Effect.asVoid)
+export const notifyDeliveries = (
+  sql: SqlClient.SqlClient,
+  organizationId: string | undefined
+): Effect.Effect<void, SqlError.SqlError> =>
+  sql`SELECT pg_notify(${deliveriesChannel}, ${organizationId ?? ""})`.pipe(Effect.asVoid)
 
 /** {@link notifyDeliveries} when `subscribed` (a writer's {@link subscribedSql} column), else nothing. */
 export const notifyDeliveriesIf = (
   sql: SqlClient.SqlClient,
-  subscribed: boolean
-): Effect.Effect<void, SqlError.SqlError> => (subscribed ? notifyDeliveries(sql) : Effect.void)
+  subscribed: boolean,
+  organizationId: string | undefined
+): Effect.Effect<void, SqlError.SqlError> => (subscribed ? notifyDeliveries(sql, organizationId) : Effect.void)
 
 /**
  * The `INSERT INTO events ... SELECT ...` writing the events of `rows` (W2,

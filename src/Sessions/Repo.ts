@@ -284,7 +284,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
         sessionEventId: newId(),
         traceContext
       })
-    ).pipe(Effect.flatMap(([row]) => notifyDeliveriesIf(sql, row?.subscribed === true)))
+    ).pipe(Effect.flatMap(([written]) => notifyDeliveriesIf(sql, written?.subscribed === true, row.organizationId)))
 
   /** The session, decoded, if it exists in the organization (D1). */
   const find = (organizationId: string, sessionId: string) =>
@@ -336,7 +336,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
       actions: events.map((event) => event.action ?? ""),
       traceContext
     })
-    yield* notifyDeliveriesIf(sql, row?.subscribed === true)
+    yield* notifyDeliveriesIf(sql, row?.subscribed === true, organizationId)
   })
 
   /** Sessions matching `search`, newest first (D2), decoded. */

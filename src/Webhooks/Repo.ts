@@ -100,9 +100,16 @@ const WORKER_COMMIT_SETTINGS: Readonly<Record<string, string>> = { synchronous_c
  * `deliveries` was small, that plan was a hash join over a sequential scan of
  * the whole table, which every later claim and completion repeated as the
  * table grew (auto_explain in `npm run bench -- webhooks`: 2.2 of a claim's
- * 3.2 ms scanning 14,000 rows). Under these settings every plan of theirs,
- * generic ones included, stays on index probes at any size
- * (test/Webhooks/Plans.test.ts), so they need not be planned on every call.
+ * 3.2 ms scanning 14,000 rows). Under these settings every plan of theirs
+ * stays on index probes at any size (test/Webhooks/Plans.test.ts). And the
+ * statements are planned for their values on every call
+ * (`plan_cache_mode`): since the claim is one organization's (O11), a generic
+ * plan made while the table was small estimated one delivery for the
+ * organization and, rather than probe the batch's ids, read every delivery
+ * of it on every claim (auto_explain in `npm run bench -- webhooks`: 4.2 ms
+ * per claim over 20,000 rows, against 0.7 ms for the claim of every
+ * organization before O11; with custom plans burst, ordered and latency came
+ * back near that build, bench/README.md "webhooks: delivery").
  * Only the worker's connections carry them: the API's statements and
  * export's bulk reads keep the planner's full choice. Speed tactic measured by
  * `npm run bench -- webhooks` (end to end, one app; bench/README.md "webhooks:
@@ -112,7 +119,8 @@ const WORKER_COMMIT_SETTINGS: Readonly<Record<string, string>> = { synchronous_c
 export const WORKER_PLANNER_SETTINGS: Readonly<Record<string, string>> = {
   enable_seqscan: "off",
   enable_hashjoin: "off",
-  enable_mergejoin: "off"
+  enable_mergejoin: "off",
+  plan_cache_mode: "force_custom_plan"
 }
 
 /**
@@ -219,10 +227,12 @@ LIMIT ${p.organizations}`
  *
  * The rows to lease are found by their ids (`d.id = ANY (ARRAY(...))`, an
  * index probe each): with `d.organization_id` bound to the parameter rather
- * than joined to the picked rows' (as on one server it was), a generic plan
- * made while the table was small drove the update from every delivery of the
- * organization, rescanning the picked rows for each (auto_explain in `npm run
- * bench -- webhooks`: 80 ms per claim over 3,500 rows).
+ * than joined to the picked rows' (as on one server it was), a plan that
+ * estimates the organization's deliveries from stale statistics drives the
+ * update from every delivery of the organization (auto_explain in `npm run
+ * bench -- webhooks`: 80 ms per claim over 3,500 rows); the worker's
+ * connections plan it for its organization on every call
+ * ({@link WORKER_PLANNER_SETTINGS}).
  *
  * One organization per statement (O11): every table reference is filtered by
  * `organizationId`, so on Citus it is a router statement on that
@@ -628,12 +638,17 @@ export class WebhooksRepo extends Context.Service<
     /** Deletes the deliveries of apps that no longer exist ({@link sweepStatement}); returns how many. */
     readonly sweep: Effect.Effect<number, SqlError.SqlError>
     /**
-     * Calls `onNotification` for every notification on {@link deliveriesChannel}
-     * (the fan-out trigger and the admin retry notify at commit) and once when
-     * listening starts; after a lost connection, listens again after `retryMs`
-     * (logged unless `DatabaseHealth` reports an outage). Runs until interrupted.
+     * Calls `onNotification` with the payload of every notification on
+     * {@link deliveriesChannel} (the writers of events notify after their
+     * statement, `Outbox.ts` `notifyDeliveries`: an organization id, or empty)
+     * and once with `undefined` when listening starts; after a lost connection,
+     * listens again after `retryMs` (logged unless `DatabaseHealth` reports an
+     * outage). Runs until interrupted.
      */
-    readonly listen: (onNotification: () => void, retryMs: number) => Effect.Effect<never, never, DatabaseHealth>
+    readonly listen: (
+      onNotification: (payload?: string) => void,
+      retryMs: number
+    ) => Effect.Effect<never, never, DatabaseHealth>
   }
 >()("parley/Webhooks/WebhooksRepo") {
   /**
@@ -734,7 +749,7 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
       )
       SELECT a.* FROM a`.pipe(
       // O11: the NOTIFY a statement of its own, which runs on the coordinator (docs/citus-notes.md (b)).
-      Effect.flatMap(([app]) => Effect.as(notifyDeliveriesIf(sql, app !== undefined), app))
+      Effect.flatMap(([app]) => Effect.as(notifyDeliveriesIf(sql, app !== undefined, organizationId), app))
     )
   }
 
@@ -774,28 +789,25 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
    * an attempt in flight is kept) and notifies the workers when there are any
    * (W5 admin retry, W9 recovery). Returns how many.
    */
-  const requeue = (conditions: Array<Statement.Fragment>) =>
+  const requeue = (organizationId: string, conditions: Array<Statement.Fragment>) =>
     sql<{ n: number }>`WITH d AS (
         UPDATE deliveries SET status = 'pending', next_attempt_at = statement_timestamp(), updated_at = statement_timestamp()
-        WHERE ${sql.and(conditions)}
+        WHERE ${sql.and([sql`organization_id = ${organizationId}`, ...conditions])}
         RETURNING id
       )
       SELECT count(*)::int AS n FROM d`.pipe(
       // O11: the NOTIFY a statement of its own, which runs on the coordinator (docs/citus-notes.md (b)).
-      Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.n > 0), row!.n))
+      Effect.flatMap(([row]) => Effect.as(notifyDeliveriesIf(sql, row!.n > 0, organizationId), row!.n))
     )
 
   const retryDelivery = (organizationId: string, appId: string, deliveryId: string) =>
     isUuid(deliveryId)
-      ? requeue([sql`id = ${deliveryId}`, sql`app_id = ${appId}`, sql`organization_id = ${organizationId}`]).pipe(
-          Effect.map((n) => n > 0)
-        )
+      ? requeue(organizationId, [sql`id = ${deliveryId}`, sql`app_id = ${appId}`]).pipe(Effect.map((n) => n > 0))
       : Effect.succeed(false)
 
   const recover = (organizationId: string, appId: string, since: string, until: string | null) =>
-    requeue([
+    requeue(organizationId, [
       sql`app_id = ${appId}`,
-      sql`organization_id = ${organizationId}`,
       sql`status = 'failed'`,
       sql`created_at >= ${since}::timestamptz`,
       sql`(${until}::timestamptz IS NULL OR created_at < ${until}::timestamptz)`
@@ -824,13 +836,13 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
         workerId,
         disableAfterMs: String(Math.round(disableAfterMs))
       })
-      .pipe(Effect.flatMap(([row]) => notifyDeliveriesIf(sql, row?.subscribed === true)))
+      .pipe(Effect.flatMap(([row]) => notifyDeliveriesIf(sql, row?.subscribed === true, undefined)))
 
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 
   const sweep = sweepStatement.run<{ n: number }>(sql, {}).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
-  const listen = (onNotification: () => void, retryMs: number) =>
+  const listen = (onNotification: (payload?: string) => void, retryMs: number) =>
     listenForever(deliveriesChannel, onNotification, retryMs).pipe(Effect.provideService(PgClient.PgClient, sql))
 
   return {

@@ -52,6 +52,7 @@ import {
   FiberSet,
   Layer,
   Metric,
+  Option,
   Queue,
   type Redacted,
   Schedule
@@ -379,8 +380,10 @@ const makeWorker = (batchWindowMs: number) =>
     const organizationOf = new Map<string, string>()
     /** Whether the last claim may have left due work behind (full batch or saturated apps). */
     let moreDue = false
-    /** Due times (epoch ms) of retries this process scheduled within the next poll. */
-    let localDue: Array<number> = []
+    /** Retries this process scheduled within the next poll: when due (epoch ms) and their organization. */
+    let localDue: Array<{ readonly at: number; readonly organizationId: string }> = []
+    /** Whether the last wait ended by the poll, with no local retry due: the next claim looks everywhere. */
+    let polled = false
     let stopping = false
     /** Completed by the stop (O5): cuts short a wait for the batch window. */
     const stopped = yield* Deferred.make<void>()
@@ -423,7 +426,8 @@ const makeWorker = (batchWindowMs: number) =>
         const written = yield* Clock.currentTimeMillis
         for (const result of batch) {
           // Due in the database at write time + delay, so no earlier than this (same clock or synced clocks).
-          if (result.status === "pending" && result.delayMs < POLL_MS) localDue.push(written + result.delayMs + 5)
+          if (result.status === "pending" && result.delayMs < POLL_MS)
+            localDue.push({ at: written + result.delayMs + 5, organizationId: result.organizationId })
           inFlight--
           const appId = appOf.get(result.id)
           appOf.delete(result.id)
@@ -435,7 +439,9 @@ const makeWorker = (batchWindowMs: number) =>
             } else perApp.set(appId, n)
           }
         }
-        if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS)) wake()
+        // Slots were freed (and a queue's next head may be due): claim again where these attempts were (O11).
+        if (moreDue || batch.some((result) => result.status !== "pending" || result.delayMs < POLL_MS))
+          for (const organizationId of new Set(batch.map((result) => result.organizationId))) wake(organizationId)
       }
     })
     const appOf = new Map<string, string>()
@@ -450,7 +456,11 @@ const makeWorker = (batchWindowMs: number) =>
           continue
         }
         const now = yield* Clock.currentTimeMillis
-        localDue = localDue.filter((due) => due > now)
+        const hints = wakeup.takeHints()
+        const dueNow = localDue.filter((due) => due.at <= now).map((due) => due.organizationId)
+        localDue = localDue.filter((due) => due.at > now)
+        const everywhere = polled || hints.everywhere
+        polled = false
         const busyApps = [...perApp.keys()]
         const busyCounts = busyApps.map((app) => perApp.get(app)!)
         const saturated = busyApps.filter((app) => perApp.get(app)! >= MAX_IN_FLIGHT_PER_APP)
@@ -469,7 +479,11 @@ const makeWorker = (batchWindowMs: number) =>
                 busyCounts,
                 saturated
               }),
-            [...new Set(busyApps.map((app) => organizationOf.get(app)!))]
+            {
+              inFlight: [...new Set(busyApps.map((app) => organizationOf.get(app)!))],
+              hinted: [...hints.organizations, ...dueNow],
+              everywhere
+            }
           )
           .pipe(
             Effect.catchCause((cause) =>
@@ -495,9 +509,10 @@ const makeWorker = (batchWindowMs: number) =>
           // share the next.
           yield* waitBatchWindow(now)
         }
-        const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue)
+        const nextLocal = localDue.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...localDue.map((due) => due.at))
         const wait = Math.max(0, Math.min(POLL_MS, nextLocal - (yield* Clock.currentTimeMillis)))
-        yield* wakeup.woken.pipe(Effect.timeoutOption(wait))
+        const woken = yield* wakeup.woken.pipe(Effect.timeoutOption(wait))
+        polled = Option.isNone(woken) && nextLocal > (yield* Clock.currentTimeMillis)
       }
     })
 

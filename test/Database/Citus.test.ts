@@ -239,7 +239,7 @@ const writeEvents = (organizationIds: ReadonlyArray<string>) =>
       SELECT ${wroteSubscribedSql(["w"], "($1::uuid[])[1]")} AS subscribed`,
       [organizationIds, organizationIds.map(() => crypto.randomUUID())]
     )
-    yield* notifyDeliveriesIf(sql, row!.subscribed)
+    yield* notifyDeliveriesIf(sql, row!.subscribed, undefined)
     return row!.subscribed
   })
 

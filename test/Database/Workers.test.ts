@@ -7,7 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { FIRST_ORGANIZATION, makeOrganizationRotation } from "../../src/Database/Workers.ts"
+import { TestClock } from "effect/testing"
+import { DISCOVERY_INTERVAL_MS, FIRST_ORGANIZATION, makeOrganizationRotation } from "../../src/Database/Workers.ts"
 
 /** Organizations `a` < `b` < `c` as ids sort. */
 const [a, b, c] = [
@@ -131,6 +132,62 @@ describe("makeOrganizationRotation (O11)", () => {
       assert.deepStrictEqual(yield* rotation.claim(2, db.discover, claimOne), [b])
       failing = [a, b]
       assert.strictEqual(yield* Effect.flip(rotation.claim(2, db.discover, claimOne)), "database gone")
+    })
+  )
+
+  it.effect("told where to look, a round claims the organizations its wakeups named without discovering", () =>
+    Effect.gen(function* () {
+      const db = fakeDatabase({ [a]: 0, [b]: 0 })
+      const rotation = makeOrganizationRotation()
+      // The worker's first round discovers (nothing is due yet).
+      yield* rotation.claim(4, db.discover, db.claimOne, { everywhere: false })
+      assert.deepStrictEqual(db.cursors.splice(0), [FIRST_ORGANIZATION])
+      db.backlog[a] = 1_000
+      db.backlog[b] = 5
+      // A wakeup names b (POST message's organization, a NOTIFY's payload): one claim, no discovery.
+      assert.deepStrictEqual(yield* rotation.claim(4, db.discover, db.claimOne, { hinted: [b], everywhere: false }), [
+        b,
+        b,
+        b,
+        b
+      ])
+      // b took its whole share, so it is still known: the next round claims it again, and it comes up short.
+      yield* rotation.claim(4, db.discover, db.claimOne, { everywhere: false })
+      assert.deepStrictEqual(db.asked.splice(0), [
+        [b, 4],
+        [b, 4]
+      ])
+      assert.deepStrictEqual(db.cursors, [])
+      // Short of its share, b is known no more: with nowhere to look, the round discovers (and finds a).
+      const found = yield* rotation.claim(4, db.discover, db.claimOne, { everywhere: false })
+      assert.deepStrictEqual(found, [a, a, a, a])
+      assert.deepStrictEqual(db.cursors, [FIRST_ORGANIZATION])
+    })
+  )
+
+  it.effect("a busy worker told where to look still discovers once per DISCOVERY_INTERVAL_MS; a poll always does", () =>
+    Effect.gen(function* () {
+      const db = fakeDatabase({ [a]: 1_000, [b]: 0 })
+      const rotation = makeOrganizationRotation()
+      const round = (options: { everywhere: boolean }) => rotation.claim(10, db.discover, db.claimOne, options)
+      yield* round({ everywhere: false })
+      assert.strictEqual(db.cursors.length, 1)
+      // Work of b that no wakeup here named (another process's, a lost notification).
+      db.backlog[b] = 5
+      yield* round({ everywhere: false })
+      yield* TestClock.adjust(DISCOVERY_INTERVAL_MS - 1)
+      yield* round({ everywhere: false })
+      assert.strictEqual(db.cursors.length, 1)
+      assert.strictEqual(db.backlog[b], 5)
+      // The interval is up: the round discovers b beside a, and the next shares the batch with it.
+      yield* TestClock.adjust(1)
+      yield* round({ everywhere: false })
+      assert.strictEqual(db.cursors.length, 2)
+      const next = yield* round({ everywhere: false })
+      assert.strictEqual(next.filter((id) => id === b).length, 5)
+      // A poll (or a wakeup naming no organization) discovers at once.
+      yield* round({ everywhere: true })
+      assert.strictEqual(db.cursors.length, 3)
     })
   )
 })

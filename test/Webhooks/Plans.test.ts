@@ -11,9 +11,10 @@
  * sequential scan of `deliveries`, for an app with `ordering: none` and for
  * one with `ordering: conversation` (W7: the claim's walk over the queues'
  * heads, which PostgreSQL planned as a hash join over the whole table at these
- * sizes even per call), the claim running on PostgreSQL's generic plan, the
- * plan made once that a prepared statement settles on when its custom plans
- * cost no less. The sweep of deleted apps'
+ * sizes even per call), the claim planned for its organization on every call
+ * (a generic plan, made once while the table was small, read all of the
+ * organization's deliveries by its primary key on every claim: O11). The
+ * sweep of deleted apps'
  * deliveries (migrations/0017) must not scan it either. One connection, so the
  * statistics counters and prepared statements read are those of the backend
  * that ran the statements.
@@ -23,17 +24,26 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { claimStatement, completeStatement, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { workerClientLayer } from "../../src/Webhooks/Worker.ts"
-import { FileDatabase, growingTable, insertApp, sequentialScans, TestDatabaseUrl } from "../support/Database.ts"
+import {
+  FileDatabase,
+  growingTable,
+  indexEntriesRead,
+  insertApp,
+  sequentialScans,
+  TestDatabaseUrl
+} from "../support/Database.ts"
 import { deliverDue } from "../support/Deliveries.ts"
 
-/** How many times the claim prepared on this connection ran on its generic plan so far. */
-const claimGenericPlans = Effect.flatMap(
+/** How many times the claim prepared on this connection ran on a generic plan and on a custom plan so far. */
+const claimPlans = Effect.flatMap(
   Effect.service(SqlClient.SqlClient),
   (sql) =>
     sql<{
-      n: number
-    }>`SELECT generic_plans::int AS n FROM pg_prepared_statements WHERE statement = ${claimStatement.text}`
-).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+      generic: number
+      custom: number
+    }>`SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+      WHERE statement = ${claimStatement.text}`
+).pipe(Effect.map((rows) => rows[0] ?? { generic: 0, custom: 0 }))
 
 /** One turn of the worker ({@link deliverDue}, successes); returns how many deliveries it took. */
 const deliverRound = Effect.map(deliverDue(), (claimed) => claimed.length)
@@ -57,15 +67,23 @@ const deliversWithoutScans = (addEvents: (n: number) => Statement.Statement<unkn
     yield* addEvents(6_000)
     yield* sql`UPDATE deliveries SET status = 'succeeded', attempts = 1, next_attempt_at = NULL WHERE status = 'pending'`
     const before = yield* sequentialScans("deliveries")
-    const genericBefore = yield* claimGenericPlans
+    const entriesBefore = yield* indexEntriesRead("deliveries_pkey")
+    const plansBefore = yield* claimPlans
     for (let i = 0; i < 8; i++) {
       yield* addEvents(perRound)
       assert.strictEqual(yield* deliverRound, perRound)
     }
     const after = yield* sequentialScans("deliveries")
     assert.strictEqual(after - before, 0, "claims and completions scanned deliveries sequentially")
-    // The claim, the costlier to plan, ran every time on its generic plan (made once, while the table was small).
-    assert.strictEqual((yield* claimGenericPlans) - genericBefore, 8, "claims after the growth on a custom plan")
+    // Nor through its primary key, all of the organization's 6,000 (O11: with the organization bound to a parameter,
+    // a plan made while the table was small read them all on every claim to find the batch it leased by ids).
+    const entries = (yield* indexEntriesRead("deliveries_pkey")) - entriesBefore
+    assert.isBelow(entries, 8 * 1_000, "claims and completions read the organization's deliveries by its primary key")
+    // The claim is planned for its organization on every call (plan_cache_mode force_custom_plan): a generic plan,
+    // made once while the table was small, estimated one row per organization and read all of its deliveries.
+    const plans = yield* claimPlans
+    assert.strictEqual(plans.generic, 0, "claims on a generic plan")
+    assert.strictEqual(plans.custom - plansBefore.custom, 8, "claims after the growth on a custom plan")
     // The completion is prepared on this connection too (PostgreSQL keeps custom plans for it: they cost less).
     const completion = yield* sql`SELECT 1 FROM pg_prepared_statements WHERE statement = ${completeStatement.text}`
     assert.strictEqual(completion.length, 1, "the completion is prepared")

@@ -145,6 +145,20 @@ export const sequentialScans = (table: string) =>
   })
 
 /**
+ * How many index entries the scans of the index `index` have read so far
+ * (`pg_stat_user_indexes.idx_tup_read`; statistics flushed first): with
+ * {@link sequentialScans}, how a statement found its rows.
+ */
+export const indexEntriesRead = (index: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`SELECT pg_stat_force_next_flush()`
+    const rows = yield* sql<{ n: string }>`SELECT idx_tup_read::text AS n FROM pg_stat_user_indexes
+      WHERE indexrelname = ${index}`
+    return Number(rows[0]!.n)
+  })
+
+/**
  * How many lock waits the database of `db` (a postgres.js client) has now: on
  * one server the locks not granted (`pg_locks`); on a Citus coordinator the
  * waits between distributed transactions (`citus_lock_waits`), since a

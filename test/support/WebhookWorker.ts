@@ -143,7 +143,7 @@ export const publishEvent = (organizationId: string, event: EventFixture = {}) =
       return yield* sql.withTransaction(
         Effect.gen(function* () {
           const [written] = yield* sql.unsafe<{ subscribed: boolean }>(EVENT_INSERT, params)
-          yield* notifyDeliveriesIf(sql, written!.subscribed)
+          yield* notifyDeliveriesIf(sql, written!.subscribed, organizationId)
           return yield* sql.unsafe<MadeDelivery>(DELIVERIES_OF_EVENT, [id])
         })
       )

@@ -2,8 +2,11 @@
  * A dedicated, migrated database for one benchmark run: a fresh database on
  * the server of `BENCH_DATABASE_URL` when set, else on an embedded PostgreSQL
  * started for the run in a temporary directory under /tmp (as the tests do,
- * test/support/globalSetup.ts). `close()` drops the database and stops the
- * embedded server.
+ * test/support/globalSetup.ts). When `BENCH_DATABASE_URL` is a Citus
+ * coordinator (`scripts/citus.sh start`), the database is made on every node
+ * as the tests make theirs (test/support/Servers.ts: the extension on each,
+ * the nodes in its metadata) and Parley's migrations distribute its tables
+ * (O11). `close()` drops the database and stops the embedded server.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,6 +14,7 @@ import { Effect, Layer, ManagedRuntime, Redacted, References } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/Database/Database.ts"
 import * as Embedded from "../../src/Database/Embedded.ts"
+import { serversOf } from "../../test/support/Servers.ts"
 import { parentPid } from "./proc.ts"
 
 export interface BenchDatabase {
@@ -80,8 +84,10 @@ export const startDatabase = async (
     }
   }
   const name = `${prefix}_${Date.now()}`
+  let servers: Awaited<ReturnType<typeof serversOf>>
   try {
-    await runStatement(serverUrl!, `CREATE DATABASE "${name}"`)
+    servers = await serversOf(serverUrl!)
+    await servers.create(name)
   } catch (error) {
     await stopEmbedded()
     throw error
@@ -91,7 +97,7 @@ export const startDatabase = async (
   const close = async () => {
     if (closed) return
     closed = true
-    await runStatement(serverUrl!, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((error) =>
+    await servers.drop(name).catch((error) =>
       process.stderr.write(`[bench] could not drop database ${name}: ${String(error)}\n`)
     )
     await stopEmbedded()

@@ -75,6 +75,30 @@ export const objectJson = (members: Members): string => `(SELECT row_to_json(j) 
 export const immutableObjectJson = (members: Members): string =>
   `(SELECT parley_row_json(j) FROM (SELECT ${columnsOf(members)}) j)`
 
+/**
+ * How SQL renders wire JSON: with {@link objectJson} and {@link isoTimestamp}
+ * (STABLE functions the planner inlines: the default), or with their
+ * IMMUTABLE forms ({@link immutableRendering}).
+ */
+export interface Rendering {
+  readonly object: (members: Members) => string
+  readonly timestamp: (expression: string) => string
+}
+
+/** The default {@link Rendering}: `row_to_json` and `to_char`, inlined. */
+export const stableRendering: Rendering = { object: objectJson, timestamp: isoTimestamp }
+
+/**
+ * The {@link Rendering} by IMMUTABLE functions only (`parley_row_json`,
+ * `parley_iso`; migration `0030_immutable_json`), the same text: for a
+ * RETURNING list, and for an `INSERT ... SELECT` with RETURNING that Citus
+ * pushes down whole to the organization's worker (its rows read from the
+ * organization's tables), where one non-IMMUTABLE function makes Citus
+ * rebuild the shard's statement without the target table's alias and the
+ * worker fail with "missing FROM-clause entry" (Citus 13.2; O11).
+ */
+export const immutableRendering: Rendering = { object: immutableObjectJson, timestamp: immutableIsoTimestamp }
+
 /** Whether a schema field is a wire timestamp (`Timestamp`, possibly nullable). */
 const isTimestamp = (field: Schema.Top): boolean =>
   (SchemaAST.isUnion(field.ast) ? field.ast.types : [field.ast]).some(
@@ -126,25 +150,32 @@ export const withMembers = (
     .join(", ")}) OR o.v->n.name IS NOT NULL)`
 }
 
-/** The Agent JSON of the agents row `a`, or null when `a.id` is null (spec "Agent"). */
-const agentJson = (a: string): string => `CASE
+/** The Agent JSON of the agents row `a`, or null when `a.id` is null (spec "Agent"), rendered by `rendering`. */
+const agentJson = (a: string, rendering: Rendering): string => `CASE
   WHEN ${a}.id IS NULL THEN NULL
-  WHEN ${a}.type = 'ai' THEN ${objectJson(membersOf(AiAgent, a))}
-  ELSE ${objectJson(membersOf(HumanAgent, a))}
+  WHEN ${a}.type = 'ai' THEN ${rendering.object(membersOf(AiAgent, a, {}, rendering.timestamp))}
+  ELSE ${rendering.object(membersOf(HumanAgent, a, {}, rendering.timestamp))}
 END`
 
 /**
  * The Session members over the sessions row `s` and its agents row `a`
  * (spec "Session"); with `action`, also `action` (W1: session.finished and
- * session.closed carry it in their `data.object`).
+ * session.closed carry it in their `data.object`). Rendered by `rendering`
+ * (default {@link stableRendering}).
  */
-export const sessionMembers = (s: string, a: string, action?: string): Members => [
-  ...membersOf(Session, s, { agent: agentJson(a) }),
+export const sessionMembers = (
+  s: string,
+  a: string,
+  action?: string,
+  rendering: Rendering = stableRendering
+): Members => [
+  ...membersOf(Session, s, { agent: agentJson(a, rendering) }, rendering.timestamp),
   ...(action === undefined ? [] : [["action", action] as const])
 ]
 
 /** The Session JSON of the sessions row `s` with its agents row `a` (see {@link sessionMembers}). */
-export const sessionJson = (s: string, a: string, action?: string): string => objectJson(sessionMembers(s, a, action))
+export const sessionJson = (s: string, a: string, action?: string, rendering: Rendering = stableRendering): string =>
+  rendering.object(sessionMembers(s, a, action, rendering))
 
 /**
  * SQL text of the `reactions` summary (D24) of the messages row `m`, rendered

@@ -22,22 +22,31 @@
  */
 import { Effect } from "effect"
 import type { SqlClient, SqlError, Statement } from "effect/sql"
-import { objectJson } from "../Database/Json.ts"
+import { type Rendering, stableRendering } from "../Database/Json.ts"
 
 /** The channel the delivery workers LISTEN on (`Webhooks/Repo.ts` `listen`, W5). */
 export const deliveriesChannel = "parley_deliveries"
 
 /**
  * SQL text of the W3 envelope of an event, `timestamp` in Unix seconds of
- * `at`. Arguments are SQL expressions (`ev.id`, `'message.created'`, ...).
+ * `at` (taken of its UTC wall time: the same number, and IMMUTABLE, where
+ * `extract` of a timestamptz is STABLE), rendered by `rendering`'s objects.
+ * Arguments are SQL expressions (`ev.id`, `'message.created'`, ...).
  */
-const envelope = (id: string, type: string, organizationId: string, at: string, object: string): string =>
-  `${objectJson([
+const envelope = (
+  id: string,
+  type: string,
+  organizationId: string,
+  at: string,
+  object: string,
+  rendering: Rendering
+): string =>
+  `${rendering.object([
     ["id", `${id}::text`],
-    ["timestamp", `floor(extract(epoch FROM ${at}))::bigint`],
+    ["timestamp", `floor(extract(epoch FROM ${at} AT TIME ZONE 'UTC'))::bigint`],
     ["type", `${type}::text`],
     ["organization_id", `${organizationId}::text`],
-    ["data", objectJson([["object", object]])]
+    ["data", rendering.object([["object", object]])]
   ])}::text`
 
 /**
@@ -77,6 +86,15 @@ export interface EventRows {
   readonly where?: string | undefined
   /** The order events of one statement take (their ids order them for consumers and the fan-out). */
   readonly orderBy?: string | undefined
+  /**
+   * How the envelope is rendered (default `stableRendering`):
+   * `immutableRendering` where `from` reads the organization's tables
+   * rather than an earlier step's rows, so that on Citus the insert is
+   * pushed down whole to the worker, and every other expression (`object`,
+   * `at`: a column, not `statement_timestamp()`) is IMMUTABLE too
+   * (`Database/Json.ts` `immutableRendering`; O11).
+   */
+  readonly rendering?: Rendering | undefined
 }
 
 /** SQL text of the subscription rule (W10) of the apps row `a` for the event type `type` (an SQL expression). */
@@ -183,7 +201,7 @@ export const insertEvents = (rows: EventRows): string =>
     rows.appId === undefined ? "" : ", app_id"
   })
   SELECT ${rows.id}, ${rows.organizationId}, ${rows.type},
-    ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object)}, ${rows.traceContext}, ${rows.at},
+    ${envelope(rows.id, rows.type, rows.organizationId, rows.at, rows.object, rows.rendering ?? stableRendering)}, ${rows.traceContext}, ${rows.at},
     ${rows.conversationId}${rows.appId === undefined ? "" : `, ${rows.appId}`}
   FROM ${rows.from}${rows.where === undefined ? "" : ` WHERE ${rows.where}`}${
     rows.orderBy === undefined ? "" : ` ORDER BY ${rows.orderBy}`

@@ -12,7 +12,14 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import { columnsOf, conversationJson, jsonColumnText, sessionJson, sessionMembers } from "../Database/Json.ts"
+import {
+  columnsOf,
+  conversationJson,
+  immutableRendering,
+  jsonColumnText,
+  sessionJson,
+  sessionMembers
+} from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { AgentRef } from "../Domain/Agent.ts"
 import type { JsonObject } from "../Domain/Common.ts"
@@ -55,8 +62,6 @@ export interface SessionSearch {
   readonly offset: number
   readonly limit: number
 }
-
-const SESSION_JSON = sessionJson("s", "a")
 
 /**
  * The contact write of D8, as SQL text over expressions: creates the contact,
@@ -217,7 +222,16 @@ const createStatement = fixedStatement(
 SELECT (SELECT id FROM s) AS id, ${wroteSubscribedSql(["ce", "se"], p.organizationId)} AS subscribed`
 )
 
-/** The events of one change of a session (W1), each with the session as it is now in the transaction. */
+/**
+ * The events of one change of a session (W1), each with the session as it is
+ * now in the transaction, at the moment the change stamped (`updated_at`, set
+ * by `update` just before). On Citus this `INSERT ... SELECT` from the
+ * organization's tables is pushed down whole to its worker, where one
+ * non-IMMUTABLE function made the shard's statement fail ("missing
+ * FROM-clause entry for table events", Citus 13.2; O11): so the moment is a
+ * column, not `statement_timestamp()`, and the session and the envelope are
+ * rendered by IMMUTABLE functions (`Database/Json.ts` `immutableRendering`).
+ */
 const sessionEventsStatement = fixedStatement(
   {
     organizationId: "uuid",
@@ -233,9 +247,11 @@ const sessionEventsStatement = fixedStatement(
     type: "e.type",
     organizationId: "s.organization_id",
     conversationId: "s.conversation_id",
-    at: "statement_timestamp()",
-    object: `CASE WHEN e.type IN ('session.finished', 'session.closed') THEN ${sessionJson("s", "a", "e.action")}
-      ELSE ${SESSION_JSON} END`,
+    at: "s.updated_at",
+    object: `CASE WHEN e.type IN ('session.finished', 'session.closed')
+      THEN ${sessionJson("s", "a", "e.action", immutableRendering)}
+      ELSE ${sessionJson("s", "a", undefined, immutableRendering)} END`,
+    rendering: immutableRendering,
     traceContext: p.traceContext,
     from: `sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
       CROSS JOIN LATERAL (SELECT u.id, u.type, nullif(u.action_text, '') AS action, u.ordinal
@@ -320,7 +336,7 @@ const makeRepo: Effect.Effect<SessionsRepo["Service"], never, PgClient.PgClient 
       WHERE organization_id = ${organizationId} AND id = ${sessionId}`.pipe(Effect.asVoid)
   }
 
-  /** Writes the session's events (W1, W2), each with the session as it is now in the transaction. */
+  /** Writes the session's events (W1, W2; see {@link sessionEventsStatement}). */
   const writeEvents = Effect.fnUntraced(function* (
     organizationId: string,
     sessionId: string,
@@ -482,7 +498,11 @@ export class SessionsRepo extends Context.Service<
       sessionId: string,
       fields: SessionUpdate
     ) => Effect.Effect<void, SqlError.SqlError>
-    /** Writes the session's events (W1, W2), each with the session as it is now in the transaction. */
+    /**
+     * Writes the events (W1, W2) of the change `update` just applied to the
+     * session in this transaction, each with the session as it is now and
+     * stamped with that change's moment (its `updated_at`; O11).
+     */
     readonly writeEvents: (
       organizationId: string,
       sessionId: string,

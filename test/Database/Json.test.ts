@@ -12,9 +12,11 @@ import { SqlClient } from "effect/sql"
 import {
   immutableIsoTimestamp,
   immutableObjectJson,
+  immutableRendering,
   isoTimestamp,
   type Members,
-  objectJson
+  objectJson,
+  sessionJson
 } from "../../src/Database/Json.ts"
 import { FileDatabase, fileDatabaseClient } from "../support/Database.ts"
 
@@ -77,6 +79,27 @@ describe("wire JSON renderings (src/Database/Json.ts, O11)", () => {
           members(isoTimestamp).map(([name]) => name)
         )
         assert.strictEqual(JSON.parse(row!.immutable).text, 'quote " backslash \\ tab \t é ☃')
+      })
+    )
+
+    it.effect("a session with its agent renders alike by both renderings (the session events' form, W1)", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        for (const type of ["ai", "human", null]) {
+          const [row] = yield* sql<{ inline: string; immutable: string }>`SELECT
+            ${sql.literal(sessionJson("s", "a", "'expired'::text"))}::text AS inline,
+            ${sql.literal(sessionJson("s", "a", "'expired'::text", immutableRendering))}::text AS immutable
+            FROM (SELECT '01234567-89ab-7def-8123-456789abcdef'::uuid AS id, 'c"1' AS contact_id,
+              '01234567-89ab-7def-8123-456789abcde0'::uuid AS organization_id,
+              '01234567-89ab-7def-8123-456789abcde1'::uuid AS conversation_id, NULL::uuid AS thread_id,
+              'closed' AS status, '{"k":[1,"é"]}'::json AS metadata, NULL::text AS ending_survey_submission_id,
+              '2024-02-29 23:59:59.999999-05'::timestamptz AS created_at, NULL::timestamptz AS updated_at) s
+            LEFT JOIN (SELECT '01234567-89ab-7def-8123-456789abcde2'::uuid AS id, 'Ada' AS name, ${type}::text AS type,
+              NULL::uuid AS assistant_id, 'p1' AS profile_id, '01234567-89ab-7def-8123-456789abcde0'::uuid AS organization_id,
+              '2000-01-01 00:00:00+14'::timestamptz AS created_at) a ON a.type IS NOT NULL`
+          assert.strictEqual(row!.immutable, row!.inline, `agent ${type}`)
+          assert.strictEqual(JSON.parse(row!.immutable).action, "expired")
+        }
       })
     )
 

@@ -133,6 +133,9 @@ export const membersOf = (
  * text it was given), a member `object` lacks stays absent unless replaced,
  * and a member outside the schema is dropped. Compact, as {@link objectJson}
  * writes. What a redaction rewrites a pending event's message with (D23).
+ * Searched CASEs only: Citus 13.2 turns the `WHEN` of a simple CASE
+ * (`CASE n.name WHEN ...`) into `NULL::boolean` when it evaluates a
+ * statement's parameters and STABLE functions on the coordinator (O11).
  */
 export const withMembers = (
   schema: { readonly fields: Readonly<Record<string, Schema.Top>> },
@@ -141,9 +144,9 @@ export const withMembers = (
 ): string => {
   const names = Object.keys(schema.fields)
   const cases = Object.entries(replaced)
-    .map(([name, text]) => `WHEN '${name}' THEN ${text}`)
+    .map(([name, text]) => `WHEN n.name = '${name}' THEN ${text}`)
     .join(" ")
-  return `(SELECT '{' || string_agg(to_json(n.name)::text || ':' || CASE n.name ${cases} ELSE (o.v->n.name)::text END, ',' ORDER BY n.i) || '}'
+  return `(SELECT '{' || string_agg(to_json(n.name)::text || ':' || CASE ${cases} ELSE (o.v->n.name)::text END, ',' ORDER BY n.i) || '}'
   FROM (SELECT (${object})::json AS v) o, unnest(ARRAY[${names.map((name) => `'${name}'`).join(", ")}]) WITH ORDINALITY AS n(name, i)
   WHERE n.name IN (${Object.keys(replaced)
     .map((name) => `'${name}'`)

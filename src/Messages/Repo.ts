@@ -18,14 +18,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import type { WithTransaction } from "../Database/Database.ts"
-import {
-  contentColumnText,
-  immutableIsoTimestamp,
-  isoTimestamp,
-  jsonColumnText,
-  messageJson,
-  withMembers
-} from "../Database/Json.ts"
+import { contentColumnText, immutableIsoTimestamp, jsonColumnText, messageJson, withMembers } from "../Database/Json.ts"
 import { fixedStatement } from "../Database/Statement.ts"
 import type { JsonObject } from "../Domain/Common.ts"
 import { isUuid } from "../Domain/Common.ts"
@@ -181,53 +174,99 @@ export interface RedactionLock {
 }
 
 /**
- * The JSON texts of the members a redaction overwrites (D23), for the rows
- * the redaction statement's `m` redacted: all alike within the statement.
+ * The JSON texts of the members a redaction overwrites (D23), for messages
+ * redacted at `redactedAt` (an SQL text expression: the ISO 8601 moment).
  */
-const REDACTED_MEMBERS = {
+const redactedMembers = (redactedAt: string) => ({
   content: `'${contentColumnText(redactedContent)}'`,
   edits: `'[]'`,
-  redacted_at: `to_json(${isoTimestamp("statement_timestamp()")})::text`
-}
+  redacted_at: `to_json(${redactedAt})::text`
+})
 
-/** SQL text of a boolean: whether the json `value` is a Message redacted by the statement (its `m`). */
+/** SQL text of a boolean: whether the json `value` is a Message of the redacted rows `m`. */
 const isRedactedMessage = (value: string) =>
   `(json_typeof(${value}) = 'object' AND ${value}->'content' IS NOT NULL AND ${value}->>'id' IN (SELECT m.id::text FROM m))`
 
-/** Where {@link REDACTED_STORED_RESPONSES} names the organization (a parameter bound per statement). */
-const ORGANIZATION_MARK = "\u0000organization\u0000"
-
 /**
- * The stored Idempotency-Key responses (D19) that carried a message the
- * statement redacted (`m`), rewritten (D23): a Message body, or a Message in
- * an array body (a search), with the redacted members ({@link
- * REDACTED_MEMBERS}), every other byte kept; a repeat of the request answers
+ * The stored Idempotency-Key responses (D19) of the organization
+ * `organizationId` (uuid expression) that carried one of the redacted
+ * messages rows `m`, rewritten (D23): a Message body, or a Message in an
+ * array body (a search), with the redacted members ({@link redactedMembers}
+ * at `redactedAt`), every other byte kept; a repeat of the request answers
  * that. Found by the message ids inside the organization's live responses
- * stored since the first of the messages was. The organization is
- * {@link ORGANIZATION_MARK}, where the statement binds its parameter (on
- * Citus a value read from `m` does not prune to the organization's shard).
+ * stored since the first of the messages was.
  */
-const REDACTED_STORED_RESPONSES = rewriteStoredSql(
-  ORGANIZATION_MARK,
-  `k.created_at >= (SELECT min(m.created_at) FROM m)
+const redactedStoredResponses = (organizationId: string, redactedAt: string) =>
+  rewriteStoredSql(
+    organizationId,
+    `k.created_at >= (SELECT min(m.created_at) FROM m)
     AND EXISTS (SELECT 1 FROM m WHERE position(convert_to(m.id::text, 'UTF8') IN k.body) > 0)`,
-  (json) => `CASE json_typeof(${json})
-    WHEN 'object' THEN CASE WHEN ${isRedactedMessage(json)} THEN ${withMembers(Message, json, REDACTED_MEMBERS)} END
-    WHEN 'array' THEN (SELECT '[' || string_agg(CASE WHEN ${isRedactedMessage("x.v")}
-        THEN ${withMembers(Message, "x.v", REDACTED_MEMBERS)} ELSE x.v::text END, ',' ORDER BY x.n) || ']'
+    (json) => `CASE
+    WHEN json_typeof(${json}) = 'object' THEN CASE WHEN ${isRedactedMessage(json)}
+      THEN ${withMembers(Message, json, redactedMembers(redactedAt))} END
+    WHEN json_typeof(${json}) = 'array' THEN (SELECT '[' || string_agg(CASE WHEN ${isRedactedMessage("x.v")}
+        THEN ${withMembers(Message, "x.v", redactedMembers(redactedAt))} ELSE x.v::text END, ',' ORDER BY x.n) || ']'
       FROM json_array_elements(${json}) WITH ORDINALITY AS x(v, n))
   END`
-)
+  )
 
 /**
- * The SQL text rewriting the stored event `e` that carries the redacted
- * messages row `m` (D23): its envelope with `data.object`'s `content` and
- * `redacted_at` those of `m`, every other member as the event had it
+ * The SQL text rewriting the stored event `e` that carries a message
+ * redacted at `redactedAt` (D23): its envelope with `data.object`'s
+ * `content`, `edits` and `redacted_at` the redacted ones ({@link
+ * redactedMembers}), every other member as the event had it
  * (`Database/Json.ts` `withMembers`, `Outbox.ts` `withObject`).
  */
-const REDACTED_EVENT_BODY = withObject(
-  "e.body",
-  withMembers(Message, "e.body::json->'data'->'object'", REDACTED_MEMBERS)
+const redactedEventBody = (redactedAt: string) =>
+  withObject("e.body", withMembers(Message, "e.body::json->'data'->'object'", redactedMembers(redactedAt)))
+
+/**
+ * The copies of redacted messages, rewritten (D23): after the redaction of
+ * the messages `messageIds` of the organization at `redactedAt` (ISO 8601),
+ * which wrote the message.updated events `eventIds` ({@link MessagesRepo}
+ * `redact`), in its transaction:
+ *
+ * - the events carrying one of them (message.created, message.updated; not
+ *   those `eventIds`, which carry it redacted) not yet delivered
+ *   (`Webhooks/Repo.ts` `notDeliveredSql`), by {@link redactedEventBody};
+ * - the stored Idempotency-Key responses that carried one
+ *   ({@link redactedStoredResponses});
+ * - the tool call records of their run (A15, `Runtime/Records.ts`
+ *   `redactedRunRecords`): each keeps its node and tool.
+ *
+ * A statement of its own, of UPDATE and SELECT parts only, every table
+ * reference (the subqueries' too) filtered by the organization's parameter:
+ * on Citus one router statement on the organization's worker, where the renderings' correlated subqueries over
+ * set-returning functions are accepted, which Citus refused in the
+ * redaction's statement (its INSERT step makes Citus plan every part apart,
+ * and a part joined to a step's result is not a router query; O11). Returns
+ * how many events, records and responses it rewrote.
+ */
+const redactedCopiesStatement = fixedStatement(
+  { organizationId: "uuid", messageIds: "uuid[]", eventIds: "uuid[]", redactedAt: "text" },
+  (p) => `WITH m AS (
+  SELECT organization_id, id, conversation_id, session_id, run_id, created_at FROM messages
+  WHERE organization_id = ${p.organizationId} AND id = ANY(${p.messageIds})
+), rewritten AS (
+  UPDATE events u SET body = r.body
+  FROM (SELECT e.id, ${redactedEventBody(p.redactedAt)} AS body FROM events e JOIN m
+    ON e.organization_id = m.organization_id AND e.conversation_id = m.conversation_id
+    WHERE e.organization_id = ${p.organizationId}
+      AND e.created_at >= m.created_at AND e.type IN ('message.created', 'message.updated')
+      AND e.body::json #>> '{data,object,id}' = m.id::text AND NOT (e.id = ANY(${p.eventIds}))
+      AND ${notDeliveredSql(p.organizationId, "e.id")}) r
+  WHERE u.organization_id = ${p.organizationId} AND u.id = r.id
+  RETURNING u.id
+), records AS (
+  UPDATE runs u SET tool_calls = r.tool_calls
+  FROM (SELECT r.id, ${redactedRunRecords("r.tool_calls")} AS tool_calls FROM runs r JOIN m
+    ON r.organization_id = m.organization_id AND r.session_id = m.session_id AND r.id::text = m.run_id
+    WHERE r.organization_id = ${p.organizationId} AND m.run_id IS NOT NULL AND r.tool_calls <> '[]'::jsonb) r
+  WHERE u.organization_id = ${p.organizationId} AND u.id = r.id
+  RETURNING u.id
+), stored AS (${redactedStoredResponses(p.organizationId, p.redactedAt)})
+SELECT (SELECT count(*)::int FROM rewritten) AS events, (SELECT count(*)::int FROM records) AS records,
+  (SELECT count(*)::int FROM stored) AS stored`
 )
 
 /** SQL expressions of a message to insert from a row source (see {@link insertMessageCtes}). */
@@ -583,19 +622,6 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   /** message.updated of the reacted message `m` (W1, D24). */
   const reactionEvents = sql.literal(messageUpdatedSql({ from: "m CROSS JOIN ev" }))
 
-  /** A stored event's body rewritten for the redacted row `m` (D23). */
-  const redactedEventBody = sql.literal(REDACTED_EVENT_BODY)
-  /** The stored responses that carried a redacted row of `m`, rewritten (D23). */
-  /** {@link REDACTED_STORED_RESPONSES} of the organization `organizationId` (a bound parameter). */
-  const redactedStoredResponses = (organizationId: string) => {
-    const [first, ...rest] = REDACTED_STORED_RESPONSES.split(ORGANIZATION_MARK)
-    return rest.reduce(
-      (fragment, part) => sql`${fragment}${organizationId}::uuid${sql.literal(part)}`,
-      sql`${sql.literal(first!)}`
-    )
-  }
-  /** Whether the event `e` is not yet delivered (D23). */
-  const notDelivered = sql.literal(notDeliveredSql("e.organization_id", "e.id"))
   /** message.updated of each redacted row `m` (W1, D23), its id and trace context from `ev`. */
   const redactedEvents = sql.literal(
     messageUpdatedSql({
@@ -714,18 +740,14 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
       ORDER BY m.id FOR UPDATE`
 
   /**
-   * Redacts the locked messages `messageIds` still unredacted (D23), in one
-   * statement (each UPDATE sets columns of a subquery that renders them, and
-   * names the organization: on Citus a SET may not call a STABLE function
-   * over a column, and an UPDATE is one shard's only when filtered by the
-   * organization, O11): content `{"type":"redacted"}` (the type it had kept in
-   * `redacted_type`), `redacted_at` and `updated_at` stamped; the events
-   * carrying one of them (message.created, message.updated) not yet delivered
-   * (`Webhooks/Repo.ts` `notDeliveredSql`) rewritten ({@link
-   * REDACTED_EVENT_BODY}), and so are the stored Idempotency-Key responses
-   * that carried one ({@link REDACTED_STORED_RESPONSES}), and so are the tool
-   * call records of their run (A15, `redactedRunRecords`); one
-   * message.updated per message redacted (W1).
+   * Redacts the locked messages `messageIds` still unredacted (D23): one
+   * statement sets content `{"type":"redacted"}` (the type it had kept in
+   * `redacted_type`), `edits` `[]`, `redacted_at` and `updated_at` (columns
+   * of constants, the moment `statement_timestamp()`, named by the
+   * organization: on Citus a SET may not call a STABLE function over a
+   * column, and an UPDATE is one shard's only when filtered by the
+   * organization, O11) and writes one message.updated per message redacted
+   * (W1); a second rewrites their copies ({@link redactedCopiesStatement}).
    * Returns the message `messageId` (decoded).
    */
   const redact = Effect.fnUntraced(function* (
@@ -735,40 +757,23 @@ const makeRepo: Effect.Effect<MessagesRepo["Service"], never, PgClient.PgClient 
   ) {
     const traceContext = yield* currentTraceContext
     const eventIds = messageIds.map(() => newId())
-    return yield* sql<{ message: unknown; subscribed: boolean }>`
+    const [row] = yield* sql<{ message: unknown; redacted_at: string; subscribed: boolean }>`
       WITH m AS (
         UPDATE messages x SET content = ${contentColumnText(redactedContent)}::json,
           redacted_type = x.content->>'type', edits = '[]', redacted_at = statement_timestamp(),
           updated_at = statement_timestamp()
         WHERE x.organization_id = ${organizationId} AND x.id = ANY(${messageIds}::uuid[]) AND x.redacted_at IS NULL
         RETURNING x.*
-      ), rewritten AS (
-        UPDATE events u SET body = r.body
-        FROM (SELECT e.id, ${redactedEventBody} AS body FROM events e JOIN m
-          ON e.organization_id = m.organization_id AND e.conversation_id = m.conversation_id
-          WHERE e.organization_id = ${organizationId}
-            AND e.created_at >= m.created_at AND e.type IN ('message.created', 'message.updated')
-            AND e.body::json #>> '{data,object,id}' = m.id::text
-            AND ${notDelivered}) r
-        WHERE u.organization_id = ${organizationId} AND u.id = r.id
-        RETURNING u.id
       ), ev AS (
         SELECT x.message_id, x.id, ${traceContext}::jsonb AS trace_context
         FROM unnest(${messageIds}::uuid[], ${eventIds}::uuid[]) AS x(message_id, id)
-      ), records AS (
-        -- The run's own records of its tool calls (A15) hold the same payloads: each keeps its node and tool.
-        UPDATE runs u SET tool_calls = r.tool_calls
-        FROM (SELECT r.id, ${sql.literal(redactedRunRecords("r.tool_calls"))} AS tool_calls FROM runs r JOIN m
-          ON r.organization_id = m.organization_id AND r.session_id = m.session_id AND r.id::text = m.run_id
-          WHERE r.organization_id = ${organizationId} AND m.run_id IS NOT NULL AND r.tool_calls <> '[]'::jsonb) r
-        WHERE u.organization_id = ${organizationId} AND u.id = r.id
-        RETURNING u.id
-      ), e AS (${redactedEvents}), stored AS (${redactedStoredResponses(organizationId)})
-      SELECT ${messageJsonFragment} AS message, ${updatedSubscribed(organizationId)} AS subscribed
-      FROM m WHERE m.id = ${messageId}`.pipe(
-      Effect.tap((rows) => notifyDeliveriesIf(sql, rows[0]!.subscribed, organizationId)),
-      Effect.flatMap((rows) => decodeMessage(rows[0]!.message))
-    )
+      ), e AS (${redactedEvents})
+      SELECT ${messageJsonFragment} AS message, ${sql.literal(immutableIsoTimestamp("m.redacted_at"))} AS redacted_at,
+        ${updatedSubscribed(organizationId)} AS subscribed
+      FROM m WHERE m.id = ${messageId}`
+    yield* redactedCopiesStatement.run(sql, { organizationId, messageIds, eventIds, redactedAt: row!.redacted_at })
+    yield* notifyDeliveriesIf(sql, row!.subscribed, organizationId)
+    return yield* decodeMessage(row!.message)
   })
 
   return MessagesRepo.of({

@@ -54,10 +54,11 @@ const envelope = (
  * `data.object` replaced by the JSON text `object` (SQL text expression):
  * every other member keeps its text byte for byte. The one rewrite of a
  * stored event: a redaction's (D23), of events whose deliveries have not all
- * succeeded, the one exception to W3's byte-identical attempts.
+ * succeeded, the one exception to W3's byte-identical attempts. A searched
+ * CASE, as in `Database/Json.ts` `withMembers` (Citus, O11).
  */
 export const withObject = (body: string, object: string): string =>
-  `(SELECT '{' || string_agg(to_json(k.key)::text || ':' || CASE k.key WHEN 'data' THEN '{"object":' || ${object} || '}'
+  `(SELECT '{' || string_agg(to_json(k.key)::text || ':' || CASE WHEN k.key = 'data' THEN '{"object":' || ${object} || '}'
     ELSE k.value::text END, ',' ORDER BY k.n) || '}'
   FROM json_each((${body})::json) WITH ORDINALITY AS k(key, value, n))`
 

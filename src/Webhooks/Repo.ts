@@ -441,31 +441,48 @@ SELECT count(*)::int AS n, ${wroteSubscribedAnySql("health_events")} AS subscrib
 )
 
 /**
- * Deletes the deliveries of apps that no longer exist (W2; migrations/0017):
- * an event written while its app was being deleted may have fanned out to it
- * after the delete took the app's deliveries. The app ids of `deliveries` are
- * walked one index probe each (a loose index scan of `deliveries_app_idx`), so
- * the sweep costs one probe per app that has deliveries, whatever their number.
- * Returns how many deliveries it deleted.
+ * Deletes the deliveries of apps of the organization `organizationId` that no
+ * longer exist (W2; migrations/0017): an event written while its app was
+ * being deleted may have fanned out to it after the delete took the app's
+ * deliveries. The app ids of the organization's deliveries are walked one
+ * index probe each (a loose index scan of `deliveries_organization_app_idx`,
+ * migrations/0033), so it costs one probe per app that has deliveries,
+ * whatever their number, and one for an organization without any. One
+ * organization per statement (O11): every table reference is filtered by it,
+ * so on Citus it is a router statement on the organization's worker, where
+ * the recursive walk is accepted (Citus refuses it across shards). Returns
+ * how many deliveries it deleted.
  */
 const sweepStatement = fixedStatement(
-  {},
-  () => `WITH RECURSIVE app_ids AS (
-  (SELECT d.app_id, d.organization_id FROM deliveries d ORDER BY d.app_id LIMIT 1)
+  { organizationId: "uuid" },
+  (p) => `WITH RECURSIVE app_ids AS (
+  (SELECT d.app_id FROM deliveries d WHERE d.organization_id = ${p.organizationId} ORDER BY d.app_id LIMIT 1)
   UNION ALL
-  SELECT n.app_id, n.organization_id FROM app_ids i CROSS JOIN LATERAL (
-    SELECT d.app_id, d.organization_id FROM deliveries d WHERE d.app_id > i.app_id ORDER BY d.app_id LIMIT 1
+  SELECT n.app_id FROM app_ids i CROSS JOIN LATERAL (
+    SELECT d.app_id FROM deliveries d WHERE d.organization_id = ${p.organizationId} AND d.app_id > i.app_id
+    ORDER BY d.app_id LIMIT 1
   ) n
 ), swept AS (
   DELETE FROM deliveries d USING app_ids i
-  WHERE d.organization_id = i.organization_id AND d.app_id = i.app_id
-    AND NOT EXISTS (SELECT 1 FROM apps a WHERE a.organization_id = i.organization_id AND a.id = i.app_id)
+  WHERE d.organization_id = ${p.organizationId} AND d.app_id = i.app_id
+    AND NOT EXISTS (SELECT 1 FROM apps a WHERE a.organization_id = ${p.organizationId} AND a.id = i.app_id)
   RETURNING d.id
 )
 SELECT count(*)::int AS n FROM swept`,
   // Runs rarely (`Worker.ts` SWEEP_MS): planned with the tables' sizes of the moment.
   { plannedPerCall: true }
 )
+
+/**
+ * The organizations {@link sweepStatement} visits: every organization, in id
+ * order (`organizations`, a reference table on Citus, read without a worker).
+ * Every one, not only those with deliveries: on Citus that question is a
+ * correlated subquery over a reference table, which it refuses, or a read of
+ * every delivery (O11).
+ */
+const sweptOrganizationsStatement = fixedStatement({}, () => `SELECT id::text AS id FROM organizations ORDER BY id`, {
+  plannedPerCall: true
+})
 
 /** Clears the leases a worker still holds on pending deliveries (O5: released for another process). */
 const releaseStatement = fixedStatement(
@@ -635,7 +652,11 @@ export class WebhooksRepo extends Context.Service<
     ) => Effect.Effect<void, SqlError.SqlError>
     /** Clears `workerId`'s leases on pending deliveries (O5). */
     readonly release: (workerId: string) => Effect.Effect<void, SqlError.SqlError>
-    /** Deletes the deliveries of apps that no longer exist ({@link sweepStatement}); returns how many. */
+    /**
+     * Deletes the deliveries of apps that no longer exist, organization by
+     * organization, one statement each ({@link sweepStatement}; O11); returns
+     * how many.
+     */
     readonly sweep: Effect.Effect<number, SqlError.SqlError>
     /**
      * Calls `onNotification` with the payload of every notification on
@@ -840,7 +861,18 @@ const makeSqlRepo = (sql: PgClient.PgClient): WebhooksRepo["Service"] => {
 
   const release = (workerId: string) => releaseStatement.run(sql, { workerId }).pipe(Effect.asVoid)
 
-  const sweep = sweepStatement.run<{ n: number }>(sql, {}).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+  const sweep = sweptOrganizationsStatement.run<{ id: string }>(sql, {}).pipe(
+    Effect.flatMap((organizations) =>
+      Effect.reduce(
+        organizations,
+        () => 0,
+        (n, { id }) =>
+          sweepStatement
+            .run<{ n: number }>(sql, { organizationId: id })
+            .pipe(Effect.map((rows) => n + (rows[0]?.n ?? 0)))
+      )
+    )
+  )
 
   const listen = (onNotification: (payload?: string) => void, retryMs: number) =>
     listenForever(deliveriesChannel, onNotification, retryMs).pipe(Effect.provideService(PgClient.PgClient, sql))

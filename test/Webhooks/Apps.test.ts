@@ -296,7 +296,8 @@ withWorkers({
             events: ["session.created"]
           }).pipe(Effect.map((r) => r.body.id as string))
         const deliveriesOf = (appId: string) =>
-          sql<{ id: string; event_id: string }>`SELECT id::text, event_id::text FROM deliveries WHERE app_id = ${appId}`
+          sql<{ id: string; event_id: string }>`SELECT id::text, event_id::text FROM deliveries
+            WHERE organization_id = ${org.id} AND app_id = ${appId}`
         // The delete runs on a pool of its own: the app's pool may queue the session's statement behind it.
         const deleterPool = Database.clientLayer(Redacted.make(yield* TestDatabaseUrl), 1)
         /**
@@ -313,7 +314,8 @@ withWorkers({
                 const own = yield* SqlClient.SqlClient
                 yield* own.withTransaction(
                   Effect.gen(function* () {
-                    yield* own`DELETE FROM apps WHERE id = ${appId}`
+                    // As Parley deletes an app: by its organization too (on Citus one shard's transaction, O11).
+                    yield* own`DELETE FROM apps WHERE organization_id = ${org.id} AND id = ${appId}`
                     yield* Deferred.succeed(deleted, undefined)
                     yield* Deferred.await(release)
                     if (outcome === "rollback") return yield* Effect.fail("rollback" as const)

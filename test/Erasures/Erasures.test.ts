@@ -114,7 +114,7 @@ withApp({ allowPrivateNetworkTargets: true })("erasure of a contact (D22)", (it)
       const [before] = yield* sql<{ messages: number; events: number; deliveries: number }>`SELECT
         (SELECT count(*) FROM messages WHERE session_id = ANY (${sessionIds}::uuid[]))::int AS messages,
         (SELECT count(*) FROM events WHERE conversation_id = ANY (${conversationIds}::uuid[]))::int AS events,
-        (SELECT count(*) FROM deliveries d JOIN events e ON e.id = d.event_id
+        (SELECT count(*) FROM deliveries d JOIN events e ON e.organization_id = d.organization_id AND e.id = d.event_id
           WHERE e.conversation_id = ANY (${conversationIds}::uuid[]))::int AS deliveries`
       assert.isAbove(before!.deliveries, 0)
 

@@ -67,15 +67,20 @@ const addSession = (organizationId: string, fields: SessionFields = {}) =>
       if (fields.thread_id === null) yield* setColumn("sessions", id, "thread_id", null)
     }
     if (fields.status === "closed") yield* sessions.finish(organizationId, id, undefined)
-    return yield* stateOf(id)
+    return yield* stateOf(organizationId, id)
   })
 
-/** What D7 checks of session `id`, as stored. */
-const stateOf = (id: string) =>
+/**
+ * What D7 checks of session `id` of the organization, as stored (filtered and
+ * joined by the organization, as every query: on Citus a join of two tables
+ * not on it is refused, O11).
+ */
+const stateOf = (organizationId: string, id: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const [state] = yield* sql<SessionState>`SELECT s.id, s.status, s.agent_id, a.type AS agent_type, s.thread_id
-      FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE s.id = ${id}`.pipe(Effect.orDie)
+      FROM sessions s LEFT JOIN agents a ON a.organization_id = s.organization_id AND a.id = s.agent_id
+      WHERE s.organization_id = ${organizationId} AND s.id = ${id}`.pipe(Effect.orDie)
     return state!
   })
 

@@ -11,6 +11,7 @@ import { applicationName, parleyConnection } from "../../src/Database/Database.t
 import { claimStatement, completeStatement, deliveriesChannel, discoverStatement } from "../../src/Webhooks/Repo.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { ADMIN_TOKEN, TestApi, type TestOrganization, withWorkers } from "../support/TestApp.ts"
+import { waitFor } from "../support/Wait.ts"
 import { createApp, listDeliveries } from "../support/Webhooks.ts"
 
 const message = (org: TestOrganization, sessionId: string, text = "hi") =>
@@ -60,7 +61,11 @@ withWorkers({
             new Webhook(`whsec_${Buffer.alloc(32, 1).toString("base64")}`).verify(request!.body, headers)
           )
         }
-        const listed = yield* listDeliveries(api, org, app.id)
+        // The worker records an attempt after the receiver answered it (its completions are batched, W5): on
+        // a Citus cluster that record often commits after both requests arrived. Wait for it to be recorded.
+        const listed = yield* waitFor(listDeliveries(api, org, app.id), (deliveries) =>
+          deliveries.every((delivery) => delivery.status !== "pending")
+        )
         assert.strictEqual(listed.length, 2)
         for (const delivery of listed) {
           assert.strictEqual(delivery.status, "succeeded")

@@ -18,7 +18,7 @@ import { Ingest } from "../../src/Ingest/Ingest.ts"
 import { Retention } from "../../src/Retention/Retention.ts"
 import { Sessions } from "../../src/Sessions/Sessions.ts"
 import { makeIdGenerator } from "../../src/Shared/Ids.ts"
-import { insertApp, TestDatabaseUrl } from "../support/Database.ts"
+import { insertApp, sessionLockWaits, TestDatabaseUrl } from "../support/Database.ts"
 import { onDatabase, organization, setSettings } from "../support/RulesDatabase.ts"
 
 /** Ids for the fixtures (UUIDv7, as the application makes them). */
@@ -427,9 +427,7 @@ onDatabase()("Retention on PostgreSQL (D21)", (it) => {
             yield* Deferred.await(deleted)
             const writing = yield* Effect.forkChild(write)
             for (let polls = 0; ; polls++) {
-              const waiting = yield* side<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock'`
-              if (waiting[0]!.n > 0) break
+              if ((yield* sessionLockWaits(side)) > 0) break
               assert.isBelow(polls, 10_000, "the write never waited for the sweep's locks")
             }
             yield* Deferred.succeed(commit, undefined)

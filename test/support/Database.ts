@@ -144,6 +144,30 @@ export const sequentialScans = (table: string) =>
     return Number(rows[0]!.n)
   })
 
+/** A row when the database has the `citus` extension (a Citus coordinator's database). */
+const CITUS_INSTALLED = "SELECT 1 FROM pg_extension WHERE extname = 'citus'"
+
+/** How many waits between distributed transactions a Citus coordinator's database has now (`n`). */
+const CITUS_LOCK_WAITS = "SELECT count(*)::int AS n FROM citus_lock_waits"
+
+/**
+ * How many sessions wait for a lock in the database of `sql` now: on one
+ * server its sessions waiting for a lock (`pg_stat_activity`, this database
+ * only); on a Citus coordinator the waits between distributed transactions
+ * (`citus_lock_waits`), since a statement routed to a worker waits there, not
+ * on the coordinator (O11). Fails with `SqlError`.
+ */
+export const sessionLockWaits = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function* () {
+    const citus = yield* sql.unsafe(CITUS_INSTALLED)
+    const [row] =
+      citus.length > 0
+        ? yield* sql.unsafe<{ n: number }>(CITUS_LOCK_WAITS)
+        : yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`
+    return row!.n
+  })
+
 /**
  * How many index entries the scans of the index `index` have read so far
  * (`pg_stat_user_indexes.idx_tup_read`; statistics flushed first): with
@@ -166,10 +190,10 @@ export const indexEntriesRead = (index: string) =>
  * `pg_locks` (O11). `relation` keeps only waits for that table (one server).
  */
 export const lockWaits = async (db: postgres.Sql, relation?: string): Promise<number> => {
-  const citus = await db`SELECT 1 FROM pg_extension WHERE extname = 'citus'`
+  const citus = await db.unsafe(CITUS_INSTALLED)
   const [row] =
     citus.length > 0
-      ? await db<Array<{ n: number }>>`SELECT count(*)::int AS n FROM citus_lock_waits`
+      ? await db.unsafe<Array<{ n: number }>>(CITUS_LOCK_WAITS)
       : relation === undefined
         ? await db<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`
         : await db<

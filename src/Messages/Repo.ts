@@ -236,11 +236,12 @@ const redactedEventBody = (redactedAt: string) =>
  *
  * A statement of its own, of UPDATE and SELECT parts only, every table
  * reference (the subqueries' too) filtered by the organization's parameter:
- * on Citus one router statement on the organization's worker, where the renderings' correlated subqueries over
- * set-returning functions are accepted, which Citus refused in the
- * redaction's statement (its INSERT step makes Citus plan every part apart,
- * and a part joined to a step's result is not a router query; O11). Returns
- * how many events, records and responses it rewrote.
+ * on Citus one router statement on the organization's worker, where the
+ * renderings' correlated subqueries over set-returning functions are
+ * accepted, which Citus refused in the redaction's statement (its INSERT step
+ * makes Citus plan every part apart, and a part joined to a step's result is
+ * not a router query; O11). Returns how many events, records and responses it
+ * rewrote.
  */
 const redactedCopiesStatement = fixedStatement(
   { organizationId: "uuid", messageIds: "uuid[]", eventIds: "uuid[]", redactedAt: "text" },

@@ -43,7 +43,7 @@ const envelope = (
 ): string =>
   `${rendering.object([
     ["id", `${id}::text`],
-    ["timestamp", `floor(extract(epoch FROM ${at} AT TIME ZONE 'UTC'))::bigint`],
+    ["timestamp", `floor(extract(epoch FROM (${at}) AT TIME ZONE 'UTC'))::bigint`],
     ["type", `${type}::text`],
     ["organization_id", `${organizationId}::text`],
     ["data", rendering.object([["object", object]])]

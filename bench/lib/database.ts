@@ -97,9 +97,9 @@ export const startDatabase = async (
   const close = async () => {
     if (closed) return
     closed = true
-    await servers.drop(name).catch((error) =>
-      process.stderr.write(`[bench] could not drop database ${name}: ${String(error)}\n`)
-    )
+    await servers
+      .drop(name)
+      .catch((error) => process.stderr.write(`[bench] could not drop database ${name}: ${String(error)}\n`))
     await stopEmbedded()
   }
   try {

@@ -7,10 +7,11 @@
  * only notifications on the channel are those of its test.
  */
 import { PgClient } from "@effect/sql-pg"
-import { assert } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { deliveriesChannel } from "../../src/Webhooks/Repo.ts"
+import { DeliveryWakeup } from "../../src/Webhooks/Wakeup.ts"
 import { eventually, receiver } from "../support/Receiver.ts"
 import { TestApi, type TestOrganization, withApp, withWorkers } from "../support/TestApp.ts"
 import { createApp, listDeliveries } from "../support/Webhooks.ts"
@@ -84,5 +85,26 @@ withApp({ allowPrivateNetworkTargets: true })("POST message with no delivery wor
         ["pending"]
       )
     }).pipe(Effect.scoped)
+  )
+})
+
+describe("the wakeup's hints (O11, W5)", () => {
+  it.effect(
+    "a wakeup naming an organization is a hint; none, an empty or a junk payload makes the claim look everywhere",
+    () =>
+      Effect.gen(function* () {
+        const wakeup = yield* DeliveryWakeup
+        const org = "01A21BBC-0000-7000-8000-00000000000A"
+        wakeup.wake(org)
+        wakeup.wake(org.toLowerCase())
+        yield* wakeup.woken
+        // Wakeups coalesce; the organizations they named accumulate, once each, until taken.
+        assert.deepStrictEqual(wakeup.takeHints(), { organizations: [org.toLowerCase()], everywhere: false })
+        assert.deepStrictEqual(wakeup.takeHints(), { organizations: [], everywhere: false })
+        for (const payload of [undefined, "", "not-an-organization", "'; DROP TABLE apps; --"]) {
+          wakeup.wake(payload)
+          assert.deepStrictEqual(wakeup.takeHints(), { organizations: [], everywhere: true }, String(payload))
+        }
+      }).pipe(Effect.provide(DeliveryWakeup.layer))
   )
 })

@@ -8,7 +8,7 @@
  */
 import * as crypto from "node:crypto"
 import { createServer } from "node:http"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, Cause, Context, Duration, Effect, Layer, Redacted, Ref, Schema, type Types } from "effect"
 import {
   FindMyWay,

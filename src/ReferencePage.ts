@@ -121,11 +121,12 @@ const pageHtml = (bundleUrl: string) => `<!doctype html>
 `
 
 /**
- * Responds with `asset`: 304 when `If-None-Match` names its ETag, else its bytes,
+ * Responds with the asset `load` gives: 304 when `If-None-Match` names its ETag, else its bytes,
  * brotli or gzip when `Accept-Encoding` allows, with `cacheControl`.
  */
-const serve = (asset: Asset, cacheControl: string) =>
+const serve = (load: Effect.Effect<Asset>, cacheControl: string) =>
   Effect.gen(function* () {
+    const asset = yield* load
     const request = yield* HttpServerRequest.HttpServerRequest
     const headers = { etag: asset.etag, "cache-control": cacheControl, vary: "accept-encoding" }
     if (request.headers["if-none-match"] === asset.etag) return HttpServerResponse.empty({ status: 304, headers })
@@ -141,19 +142,30 @@ const serve = (asset: Asset, cacheControl: string) =>
 /** The paths of the reference page's routes (for route templates). */
 export const referencePaths = ["/docs", "/docs/scalar.js", "/favicon.ico", "/favicon.svg"] as const
 
-/** `/docs`, its bundle and the icon (see module docs); the assets are built when the routes are added. */
+/**
+ * `/docs`, its bundle and the icon (see module docs). The bundle and the page
+ * are built at the first request of either, once (concurrent first requests
+ * share the build): a process nobody reads the reference of never holds the
+ * 3.2 MB bundle (issue 44, the idle process's memory: bench/README.md
+ * "memory").
+ */
 export const ReferencePageRoutes = HttpRouter.use(
   Effect.fnUntraced(function* (router) {
-    const bundle = yield* assetOf("application/javascript; charset=utf-8", Buffer.from(yield* scalarBundle, "utf8"))
-    const page = yield* assetOf(
-      "text/html; charset=utf-8",
-      Buffer.from(pageHtml(`/docs/scalar.js?v=${bundle.etag.slice(1, 13)}`), "utf8")
+    const assets = yield* Effect.cached(
+      Effect.gen(function* () {
+        const bundle = yield* assetOf("application/javascript; charset=utf-8", Buffer.from(yield* scalarBundle, "utf8"))
+        const page = yield* assetOf(
+          "text/html; charset=utf-8",
+          Buffer.from(pageHtml(`/docs/scalar.js?v=${bundle.etag.slice(1, 13)}`), "utf8")
+        )
+        return { bundle, page }
+      })
     )
     const icon = yield* assetOf("image/svg+xml", Buffer.from(FAVICON_SVG, "utf8"))
     // The page is small and names the bundle's version: browsers revalidate it (ETag) on every load.
-    yield* router.add("GET", "/docs", serve(page, "no-cache"))
-    yield* router.add("GET", "/docs/scalar.js", serve(bundle, IMMUTABLE))
-    yield* router.add("GET", "/favicon.svg", serve(icon, "public, max-age=86400"))
-    yield* router.add("GET", "/favicon.ico", serve(icon, "public, max-age=86400"))
+    yield* router.add("GET", "/docs", serve(Effect.map(assets, (built) => built.page), "no-cache"))
+    yield* router.add("GET", "/docs/scalar.js", serve(Effect.map(assets, (built) => built.bundle), IMMUTABLE))
+    yield* router.add("GET", "/favicon.svg", serve(Effect.succeed(icon), "public, max-age=86400"))
+    yield* router.add("GET", "/favicon.ico", serve(Effect.succeed(icon), "public, max-age=86400"))
   })
 )

@@ -9,11 +9,6 @@
  * Logs are JSON lines (`LOG_FORMAT=json`) or pretty (`pretty`, the default on a
  * TTY), filtered by `LOG_LEVEL`.
  */
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer, Logger, References, Tracer } from "effect"
 import { AppConfig } from "../Config.ts"
 
@@ -31,6 +26,18 @@ export const TracingLive = Layer.unwrap(
     const config = yield* AppConfig
     if (config.otlpEndpoint === undefined) return Layer.empty
     const base = config.otlpEndpoint.replace(/\/+$/, "")
+    // Loaded only when exporting: without an endpoint the SDK's modules stay out of the process's memory
+    // (issue 44: `npm run bench -- memory`, bench/README.md "memory").
+    const [NodeSdk, { OTLPMetricExporter }, { OTLPTraceExporter }, { PeriodicExportingMetricReader }, { BatchSpanProcessor }] =
+      yield* Effect.promise(() =>
+        Promise.all([
+          import("@effect/opentelemetry/NodeSdk"),
+          import("@opentelemetry/exporter-metrics-otlp-http"),
+          import("@opentelemetry/exporter-trace-otlp-http"),
+          import("@opentelemetry/sdk-metrics"),
+          import("@opentelemetry/sdk-trace-base")
+        ])
+      )
     return NodeSdk.layer(() => ({
       resource: { serviceName: config.serviceName, serviceVersion: "0.1.0" },
       spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` })),

@@ -73,7 +73,8 @@ const collectGarbage: Collect = (options) => {
 
 /**
  * The check described in the module docs, forked for the process's lifetime;
- * a release is logged at debug level with the RSS before and after.
+ * a release is logged at debug level with the RSS before and after
+ * (`Memory released after the start: ...`, then `... after load: ...`).
  */
 export const MemoryReleaseLive = Layer.effectDiscard(
   Effect.forkScoped(
@@ -97,11 +98,11 @@ export const MemoryReleaseLive = Layer.effectDiscard(
           continue
         }
         collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
-        released = true
         baselineBytes = process.memoryUsage.rss()
         yield* Effect.logDebug(
-          `Memory released after load: RSS ${Math.round(sample.rssBytes / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
+          `Memory released after ${released ? "load" : "the start"}: RSS ${Math.round(sample.rssBytes / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
         )
+        released = true
       }
     })
   )

@@ -163,8 +163,22 @@ export const ReferencePageRoutes = HttpRouter.use(
     )
     const icon = yield* assetOf("image/svg+xml", Buffer.from(FAVICON_SVG, "utf8"))
     // The page is small and names the bundle's version: browsers revalidate it (ETag) on every load.
-    yield* router.add("GET", "/docs", serve(Effect.map(assets, (built) => built.page), "no-cache"))
-    yield* router.add("GET", "/docs/scalar.js", serve(Effect.map(assets, (built) => built.bundle), IMMUTABLE))
+    yield* router.add(
+      "GET",
+      "/docs",
+      serve(
+        Effect.map(assets, (built) => built.page),
+        "no-cache"
+      )
+    )
+    yield* router.add(
+      "GET",
+      "/docs/scalar.js",
+      serve(
+        Effect.map(assets, (built) => built.bundle),
+        IMMUTABLE
+      )
+    )
     yield* router.add("GET", "/favicon.svg", serve(Effect.succeed(icon), "public, max-age=86400"))
     yield* router.add("GET", "/favicon.ico", serve(Effect.succeed(icon), "public, max-age=86400"))
   })

@@ -28,16 +28,21 @@ export const TracingLive = Layer.unwrap(
     const base = config.otlpEndpoint.replace(/\/+$/, "")
     // Loaded only when exporting: without an endpoint the SDK's modules stay out of the process's memory
     // (issue 44: `npm run bench -- memory`, bench/README.md "memory").
-    const [NodeSdk, { OTLPMetricExporter }, { OTLPTraceExporter }, { PeriodicExportingMetricReader }, { BatchSpanProcessor }] =
-      yield* Effect.promise(() =>
-        Promise.all([
-          import("@effect/opentelemetry/NodeSdk"),
-          import("@opentelemetry/exporter-metrics-otlp-http"),
-          import("@opentelemetry/exporter-trace-otlp-http"),
-          import("@opentelemetry/sdk-metrics"),
-          import("@opentelemetry/sdk-trace-base")
-        ])
-      )
+    const [
+      NodeSdk,
+      { OTLPMetricExporter },
+      { OTLPTraceExporter },
+      { PeriodicExportingMetricReader },
+      { BatchSpanProcessor }
+    ] = yield* Effect.promise(() =>
+      Promise.all([
+        import("@effect/opentelemetry/NodeSdk"),
+        import("@opentelemetry/exporter-metrics-otlp-http"),
+        import("@opentelemetry/exporter-trace-otlp-http"),
+        import("@opentelemetry/sdk-metrics"),
+        import("@opentelemetry/sdk-trace-base")
+      ])
+    )
     return NodeSdk.layer(() => ({
       resource: { serviceName: config.serviceName, serviceVersion: "0.1.0" },
       spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` })),

@@ -18,7 +18,9 @@ const releases = (output: string) =>
     .map((line) => String((JSON.parse(line) as { message: unknown }).message))
 
 describe("memory release after the start (issue 44)", () => {
-  it("an idle server releases the start's garbage within seconds of being ready, once", { timeout: 60_000 }, async () => {
+  it("an idle server releases the start's garbage within seconds of being ready, once", {
+    timeout: 60_000
+  }, async () => {
     const server = await startServer({ DATABASE_URL: databaseUrl(), ADMIN_TOKEN: "memory", LOG_LEVEL: "debug" })
     try {
       assert.isTrue(await waitUntil(() => releases(server.output()).length > 0, 20_000), server.output())

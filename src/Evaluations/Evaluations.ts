@@ -52,7 +52,7 @@ export const TURNS_PER_BATCH = 32
  * {@link LIVE_WINDOW_MS}) one at a time (`npm run bench -- evaluations`:
  * with two at a time beside live replies, their pooled p99 was 1.53 times the
  * p99 without an evaluation; one at a time with {@link PAUSE_PER_TURN_TIME}
- * 6, 1.10; bench/README.md "evaluations").
+ * 12, 0.94-1.16 (median 1.00 over four runs); bench/README.md "evaluations").
  */
 export const TURN_CONCURRENCY = 2
 
@@ -62,12 +62,13 @@ export const LIVE_WINDOW_MS = 1_000
  * Beside live runs (one in flight or ended within {@link LIVE_WINDOW_MS}),
  * turns are answered one at a time and each is followed by a pause of this
  * many times its own duration, so the evaluation takes at most about a
- * seventh of the process's time from live replies. Measured by
+ * thirteenth of the process's time from live replies. Measured by
  * `npm run bench -- evaluations` (bench/README.md "evaluations": live replies
- * without and beside evaluations; a pause of 3x read a p99 ratio of 1.14, 6x
- * 1.10).
+ * without and beside evaluations, p99 ratio; a pause of 3x read 1.14, 6x
+ * 1.30, 1.07, 1.14 and 1.04 over four runs, 12x 0.94, 0.98, 1.16 and 1.01
+ * alternating with them).
  */
-export const PAUSE_PER_TURN_TIME = 6
+export const PAUSE_PER_TURN_TIME = 12
 
 /** What one batch did: `more` (call again), `completed`, or `stopped` (cancelled, lease lost, failed). */
 export type Advance = "more" | "completed" | "stopped"

@@ -17,6 +17,7 @@
  * - A defect while answering (a bug) fails the evaluation with `Internal
  *   error: ...`; a database outage leaves it to be taken up again.
  */
+import { performance } from "node:perf_hooks"
 import { Cause, Context, Duration, Effect, Layer } from "effect"
 import type { AssistantAccessError, BranchAccessError } from "../Assistants/Access.ts"
 import { Assistants } from "../Assistants/Assistants.ts"
@@ -52,7 +53,7 @@ export const TURNS_PER_BATCH = 32
  * {@link LIVE_WINDOW_MS}) one at a time (`npm run bench -- evaluations`:
  * with two at a time beside live replies, their pooled p99 was 1.53 times the
  * p99 without an evaluation; one at a time with {@link PAUSE_PER_TURN_TIME}
- * 12, 0.94-1.16 (median 1.00 over four runs); bench/README.md "evaluations").
+ * 12, 0.82-1.25 over nine runs, not reliably under 1.10; bench/README.md "evaluations").
  */
 export const TURN_CONCURRENCY = 2
 
@@ -61,12 +62,15 @@ export const LIVE_WINDOW_MS = 1_000
 /**
  * Beside live runs (one in flight or ended within {@link LIVE_WINDOW_MS}),
  * turns are answered one at a time and each is followed by a pause of this
- * many times its own duration, so the evaluation takes at most about a
- * thirteenth of the process's time from live replies. Measured by
+ * many times the event loop's busy time while it was answered (not its wall
+ * time: a turn waiting on a model or the database leaves the loop to the
+ * live replies, and a model's seconds of latency would otherwise become
+ * a pause of a minute), so the evaluation takes at most about a thirteenth
+ * of the process's time from live replies. Measured by
  * `npm run bench -- evaluations` (bench/README.md "evaluations": live replies
- * without and beside evaluations, p99 ratio; a pause of 3x read 1.14, 6x
- * 1.30, 1.07, 1.14 and 1.04 over four runs, 12x 0.94, 0.98, 1.16 and 1.01
- * alternating with them).
+ * without and beside evaluations, p99 ratio; a pause of 3x the wall time
+ * read 1.14, 6x 1.30, 1.07, 1.14 and 1.04 over four runs, 12x 0.94, 0.98,
+ * 1.16 and 1.01 alternating with them; of the busy time 1.18, 1.06, 0.82).
  */
 export const PAUSE_PER_TURN_TIME = 12
 
@@ -275,7 +279,7 @@ export class Evaluations extends Context.Service<
       const answerTurn = (evaluation: ClaimedEvaluation, workerId: string, leaseMs: number, turn: PendingTurn) =>
         Effect.gen(function* () {
           yield* live.idle
-          const started = performance.now()
+          const started = performance.eventLoopUtilization()
           const history = yield* messages.history(
             evaluation.organization_id,
             turn.session_id,
@@ -329,7 +333,7 @@ export class Evaluations extends Context.Service<
             }
           })
           if (yield* live.recentlyBusy(LIVE_WINDOW_MS)) {
-            yield* Effect.sleep(Duration.millis((performance.now() - started) * PAUSE_PER_TURN_TIME))
+            yield* Effect.sleep(Duration.millis(performance.eventLoopUtilization(started).active * PAUSE_PER_TURN_TIME))
           }
           return held
         }).pipe(Effect.provideService(Models, yieldingModels))

@@ -16,10 +16,9 @@
  * The start is such a burst too (issue 44): loading the modules, migrating and
  * building the layers leave the young generation grown to its bound and old
  * space full of garbage, so an idle process held about 225 MB, 155 MB after one
- * such collection (`npm run bench -- memory`, bench/README.md "memory"). Until
- * its first release the process looks every {@link STARTUP_CHECK_MS} and counts
- * everything since the start as growth: the first quiet second after the start
- * releases it.
+ * such collection (`npm run bench -- memory`, bench/README.md "memory"). So the
+ * layer runs that collection once as it is built, with the application, before
+ * the server takes requests.
  */
 import { performance } from "node:perf_hooks"
 import * as v8 from "node:v8"
@@ -28,8 +27,6 @@ import { Effect, Layer } from "effect"
 
 /** How often the process looks at its memory (ms). */
 const CHECK_INTERVAL_MS = 15_000
-/** How often it looks until its first release (ms): the start's garbage goes at the first quiet look. */
-const STARTUP_CHECK_MS = 1_000
 
 /** The event loop's utilization (0-1) over an interval below which the process counts as quiet. */
 const QUIET_UTILIZATION = 0.05
@@ -43,7 +40,7 @@ export interface MemorySample {
   readonly utilization: number
   /** The resident set size now, in bytes. */
   readonly rssBytes: number
-  /** The resident set size after the last release, in bytes (0 before the first: the start's growth counts). */
+  /** The resident set size after the last release (or the start's), in bytes. */
   readonly baselineBytes: number
 }
 
@@ -77,33 +74,40 @@ const collectGarbage: Collect = (options) => {
  * (`Memory released after the start: ...`, then `... after load: ...`).
  */
 export const MemoryReleaseLive = Layer.effectDiscard(
-  Effect.forkScoped(
-    Effect.gen(function* () {
-      // Nothing released yet: everything since the start counts as growth.
-      let baselineBytes = 0
-      let released = false
-      let previous = performance.eventLoopUtilization()
-      for (;;) {
-        yield* Effect.sleep(released ? CHECK_INTERVAL_MS : STARTUP_CHECK_MS)
-        const now = performance.eventLoopUtilization()
-        const sample = {
-          utilization: performance.eventLoopUtilization(now, previous).utilization,
-          rssBytes: process.memoryUsage.rss(),
-          baselineBytes
+  Effect.gen(function* () {
+    // The start's garbage, once, while the application is being built: before the server takes requests,
+    // so none waits for it (a release at the first quiet second after the start could land between a
+    // client's first requests).
+    const started = process.memoryUsage.rss()
+    collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
+    let baselineBytes = process.memoryUsage.rss()
+    yield* Effect.logDebug(
+      `Memory released after the start: RSS ${Math.round(started / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
+    )
+    yield* Effect.forkScoped(
+      Effect.gen(function* () {
+        let previous = performance.eventLoopUtilization()
+        for (;;) {
+          yield* Effect.sleep(CHECK_INTERVAL_MS)
+          const now = performance.eventLoopUtilization()
+          const sample = {
+            utilization: performance.eventLoopUtilization(now, previous).utilization,
+            rssBytes: process.memoryUsage.rss(),
+            baselineBytes
+          }
+          previous = now
+          if (!shouldRelease(sample)) {
+            // A lower RSS (V8 released pages itself) is the new baseline.
+            baselineBytes = Math.min(baselineBytes, sample.rssBytes)
+            continue
+          }
+          collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
+          baselineBytes = process.memoryUsage.rss()
+          yield* Effect.logDebug(
+            `Memory released after load: RSS ${Math.round(sample.rssBytes / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
+          )
         }
-        previous = now
-        if (!shouldRelease(sample)) {
-          // A lower RSS (V8 released pages itself) is the new baseline.
-          if (released) baselineBytes = Math.min(baselineBytes, sample.rssBytes)
-          continue
-        }
-        collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
-        baselineBytes = process.memoryUsage.rss()
-        yield* Effect.logDebug(
-          `Memory released after ${released ? "load" : "the start"}: RSS ${Math.round(sample.rssBytes / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
-        )
-        released = true
-      }
-    })
-  )
+      })
+    )
+  })
 )

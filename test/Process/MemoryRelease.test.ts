@@ -1,8 +1,7 @@
 /**
  * The start's garbage is released (issue 44, `src/Shared/MemoryRelease.ts`):
- * a server process left idle after its start runs one memory-reducing
- * collection within a few seconds, logged at debug level, and once only while
- * it stays idle. What it saves is measured by `npm run bench -- memory`
+ * a server process runs one memory-reducing collection as it starts, logged
+ * at debug level, and no other while it stays idle. What it saves is measured by `npm run bench -- memory`
  * (bench/README.md "memory"), not here.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -3,8 +3,10 @@
  * middleware, `/healthz`, `/readyz`, `/openapi.json`, `/docs`, and one
  * router-level middleware that gives every failure outside the handlers the
  * `{"detail": ...}` form: 413 over `MAX_BODY_BYTES` (checked before reading),
- * 415 for bodies that are not JSON, 404 for unknown routes, 500 for defects
- * (cause logged, never sent).
+ * 415 for bodies that are not JSON, 404 for unknown routes, 503 with
+ * `Retry-After: 1` while the database cannot be reached (O9) or when it refused
+ * the request's work for now (a lock past `DATABASE_LOCK_TIMEOUT`, a deadlock:
+ * `isContention`), 500 for defects (cause logged, never sent).
  */
 import * as crypto from "node:crypto"
 import { createServer } from "node:http"
@@ -28,7 +30,7 @@ import { ParleyApi } from "./Api.ts"
 import { AssistantsAdminHttp, AssistantsHttp } from "./Assistants/Http.ts"
 import { AppConfig } from "./Config.ts"
 import * as Database from "./Database/Database.ts"
-import { DatabaseHealth, DatabaseTimeout } from "./Database/Health.ts"
+import { DatabaseHealth, DatabaseTimeout, isContention } from "./Database/Health.ts"
 import { adminBasePath, isOrganizationApiPath } from "./Domain/BasePaths.ts"
 import { transportDetails, Unauthorized, ValidationFailed, type ValidationIssue } from "./Domain/Errors.ts"
 import { REPLAYED_HEADER } from "./Domain/Idempotency.ts"
@@ -312,11 +314,25 @@ const shapeFailure = (
   return Effect.flatMap(health.isOutage(cause), (outage) =>
     outage
       ? Effect.succeed(unavailable)
-      : Effect.logError("Unhandled error in request", cause).pipe(
-          // O8: with the request id (annotated for the whole request) the line leads to the request.
-          Effect.annotateLogs({ "http.request.method": request.method, "http.route": routeOf(request) ?? "unmatched" }),
-          Effect.as(detailResponse(500, transportDetails.internal))
-        )
+      : isContention(cause)
+        ? Effect.logWarning(
+            "Request refused by the database for now (lock, timeout or conflict); answered 503",
+            cause
+          ).pipe(
+            Effect.annotateLogs({
+              "http.request.method": request.method,
+              "http.route": routeOf(request) ?? "unmatched"
+            }),
+            Effect.as(unavailable)
+          )
+        : Effect.logError("Unhandled error in request", cause).pipe(
+            // O8: with the request id (annotated for the whole request) the line leads to the request.
+            Effect.annotateLogs({
+              "http.request.method": request.method,
+              "http.route": routeOf(request) ?? "unmatched"
+            }),
+            Effect.as(detailResponse(500, transportDetails.internal))
+          )
   )
 }
 

@@ -88,7 +88,7 @@ const commonResponses = {
   "503": [
     "ServiceUnavailable",
     detailResponse(
-      "The database cannot be reached, or the server is shutting down: retry after `Retry-After` seconds (O9).",
+      "The database cannot be reached, a lock the request needed was held past `DATABASE_LOCK_TIMEOUT` (or a statement ran past `DATABASE_STATEMENT_TIMEOUT`, or met a deadlock), or the server is shutting down: retry after `Retry-After` seconds (O9).",
       transportDetails.unavailable,
       { "retry-after": { description: "Seconds to wait before retrying.", schema: { type: "integer" } } }
     )

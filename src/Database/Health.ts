@@ -68,6 +68,22 @@ export const isUnavailable = (cause: Cause.Cause<unknown>): boolean =>
       (reason._tag === "Die" && isUnavailableError(reason.defect))
   )
 
+/**
+ * Whether `cause` failed because the database refused the work for now, not
+ * because it cannot be reached: a lock held past `DATABASE_LOCK_TIMEOUT`
+ * (SQLSTATE 55P03), a statement past `DATABASE_STATEMENT_TIMEOUT` (57014), a
+ * deadlock (40P01, on Citus also a distributed one) or a serialization failure
+ * (40001): the reasons `effect/sql` marks retryable, other than a connection
+ * failure ({@link isUnavailable}). An API request that fails so answers 503
+ * with `Retry-After: 1` (`src/Http.ts`), without starting an outage: the
+ * same request may well succeed at once.
+ */
+export const isContention = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) => {
+    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    return SqlError.isSqlError(error) && error.reason._tag !== "ConnectionError" && error.reason.isRetryable
+  })
+
 /** A one-line description of an unavailable database's failure, for the outage's WARN. */
 const describe = (cause: Cause.Cause<unknown>): string => {
   for (const reason of cause.reasons) {

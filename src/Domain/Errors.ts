@@ -90,7 +90,8 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()(
 /**
  * The fixed `detail` of the responses the HTTP layer gives outside any endpoint
  * (DECISIONS.md "Errors", O9): 413 over `MAX_BODY_BYTES`, 415 for a body that
- * is not JSON, 503 while the database is unreachable or the server drains, 500
+ * is not JSON, 503 while the database is unreachable, refuses work for now (a
+ * lock timeout, a deadlock) or the server drains, 500
  * for an unexpected failure. `Http.ts` sends them; `OpenApi.ts` documents
  * them.
  */

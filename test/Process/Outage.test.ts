@@ -5,9 +5,12 @@
  * `{"detail":"Service unavailable"}` with `Retry-After: 1` and `/readyz` 503;
  * the log has one WARN when the outage starts and one INFO when it ends, not a
  * line per request or per worker retry; afterwards requests succeed again.
+ * A database that refuses a request's work for now (a lock held past
+ * `DATABASE_LOCK_TIMEOUT`) answers the same 503, without an outage: never a 500.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import postgres from "postgres"
 import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
 import { proxiedDatabase } from "../support/TcpProxy.ts"
 
@@ -206,6 +209,69 @@ describe("a database that does not respond (O9, issue 38 item 1)", () => {
         assert.strictEqual(back.length, 1, JSON.stringify(entries.map((entry) => entry.message)))
         // Issue 38 item 6: the end of an outage belongs to no request.
         assert.strictEqual(back[0]!.request_id, undefined)
+      }),
+    120_000
+  )
+})
+
+describe("a database that refuses work for now (O9)", () => {
+  it.live(
+    "a lock held past DATABASE_LOCK_TIMEOUT answers 503 with Retry-After, one WARN, no outage and no 500; the retry then succeeds",
+    () =>
+      Effect.promise(async () => {
+        const admin = "admin-token-of-the-lock-timeout-test-0123"
+        const server = await startServer({
+          DATABASE_URL: databaseUrl(),
+          ADMIN_TOKEN: admin,
+          LOG_FORMAT: "json",
+          LOG_LEVEL: "info",
+          DATABASE_LOCK_TIMEOUT: "200ms"
+        })
+        // Another client holds the messages table against writes (reads go on) while a message is posted.
+        const holder = postgres(databaseUrl(), { max: 1, onnotice: () => {} })
+        try {
+          const org = await callJson(server.baseUrl, "POST", "/admin/v1/organizations", admin, { name: "Locked" })
+          const key = await callJson(
+            server.baseUrl,
+            "POST",
+            `/admin/v1/organizations/${org.body.id}/api-keys`,
+            admin,
+            {}
+          )
+          const token = key.body.token as string
+          const session = await callJson(server.baseUrl, "POST", "/conversations/v2/api/v1/sessions", token, {
+            contact_id: "+1555",
+            contact_name: "Ada"
+          })
+          const post = () =>
+            fetch(`${server.baseUrl}/conversations/v2/api/v1/sessions/${session.body.id}/messages`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+              body: JSON.stringify({ role: "user", content: { type: "text", text: "Hello" } })
+            })
+          const locked = await holder.reserve()
+          await locked`BEGIN`
+          await locked`LOCK TABLE messages IN EXCLUSIVE MODE`
+          const refused = await post()
+          await locked`ROLLBACK`
+          locked.release()
+          assert.strictEqual(refused.status, 503)
+          assert.strictEqual(refused.headers.get("retry-after"), "1")
+          assert.deepStrictEqual(await refused.json(), { detail: "Service unavailable" })
+          // Not an outage: the server is ready, and the retry is stored.
+          assert.strictEqual((await fetch(`${server.baseUrl}/readyz`)).status, 200)
+          const retried = await post()
+          assert.strictEqual(retried.status, 201)
+          await retried.text()
+        } finally {
+          await holder.end()
+          server.child.kill("SIGTERM")
+          await server.exited
+        }
+        const loud = logEntries(server.output()).filter((entry) => entry.level === "WARN" || entry.level === "ERROR")
+        assert.strictEqual(loud.length, 1, JSON.stringify(loud, null, 1).slice(0, 3000))
+        assert.strictEqual(loud[0]!.level, "WARN")
+        assert.match(String(loud[0]!.message), /^Request refused by the database for now/)
       }),
     120_000
   )

@@ -25,8 +25,10 @@ withWorkers({ sessionExpirySweepInterval: Duration.millis(200) }, servicesWith(s
         const api = yield* TestApi
         const org = yield* api.organization()
         const session = yield* org.session()
+        // Far enough ahead that the past schedule runs and is listed before it, on a loaded Citus cluster too
+        // (1.5 s was not: .ci/run once listed it running, O11).
         const future = yield* org.call("POST", `/sessions/${session.id}/schedule`, {
-          scheduled_for: inMs(1500),
+          scheduled_for: inMs(6000),
           config: { type: "message", message: { type: "text", text: "Reminder: your appointment is tomorrow" } }
         })
         assert.strictEqual(future.status, 200)
@@ -62,7 +64,7 @@ withWorkers({ sessionExpirySweepInterval: Duration.millis(200) }, servicesWith(s
             [past.body.id, "done"]
           ]
         )
-        const all = yield* waitFor(messagesOf(org, session.id), (messages) => messages.length === 2, 10_000)
+        const all = yield* waitFor(messagesOf(org, session.id), (messages) => messages.length === 2, 20_000)
         assert.strictEqual(all[1].content.text, "Reminder: your appointment is tomorrow")
         const done = (yield* org.call("GET", `/sessions/${session.id}/schedules`)).body
         assert.strictEqual(done[0].status, "done")

@@ -113,7 +113,7 @@ describe("webhook workers in several processes", () => {
             }
           }
           await Promise.all([burst(a, "a"), burst(b, "b")])
-          await waitFor(() => receiver.received.length >= 1000, 30_000, "1000 deliveries")
+          await waitFor(() => receiver.received.length >= 1000, 90_000, "1000 deliveries")
           await new Promise((resolve) => setTimeout(resolve, 1500))
           const ids = receiver.received.map((r) => String(r.headers["webhook-id"]))
           assert.strictEqual(new Set(ids).size, 1000)
@@ -125,7 +125,8 @@ describe("webhook workers in several processes", () => {
           await receiver.close()
         }
       }),
-    120_000
+    // 1,000 POSTs: about 25 s on a Citus cluster beside another file, past 120 s in one .ci/run (O11).
+    240_000
   )
 
   it.live(

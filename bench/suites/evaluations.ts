@@ -112,6 +112,11 @@ export const run = async (_args: ReadonlyArray<string>) => {
       }
     )
     await waitForReplies(recorded.length)
+    // Statistics of the recorded tables, as autovacuum gathers them on a production server after 1,000
+    // inserts: a server with autovacuum = off (this machine's CI PostgreSQL) has none, and the creation's
+    // INSERT ... SELECT then plans nested loops over runs and sessions (360 ms instead of 13 ms in the
+    // first 27-round run: a third of the slowest live replies overlapped a creation).
+    await runStatement(database.url, "ANALYZE")
     await runStatement(database.url, "CHECKPOINT")
     log(`recorded ${recorded.length} turns`)
 
@@ -238,6 +243,13 @@ export const run = async (_args: ReadonlyArray<string>) => {
         .sort((a, b) => b - a)
         .slice(0, slow.length)
       log(`  slowest 1% without: ${plainSlow.map((l) => fixed(l, 0)).join(" ")}`)
+      const creations = phases
+        .filter((p) => p.kind === "create")
+        .map((p) => p.to - p.from)
+        .sort((a, b) => a - b)
+      log(
+        `  evaluation creations (${creations.length}), POST to 202 in ms: median ${fixed(percentile(creations, 50), 0)}, max ${fixed(creations.at(-1) ?? 0, 0)}`
+      )
     }
     const seconds = median(alone.map((r) => r.seconds))
     const cpuPerTurnSide = median(alone.map((r) => r.cpuMsPerTurnSide))

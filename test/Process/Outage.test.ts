@@ -11,7 +11,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import postgres from "postgres"
-import { callJson, ownDatabase, startServer } from "../support/Processes.ts"
+import { callJson, ownDatabase, type ServerProcess, startServer } from "../support/Processes.ts"
 import { proxiedDatabase } from "../support/TcpProxy.ts"
 
 const databaseUrl = ownDatabase("parley_outage")
@@ -93,6 +93,19 @@ describe("database outage (O9)", () => {
   )
 })
 
+/** A new organization named `name` on `server`, its API key's token and a session of it (asserted 201). */
+const organizationWithSession = async (server: ServerProcess, admin: string, name: string) => {
+  const org = await callJson(server.baseUrl, "POST", "/admin/v1/organizations", admin, { name })
+  const key = await callJson(server.baseUrl, "POST", `/admin/v1/organizations/${org.body.id}/api-keys`, admin, {})
+  const token = key.body.token as string
+  const session = await callJson(server.baseUrl, "POST", "/conversations/v2/api/v1/sessions", token, {
+    contact_id: "+1555",
+    contact_name: "Ada"
+  })
+  assert.strictEqual(session.status, 201)
+  return { token, session }
+}
+
 /** Parses the JSON log lines of a server's output. */
 const logEntries = (output: string) =>
   output
@@ -116,20 +129,7 @@ describe("a database that does not respond (O9, issue 38 item 1)", () => {
         })
         const admin = "admin-token-of-the-stalled-database-test"
         try {
-          const org = await callJson(server.baseUrl, "POST", "/admin/v1/organizations", admin, { name: "Stall" })
-          const key = await callJson(
-            server.baseUrl,
-            "POST",
-            `/admin/v1/organizations/${org.body.id}/api-keys`,
-            admin,
-            {}
-          )
-          const token = key.body.token as string
-          const session = await callJson(server.baseUrl, "POST", "/conversations/v2/api/v1/sessions", token, {
-            contact_id: "+1555",
-            contact_name: "Ada"
-          })
-          assert.strictEqual(session.status, 201)
+          const { token, session } = await organizationWithSession(server, admin, "Stall")
           const messages = `${server.baseUrl}/conversations/v2/api/v1/sessions/${session.body.id}/messages`
           const post = (text: string, idempotencyKey?: string) =>
             fetch(messages, {
@@ -230,19 +230,7 @@ describe("a database that refuses work for now (O9)", () => {
         // Another client holds the messages table against writes (reads go on) while a message is posted.
         const holder = postgres(databaseUrl(), { max: 1, onnotice: () => {} })
         try {
-          const org = await callJson(server.baseUrl, "POST", "/admin/v1/organizations", admin, { name: "Locked" })
-          const key = await callJson(
-            server.baseUrl,
-            "POST",
-            `/admin/v1/organizations/${org.body.id}/api-keys`,
-            admin,
-            {}
-          )
-          const token = key.body.token as string
-          const session = await callJson(server.baseUrl, "POST", "/conversations/v2/api/v1/sessions", token, {
-            contact_id: "+1555",
-            contact_name: "Ada"
-          })
+          const { token, session } = await organizationWithSession(server, admin, "Locked")
           const post = () =>
             fetch(`${server.baseUrl}/conversations/v2/api/v1/sessions/${session.body.id}/messages`, {
               method: "POST",

@@ -74,6 +74,23 @@ export const LIVE_WINDOW_MS = 1_000
  */
 export const PAUSE_PER_TURN_TIME = 12
 
+/**
+ * The longest pause after one turn, in ms. The loop's busy time over a turn
+ * is everything the process did meanwhile, not the turn's own work: a turn
+ * held seconds on a model while live traffic kept the loop busy would
+ * otherwise rest 12 times those seconds (`.ci/run` once saw an evaluation
+ * queued for more than 30 s behind such a pause). The benchmark's pauses
+ * are tens of ms, far under it.
+ */
+export const MAX_PAUSE_MS = 1_000
+
+/**
+ * The pause after a turn beside live runs, in ms: {@link PAUSE_PER_TURN_TIME}
+ * times the event loop's busy time over the turn (`activeMs`, in ms), at most
+ * {@link MAX_PAUSE_MS} (A16, issue 41 item 6).
+ */
+export const pauseAfterTurn = (activeMs: number): number => Math.min(activeMs * PAUSE_PER_TURN_TIME, MAX_PAUSE_MS)
+
 /** What one batch did: `more` (call again), `completed`, or `stopped` (cancelled, lease lost, failed). */
 export type Advance = "more" | "completed" | "stopped"
 
@@ -333,7 +350,7 @@ export class Evaluations extends Context.Service<
             }
           })
           if (yield* live.recentlyBusy(LIVE_WINDOW_MS)) {
-            yield* Effect.sleep(Duration.millis(performance.eventLoopUtilization(started).active * PAUSE_PER_TURN_TIME))
+            yield* Effect.sleep(Duration.millis(pauseAfterTurn(performance.eventLoopUtilization(started).active)))
           }
           return held
         }).pipe(Effect.provideService(Models, yieldingModels))
@@ -349,9 +366,20 @@ export class Evaluations extends Context.Service<
             const summary = summarize(yield* repo.answeredTurns(evaluation), evaluation.judge !== null)
             return (yield* repo.complete(evaluation, workerId, summary)) ? "completed" : "stopped"
           }
-          const held = yield* Effect.forEach(pending, (turn) => answerTurn(evaluation, workerId, leaseMs, turn), {
-            concurrency: (yield* live.recentlyBusy(LIVE_WINDOW_MS)) ? 1 : TURN_CONCURRENCY
-          })
+          // Once a turn finds the evaluation no longer held (cancelled, or its lease taken over), the batch's
+          // turns not yet started are not answered: no model calls for an evaluation nobody waits for.
+          let lost = false
+          const held = yield* Effect.forEach(
+            pending,
+            (turn) =>
+              lost
+                ? Effect.succeed(false)
+                : Effect.map(answerTurn(evaluation, workerId, leaseMs, turn), (kept) => {
+                    if (!kept) lost = true
+                    return kept
+                  }),
+            { concurrency: (yield* live.recentlyBusy(LIVE_WINDOW_MS)) ? 1 : TURN_CONCURRENCY }
+          )
           return held.every(Boolean) ? "more" : "stopped"
         }).pipe(
           Effect.catchTag("SqlError", Effect.die),

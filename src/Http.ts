@@ -311,6 +311,11 @@ const shapeFailure = (
     return Effect.succeed(detailResponse(413, transportDetails.tooLarge))
   }
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+  // O8: with the request id (annotated for the whole request) the line leads to the request.
+  const annotated = Effect.annotateLogs({
+    "http.request.method": request.method,
+    "http.route": routeOf(request) ?? "unmatched"
+  })
   return Effect.flatMap(health.isOutage(cause), (outage) =>
     outage
       ? Effect.succeed(unavailable)
@@ -318,19 +323,9 @@ const shapeFailure = (
         ? Effect.logWarning(
             "Request refused by the database for now (lock, timeout or conflict); answered 503",
             cause
-          ).pipe(
-            Effect.annotateLogs({
-              "http.request.method": request.method,
-              "http.route": routeOf(request) ?? "unmatched"
-            }),
-            Effect.as(unavailable)
-          )
+          ).pipe(annotated, Effect.as(unavailable))
         : Effect.logError("Unhandled error in request", cause).pipe(
-            // O8: with the request id (annotated for the whole request) the line leads to the request.
-            Effect.annotateLogs({
-              "http.request.method": request.method,
-              "http.route": routeOf(request) ?? "unmatched"
-            }),
+            annotated,
             Effect.as(detailResponse(500, transportDetails.internal))
           )
   )

@@ -69,6 +69,23 @@ const collectGarbage: Collect = (options) => {
 }
 
 /**
+ * One memory-reducing collection after `after` (the start, or load), logged at
+ * debug level with the RSS before (`rssBytes`) and after; returns the RSS
+ * after, in bytes: the new baseline.
+ */
+const release = (after: string, rssBytes: number) =>
+  Effect.suspend(() => {
+    collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
+    const releasedBytes = process.memoryUsage.rss()
+    return Effect.as(
+      Effect.logDebug(
+        `Memory released after ${after}: RSS ${Math.round(rssBytes / 1048576)} MB -> ${Math.round(releasedBytes / 1048576)} MB`
+      ),
+      releasedBytes
+    )
+  })
+
+/**
  * The check described in the module docs, forked for the process's lifetime;
  * a release is logged at debug level with the RSS before and after
  * (`Memory released after the start: ...`, then `... after load: ...`).
@@ -78,12 +95,7 @@ export const MemoryReleaseLive = Layer.effectDiscard(
     // The start's garbage, once, while the application is being built: before the server takes requests,
     // so none waits for it (a release at the first quiet second after the start could land between a
     // client's first requests).
-    const started = process.memoryUsage.rss()
-    collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
-    let baselineBytes = process.memoryUsage.rss()
-    yield* Effect.logDebug(
-      `Memory released after the start: RSS ${Math.round(started / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
-    )
+    let baselineBytes = yield* release("the start", process.memoryUsage.rss())
     yield* Effect.forkScoped(
       Effect.gen(function* () {
         let previous = performance.eventLoopUtilization()
@@ -101,11 +113,7 @@ export const MemoryReleaseLive = Layer.effectDiscard(
             baselineBytes = Math.min(baselineBytes, sample.rssBytes)
             continue
           }
-          collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" })
-          baselineBytes = process.memoryUsage.rss()
-          yield* Effect.logDebug(
-            `Memory released after load: RSS ${Math.round(sample.rssBytes / 1048576)} MB -> ${Math.round(baselineBytes / 1048576)} MB`
-          )
+          baselineBytes = yield* release("load", sample.rssBytes)
         }
       })
     )
